@@ -1,0 +1,466 @@
+// The per-element math of the plane Voronoi raster, shared by the CPU and CUDA backends so that
+// they agree to the bit: the distance contract, the site tree and its traversals, and the
+// certified float32 scan of a tile's candidate list.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/exact_math.h"
+#include "core/hd.h"
+
+namespace gpugeo::voronoi::detail {
+
+constexpr int kLeafSize = 8;       // sites per tree leaf
+constexpr int kFanout = 4;         // children per inner node
+constexpr int kMaxLevels = 20;     // 8 * 4^19 sites is far above kMaxSites
+constexpr int kStackDepth = (kFanout - 1) * kMaxLevels + 2;
+constexpr int kMaxTileCandidates = 128;  // longer lists: the tile's pixels search the tree instead
+
+struct alignas(16) Point
+{
+  double x;
+  double y;
+};
+
+struct alignas(8) LocalPoint
+{
+  float x;
+  float y;
+};
+
+struct Box
+{
+  double x0, y0, x1, y1;  // min and max corners
+};
+
+// The site tree, in the arrays of one backend. Sites are in the pixel frame, sorted along a
+// Morton curve with exact duplicates removed; leaves are runs of kLeafSize sites, each inner node
+// covers kFanout consecutive nodes of the level below; `boxes` holds all levels, leaves first.
+struct TreeView
+{
+  const Point* points = nullptr;
+  const int32_t* siteIndex = nullptr;  // input index of each sorted site
+  const Box* boxes = nullptr;
+  int32_t pointCount = 0;
+  int32_t levelCount = 0;
+  int32_t levelStart[kMaxLevels + 1] = {};
+};
+
+template <typename T>
+GPUGEO_HD T maxOf(T a, T b)
+{
+  return a > b ? a : b;
+}
+
+template <typename T>
+GPUGEO_HD T minOf(T a, T b)
+{
+  return a < b ? a : b;
+}
+
+template <typename T>
+GPUGEO_HD T absOf(T a)
+{
+  return a < T(0) ? -a : a;
+}
+
+// --- The distance contract -------------------------------------------------------------------
+
+GPUGEO_HD double squaredDistance(double px, double py, const Point& site)
+{
+  const double dx = exact::sub(px, site.x);
+  const double dy = exact::sub(py, site.y);
+  return exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+}
+
+// The distance written to the raster, in CRS units.
+GPUGEO_HD float distanceValue(double squared, double pixelSize)
+{
+  return exact::toFloat(exact::mul(exact::sqrt(squared), pixelSize));
+}
+
+// --- Box bounds (conservative: used for pruning only) ----------------------------------------
+
+GPUGEO_HD double minSquaredDistance(const Box& a, const Box& b)
+{
+  const double dx = maxOf(0.0, maxOf(exact::sub(a.x0, b.x1), exact::sub(b.x0, a.x1)));
+  const double dy = maxOf(0.0, maxOf(exact::sub(a.y0, b.y1), exact::sub(b.y0, a.y1)));
+  return exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+}
+
+GPUGEO_HD double maxSquaredDistance(const Box& a, const Box& b)
+{
+  const double dx = maxOf(exact::sub(a.x1, b.x0), exact::sub(b.x1, a.x0));
+  const double dy = maxOf(exact::sub(a.y1, b.y0), exact::sub(b.y1, a.y0));
+  return exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+}
+
+GPUGEO_HD double squaredMagnitude(const Box& a, const Box& b)
+{
+  const double m = maxOf(maxOf(maxOf(absOf(a.x0), absOf(a.x1)), maxOf(absOf(a.y0), absOf(a.y1))),
+                         maxOf(maxOf(absOf(b.x0), absOf(b.x1)), maxOf(absOf(b.y0), absOf(b.y1))));
+  return exact::mul(m, m);
+}
+
+// True when a squared distance bound `lower` is certainly above `bound`, whatever the rounding in
+// either: float64 differences of coordinates of magnitude m err by about 2^-52 m, so squared
+// distances err by about 2^-51 (m d + d^2); the margin is 2^-44 (bound + m^2), over 100 times that.
+GPUGEO_HD bool certainlyAbove(double lower, double bound, double magnitude2)
+{
+  return lower > exact::add(bound, exact::mul(exact::add(bound, magnitude2), 0x1p-44));
+}
+
+GPUGEO_HD Box pointBox(const Point& p)
+{
+  return Box{p.x, p.y, p.x, p.y};
+}
+
+// --- Tree traversal ------------------------------------------------------------------------
+//
+// Depth first, nearer children first. A visitor provides:
+//   bool prune(const Box&)        skip this subtree (called when it is popped, with the latest bound)
+//   void enter(const Box&)        an inner node or leaf is about to be opened
+//   void visit(int32_t slot)      a site
+//   double priority(const Box&)   smaller is visited first
+//   bool done()                   stop the whole traversal
+//   kOrderChildren                whether to sort children by priority (searches that tighten a
+//                                 bound gain from it; a plain collection does not)
+
+template <class Visitor>
+GPUGEO_HD void traverse(const TreeView& tree, Visitor& visitor)
+{
+  int32_t stackNode[kStackDepth];
+  int8_t stackLevel[kStackDepth];
+  int depth = 0;
+  stackNode[depth] = 0;
+  stackLevel[depth] = static_cast<int8_t>(tree.levelCount - 1);
+  ++depth;
+  while (depth > 0 && !visitor.done())
+  {
+    --depth;
+    const int32_t node = stackNode[depth];
+    const int level = stackLevel[depth];
+    const Box box = tree.boxes[tree.levelStart[level] + node];
+    if (visitor.prune(box))
+      continue;
+    visitor.enter(box);
+    if (level == 0)
+    {
+      const int32_t first = node * kLeafSize;
+      const int32_t last = minOf(first + kLeafSize, tree.pointCount);
+      for (int32_t slot = first; slot < last; ++slot)
+        visitor.visit(slot);
+      continue;
+    }
+    const int32_t childLevelSize = tree.levelStart[level] - tree.levelStart[level - 1];
+    const int32_t firstChild = node * kFanout;
+    const int children = static_cast<int>(minOf(firstChild + kFanout, childLevelSize) - firstChild);
+    int order[kFanout] = {0, 1, 2, 3};
+    static_assert(kFanout == 4, "order[] above lists the children");
+    if constexpr (Visitor::kOrderChildren)
+    {
+      // Insertion sort of the children by priority; the farthest is pushed first.
+      double key[kFanout];
+      for (int i = 0; i < children; ++i)
+      {
+        const double k = visitor.priority(tree.boxes[tree.levelStart[level - 1] + firstChild + i]);
+        int j = i;
+        while (j > 0 && key[j - 1] > k)
+        {
+          key[j] = key[j - 1];
+          order[j] = order[j - 1];
+          --j;
+        }
+        key[j] = k;
+        order[j] = i;
+      }
+    }
+    for (int i = children - 1; i >= 0; --i)
+    {
+      stackNode[depth] = firstChild + order[i];
+      stackLevel[depth] = static_cast<int8_t>(level - 1);
+      ++depth;
+    }
+  }
+}
+
+// The smallest, over all sites, of the largest squared distance from the site to the region:
+// every point of the region has a site at most this far (squared). Any non-empty subtree proves
+// such a bound with its box, so the bound tightens before the first leaf is reached.
+struct RegionBoundVisitor
+{
+  static constexpr bool kOrderChildren = true;
+  const TreeView* tree;
+  Box region;
+  double bound;
+
+  GPUGEO_HD bool prune(const Box& box) const
+  {
+    return certainlyAbove(minSquaredDistance(box, region), bound, squaredMagnitude(box, region));
+  }
+  GPUGEO_HD void enter(const Box& box) { bound = minOf(bound, maxSquaredDistance(box, region)); }
+  GPUGEO_HD void visit(int32_t slot)
+  {
+    bound = minOf(bound, maxSquaredDistance(pointBox(tree->points[slot]), region));
+  }
+  GPUGEO_HD double priority(const Box& box) const { return minSquaredDistance(box, region); }
+  GPUGEO_HD bool done() const { return false; }
+};
+
+// Calls emit(slot) for every site that may be nearest to some point of the region, given the
+// bound found by RegionBoundVisitor; stops after `limit` + 1 sites.
+template <class Emit>
+struct RegionCandidateVisitor
+{
+  static constexpr bool kOrderChildren = false;
+  const TreeView* tree;
+  Box region;
+  double bound;
+  int limit;
+  Emit emit;
+  int count = 0;
+
+  GPUGEO_HD bool prune(const Box& box) const
+  {
+    return certainlyAbove(minSquaredDistance(box, region), bound, squaredMagnitude(box, region));
+  }
+  GPUGEO_HD void enter(const Box&) {}
+  GPUGEO_HD void visit(int32_t slot)
+  {
+    const Box site = pointBox(tree->points[slot]);
+    if (count <= limit && !certainlyAbove(minSquaredDistance(site, region), bound, squaredMagnitude(site, region)))
+    {
+      if (count < limit)
+        emit(count, slot);
+      ++count;
+    }
+  }
+  GPUGEO_HD double priority(const Box& box) const { return minSquaredDistance(box, region); }
+  GPUGEO_HD bool done() const { return count > limit; }
+};
+
+// The exact nearest site to one point under the contract (smallest e, then lowest input index).
+struct NearestSiteVisitor
+{
+  static constexpr bool kOrderChildren = true;
+  const TreeView* tree;
+  double px, py;
+  double best;
+  int32_t bestSlot;
+  int32_t bestSite;
+
+  GPUGEO_HD Box query() const { return Box{px, py, px, py}; }
+  GPUGEO_HD bool prune(const Box& box) const
+  {
+    const Box q = query();
+    return certainlyAbove(minSquaredDistance(box, q), best, squaredMagnitude(box, q));
+  }
+  GPUGEO_HD void enter(const Box&) {}
+  GPUGEO_HD void visit(int32_t slot)
+  {
+    const double e = squaredDistance(px, py, tree->points[slot]);
+    const int32_t site = tree->siteIndex[slot];
+    if (e < best || (e == best && site < bestSite))
+    {
+      best = e;
+      bestSlot = slot;
+      bestSite = site;
+    }
+  }
+  GPUGEO_HD double priority(const Box& box) const { return minSquaredDistance(box, query()); }
+  GPUGEO_HD bool done() const { return false; }
+};
+
+// --- Tiles -------------------------------------------------------------------------------------
+
+// The box spanned by the pixel centres of columns [c0, c1) and rows [r0, r1).
+GPUGEO_HD Box pixelCentreBox(int64_t c0, int64_t c1, int64_t r0, int64_t r1)
+{
+  return Box{double(c0) + 0.5, double(r0) + 0.5, double(c1) - 0.5, double(r1) - 0.5};
+}
+
+// A site in a tile's local float frame (relative to the tile's top-left pixel corner).
+GPUGEO_HD LocalPoint toLocal(const Point& site, int64_t tileColumn0, int64_t tileRow0)
+{
+  return LocalPoint{exact::toFloat(exact::sub(site.x, double(tileColumn0))),
+                    exact::toFloat(exact::sub(site.y, double(tileRow0)))};
+}
+
+// Error bound of a float32 squared distance f computed in the tile's local frame against the
+// float64 contract e: |f - e| <= (f + span^2) * 2^-21 (rounding of the local site coordinates, of
+// the differences, the squares and the sum; the local pixel centre is exact), taken with a margin
+// of 4.
+GPUGEO_HD float floatErrorBound(float f, float span2)
+{
+  return exact::mul(exact::add(f, span2), 0x1p-19f);
+}
+
+struct PixelAnswer
+{
+  int32_t site;     // input index
+  double squared;   // e under the contract
+  bool refined;     // a near tie sent it to float64
+};
+
+// A tile's candidate sites: their coordinates in the tile's local float frame, in the pixel frame
+// and their input indices (three parallel arrays of `count`).
+struct CandidateList
+{
+  const LocalPoint* local;
+  const Point* point;
+  const int32_t* site;
+  int count;
+};
+
+// The nearest of a tile's candidates to pixel (column, row): a float32 scan keeps the best and
+// second-best values; when their gap exceeds both error bounds the float winner is the exact one,
+// otherwise every candidate is re-evaluated in float64 under the contract.
+GPUGEO_HD PixelAnswer nearestCandidate(const CandidateList& list, int64_t column, int64_t row, int64_t tileColumn0,
+                                       int64_t tileRow0, float span2)
+{
+  const float a = float(column - tileColumn0) + 0.5f;
+  const float b = float(row - tileRow0) + 0.5f;
+  float best = 3.402823466e38f;
+  float second = 3.402823466e38f;
+  int bestIndex = 0;
+  for (int k = 0; k < list.count; ++k)
+  {
+    const LocalPoint s = list.local[k];
+    const float dx = exact::sub(a, s.x);
+    const float dy = exact::sub(b, s.y);
+    const float f = exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+    if (f < best)
+    {
+      second = best;
+      best = f;
+      bestIndex = k;
+    }
+    else if (f < second)
+    {
+      second = f;
+    }
+  }
+  const double px = double(column) + 0.5;
+  const double py = double(row) + 0.5;
+  const bool certain = exact::sub(second, floatErrorBound(second, span2)) > exact::add(best, floatErrorBound(best, span2));
+  if (certain)
+    return PixelAnswer{list.site[bestIndex], squaredDistance(px, py, list.point[bestIndex]), false};
+  double exactBest = 0.0;
+  int32_t exactSite = -1;
+  for (int k = 0; k < list.count; ++k)
+  {
+    const double e = squaredDistance(px, py, list.point[k]);
+    const int32_t site = list.site[k];
+    if (exactSite < 0 || e < exactBest || (e == exactBest && site < exactSite))
+    {
+      exactBest = e;
+      exactSite = site;
+    }
+  }
+  return PixelAnswer{exactSite, exactBest, true};
+}
+
+// The exact nearest site by a search of the whole tree (tiles whose candidate list is too long).
+GPUGEO_HD PixelAnswer nearestByTree(const TreeView& tree, int64_t column, int64_t row)
+{
+  NearestSiteVisitor visitor{&tree, double(column) + 0.5, double(row) + 0.5, 1.79769313486231570e308, -1, 0x7fffffff};
+  traverse(tree, visitor);
+  return PixelAnswer{visitor.bestSite, visitor.best, false};
+}
+
+// --- Tree construction (per element) -----------------------------------------------------------
+
+GPUGEO_HD uint64_t spreadBits(uint32_t value)
+{
+  uint64_t x = value;
+  x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
+  x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
+  x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full;
+  x = (x | (x << 2)) & 0x3333333333333333ull;
+  x = (x | (x << 1)) & 0x5555555555555555ull;
+  return x;
+}
+
+// Position along the Morton curve over `bounds`, 32 bits per axis.
+GPUGEO_HD uint64_t mortonKey(const Point& p, const Box& bounds, double scaleX, double scaleY)
+{
+  const double fx = minOf(exact::mul(exact::sub(p.x, bounds.x0), scaleX), 4294967295.0);
+  const double fy = minOf(exact::mul(exact::sub(p.y, bounds.y0), scaleY), 4294967295.0);
+  const uint32_t qx = static_cast<uint32_t>(maxOf(fx, 0.0));
+  const uint32_t qy = static_cast<uint32_t>(maxOf(fy, 0.0));
+  return spreadBits(qx) | (spreadBits(qy) << 1);
+}
+
+GPUGEO_HD double mortonScale(double low, double high)
+{
+  const double range = exact::sub(high, low);
+  return range > 0.0 ? 4294967295.0 / range : 0.0;
+}
+
+GPUGEO_HD bool samePoint(const Point& a, const Point& b)
+{
+  return a.x == b.x && a.y == b.y;
+}
+
+GPUGEO_HD Box boxOfPoints(const Point* points, int32_t first, int32_t last)
+{
+  Box box{points[first].x, points[first].y, points[first].x, points[first].y};
+  for (int32_t i = first + 1; i < last; ++i)
+  {
+    box.x0 = minOf(box.x0, points[i].x);
+    box.y0 = minOf(box.y0, points[i].y);
+    box.x1 = maxOf(box.x1, points[i].x);
+    box.y1 = maxOf(box.y1, points[i].y);
+  }
+  return box;
+}
+
+GPUGEO_HD Box boxOfBoxes(const Box* boxes, int32_t first, int32_t last)
+{
+  Box box = boxes[first];
+  for (int32_t i = first + 1; i < last; ++i)
+  {
+    box.x0 = minOf(box.x0, boxes[i].x0);
+    box.y0 = minOf(box.y0, boxes[i].y0);
+    box.x1 = maxOf(box.x1, boxes[i].x1);
+    box.y1 = maxOf(box.y1, boxes[i].y1);
+  }
+  return box;
+}
+
+// Level sizes of a tree over `count` sites; returns the number of levels.
+inline int levelLayout(int32_t count, int32_t* levelStart)
+{
+  int levels = 0;
+  int32_t size = (count + kLeafSize - 1) / kLeafSize;
+  levelStart[0] = 0;
+  while (true)
+  {
+    levelStart[levels + 1] = levelStart[levels] + size;
+    ++levels;
+    if (size == 1)
+      break;
+    size = (size + kFanout - 1) / kFanout;
+  }
+  return levels;
+}
+
+// Side of the square tiles, from the mean spacing of the sites over the grid: about that spacing,
+// so a tile's candidate list holds a handful of sites, within [8, 64].
+inline int chooseTileSpan(int64_t uniqueSites, int64_t width, int64_t height, int requested = 0)
+{
+  if (requested == 8 || requested == 16 || requested == 32 || requested == 64)
+    return requested;
+  const double area = double(width) * double(height);
+  const double spacing = uniqueSites > 0 ? std::sqrt(area / double(uniqueSites)) : 64.0;
+  if (spacing < 12.0)
+    return 8;
+  if (spacing < 24.0)
+    return 16;
+  if (spacing < 48.0)
+    return 32;
+  return 64;
+}
+
+}  // namespace gpugeo::voronoi::detail

@@ -1,0 +1,121 @@
+#include "site_tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/errors.h"
+
+namespace gpugeo::voronoi {
+
+using detail::Box;
+using detail::Point;
+
+namespace {
+
+std::string siteText(int64_t index, double x, double y)
+{
+  return "site " + std::to_string(index + 1) + " (" + std::to_string(x) + ", " + std::to_string(y) + ")";
+}
+
+}  // namespace
+
+void validate(const Grid& grid, const Sites& sites)
+{
+  if (!(grid.pixelSize > 0.0) || !std::isfinite(grid.pixelSize))
+    throw InvalidInput("The pixel size must be a positive number (got " + std::to_string(grid.pixelSize) + ").");
+  if (!std::isfinite(grid.originX) || !std::isfinite(grid.originY))
+    throw InvalidInput("The grid origin is not a finite coordinate.");
+  if (grid.width <= 0 || grid.height <= 0)
+    throw InvalidInput("The grid is empty (" + std::to_string(grid.width) + " x " + std::to_string(grid.height) +
+                       " pixels): the extent has no area at this pixel size.");
+  if (grid.width > kMaxPixels || grid.height > kMaxPixels || grid.width * grid.height > kMaxPixels)
+    throw InvalidInput("The grid would have " + std::to_string(grid.width) + " x " + std::to_string(grid.height) +
+                       " pixels, more than the limit of 2^31; use a larger pixel size or a smaller extent.");
+  if (sites.count <= 0)
+    throw InvalidInput("There are no sites.");
+  if (sites.count > kMaxSites)
+    throw InvalidInput("There are " + std::to_string(sites.count) + " sites, more than the limit of " +
+                       std::to_string(kMaxSites) + ".");
+  for (int64_t i = 0; i < sites.count; ++i)
+  {
+    const double x = sites.x[i];
+    const double y = sites.y[i];
+    if (!std::isfinite(x) || !std::isfinite(y))
+      throw InvalidInput(siteText(i, x, y) + " has a coordinate that is not a finite number.");
+    const double u = (x - grid.originX) / grid.pixelSize;
+    const double v = (grid.originY - y) / grid.pixelSize;
+    if (!(std::fabs(u) <= kMaxSiteOffsetPixels) || !(std::fabs(v) <= kMaxSiteOffsetPixels))
+      throw InvalidInput(siteText(i, x, y) + " lies more than 1e15 pixels from the grid; check the layer's CRS "
+                                             "and the pixel size.");
+  }
+}
+
+std::vector<Point> toPixelFrame(const Grid& grid, const Sites& sites)
+{
+  std::vector<Point> points(static_cast<size_t>(sites.count));
+  for (int64_t i = 0; i < sites.count; ++i)
+    points[i] = Point{(sites.x[i] - grid.originX) / grid.pixelSize, (grid.originY - sites.y[i]) / grid.pixelSize};
+  return points;
+}
+
+Box boundsOf(const std::vector<Point>& points)
+{
+  return detail::boxOfPoints(points.data(), 0, static_cast<int32_t>(points.size()));
+}
+
+detail::TreeView HostTree::view() const
+{
+  detail::TreeView view;
+  view.points = points.data();
+  view.siteIndex = siteIndex.data();
+  view.boxes = boxes.data();
+  view.pointCount = static_cast<int32_t>(points.size());
+  view.levelCount = levelCount;
+  std::copy(levelStart, levelStart + detail::kMaxLevels + 1, view.levelStart);
+  return view;
+}
+
+HostTree buildHostTree(const std::vector<Point>& input)
+{
+  const int32_t n = static_cast<int32_t>(input.size());
+  const Box bounds = boundsOf(input);
+  const double scaleX = detail::mortonScale(bounds.x0, bounds.x1);
+  const double scaleY = detail::mortonScale(bounds.y0, bounds.y1);
+
+  std::vector<std::pair<uint64_t, int32_t>> order(n);
+  for (int32_t i = 0; i < n; ++i)
+    order[i] = {detail::mortonKey(input[i], bounds, scaleX, scaleY), i};
+  std::sort(order.begin(), order.end());
+
+  HostTree tree;
+  tree.points.reserve(n);
+  tree.siteIndex.reserve(n);
+  for (int32_t i = 0; i < n; ++i)
+  {
+    const Point& p = input[order[i].second];
+    if (i > 0 && detail::samePoint(p, input[order[i - 1].second]))
+      continue;
+    tree.points.push_back(p);
+    tree.siteIndex.push_back(order[i].second);
+  }
+
+  const int32_t unique = static_cast<int32_t>(tree.points.size());
+  tree.levelCount = detail::levelLayout(unique, tree.levelStart);
+  tree.boxes.resize(tree.levelStart[tree.levelCount]);
+  for (int32_t leaf = 0; leaf < tree.levelStart[1]; ++leaf)
+    tree.boxes[leaf] = detail::boxOfPoints(tree.points.data(), leaf * detail::kLeafSize,
+                                           std::min(unique, (leaf + 1) * detail::kLeafSize));
+  for (int level = 1; level < tree.levelCount; ++level)
+  {
+    const int32_t childStart = tree.levelStart[level - 1];
+    const int32_t childCount = tree.levelStart[level] - childStart;
+    for (int32_t node = 0; node < tree.levelStart[level + 1] - tree.levelStart[level]; ++node)
+      tree.boxes[tree.levelStart[level] + node] =
+        detail::boxOfBoxes(tree.boxes.data() + childStart, node * detail::kFanout,
+                           std::min(childCount, (node + 1) * detail::kFanout));
+  }
+  return tree;
+}
+
+}  // namespace gpugeo::voronoi

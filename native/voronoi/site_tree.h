@@ -1,0 +1,34 @@
+// The host side of the site tree: taking the sites to the pixel frame, and building the tree on
+// the CPU. The CUDA backend builds the same tree on the device (voronoi_cuda.cu) from the same
+// per-element functions in detail/nearest_site.h.
+#pragma once
+
+#include <vector>
+
+#include "detail/nearest_site.h"
+#include "voronoi_raster.h"
+
+namespace gpugeo::voronoi {
+
+// Sites in the grid's pixel frame, in input order (validate() first).
+std::vector<detail::Point> toPixelFrame(const Grid& grid, const Sites& sites);
+
+// The bounding box of points (at least one).
+detail::Box boundsOf(const std::vector<detail::Point>& points);
+
+struct HostTree
+{
+  std::vector<detail::Point> points;
+  std::vector<int32_t> siteIndex;
+  std::vector<detail::Box> boxes;
+  int levelCount = 0;
+  int32_t levelStart[detail::kMaxLevels + 1] = {};
+
+  detail::TreeView view() const;
+};
+
+// Sorts the sites along the Morton curve (ties by input index), drops exact duplicates after the
+// first (lowest index) of each run, and builds the boxes level by level.
+HostTree buildHostTree(const std::vector<detail::Point>& points);
+
+}  // namespace gpugeo::voronoi

@@ -1,0 +1,16 @@
+// The backend factories behind makeLabeller(); internal to the native library.
+#pragma once
+
+#include <memory>
+
+#include "voronoi_raster.h"
+
+namespace gpugeo::voronoi {
+
+std::unique_ptr<Labeller> makeCpuLabeller(const Grid& grid, const Sites& sites, const LabellerOptions& options);
+
+// Defined in voronoi_cuda.cu, or in voronoi_nocuda.cpp (throws DeviceUnavailable).
+std::unique_ptr<Labeller> makeGpuLabeller(const Grid& grid, const Sites& sites, const LabellerOptions& options,
+                                          const RunControl& control);
+
+}  // namespace gpugeo::voronoi

@@ -1,0 +1,120 @@
+// Plane Voronoi raster (allocation): every pixel centre of a grid labelled with its nearest site.
+//
+// Contract (both backends, and the brute-force reference in voronoi_reference.h):
+// - A site's coordinates are taken to the grid's pixel frame in float64:
+//   u = (x - originX) / pixelSize, v = (originY - y) / pixelSize. Pixel (column c, row r) has its
+//   centre at (c + 0.5, r + 0.5) in that frame, exactly.
+// - The squared distance is e = (c + 0.5 - u)^2 + (r + 0.5 - v)^2, evaluated in float64 in that
+//   order without fused multiply-adds (detail/nearest_site.h). A pixel's label is the input index of
+//   the site with the smallest e; equal e go to the lowest input index, so duplicate sites are fine.
+// - The distance output is float(sqrt(e) * pixelSize), in CRS units.
+// Both backends return exactly that label and that distance, bit for bit. Against the true
+// Euclidean distances in real arithmetic, the label can differ only where the two nearest sites'
+// distances differ by less than kNearTieBound (see below), from the rounding of u and v.
+//
+// Method: the sites are sorted along a Morton curve into a packed bounding-box tree; each tile of
+// T x T pixels gathers from the tree the few sites that can be nearest to any of its pixel
+// centres; each pixel then scans that short list in float32 with a certified error bound and
+// re-evaluates in float64 only when two candidates are too close to call. A tile whose list would
+// be too long (very uneven site density) answers each pixel with an exact float64 nearest-neighbour
+// search of the tree instead. The source method (one GPU thread per pixel over all generators, with
+// neighbourhood expansion when they are many) is in ../shared/papers (001).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/run_control.h"
+#include "core/stage_times.h"
+
+namespace gpugeo::voronoi {
+
+// A north-up grid of square pixels; (originX, originY) is the top-left corner in CRS units.
+struct Grid
+{
+  double originX = 0.0;
+  double originY = 0.0;
+  double pixelSize = 1.0;
+  int64_t width = 0;
+  int64_t height = 0;
+
+  int64_t pixelCount() const { return width * height; }
+};
+
+// Sites in the grid's CRS units; index i of these arrays is "site i" in the labels.
+struct Sites
+{
+  const double* x = nullptr;
+  const double* y = nullptr;
+  int64_t count = 0;
+};
+
+// The most pixels a grid may have (2^31), and the most sites.
+constexpr int64_t kMaxPixels = int64_t(1) << 31;
+constexpr int64_t kMaxSites = (int64_t(1) << 31) - 2;
+// Sites farther than this from the grid, in pixels, are refused (their float64 distances would
+// lose all precision).
+constexpr double kMaxSiteOffsetPixels = 1e15;
+
+// Near-tie bound, in pixels: a label can differ from the exact real-arithmetic nearest site only
+// where the two nearest distances differ by less than
+//   kNearTieRelative * (|u| + |v| + 1) * 2  +  kNearTieRelative * d
+// with u, v the larger pixel-frame coordinates of the two sites and d their distance. For sites
+// within 10^6 pixels of the grid origin that is below 1e-9 pixel.
+constexpr double kNearTieRelative = 4.0e-16;
+
+// Checks the grid and the sites against the preconditions above; throws InvalidInput naming the
+// first offending value.
+void validate(const Grid& grid, const Sites& sites);
+
+struct LabellerOptions
+{
+  int threads = 0;  // CPU threads; 0: defaultThreadCount()
+  // GPU only: the most device memory the band buffers may take; 0: a share of what is free.
+  std::size_t gpuMemoryBudget = 0;
+  // Tile side in pixels (8, 16, 32 or 64); 0: chosen from the site density. For tuning only: the
+  // labels never depend on it.
+  int tileSpan = 0;
+};
+
+// Counters of what happened, for the log and the tests.
+struct LabelStats
+{
+  int64_t uniqueSites = 0;       // after dropping exact duplicates (the lowest index is kept)
+  int tileSpan = 0;              // T, pixels
+  int64_t tiles = 0;             // tiles processed
+  int64_t denseTiles = 0;        // tiles answered per pixel by the tree (candidate list too long)
+  int64_t candidates = 0;        // candidate entries over all tiles
+  int64_t refinedPixels = 0;     // pixels re-evaluated in float64 because of a near tie
+};
+
+class Labeller
+{
+public:
+  virtual ~Labeller() = default;
+
+  // Labels rows [row0, row0 + rows) of the grid. `site` receives rows * width input site indices,
+  // row-major; `distance` (may be null) the distances in CRS units. Throws Canceled when
+  // control.isCanceled() turns true (checked many times a second), DeviceOutOfMemory when the GPU
+  // cannot hold even one tile row, DeviceError on other CUDA failures.
+  virtual void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) = 0;
+
+  virtual Backend backend() const = 0;
+  virtual std::string deviceName() const = 0;
+  // Time per stage so far: prepare (pixel frame and tree), upload, compute, download.
+  virtual const StageTimes& times() const = 0;
+  virtual const LabelStats& stats() const = 0;
+  // Things the caller should pass on to the user (e.g. the GPU band had to shrink).
+  virtual std::vector<std::string> warnings() const = 0;
+};
+
+// Builds the labeller for `backend` (Cpu or Gpu): validates, takes the sites to the pixel frame and
+// builds the site tree (on the device for Gpu). Throws InvalidInput, DeviceUnavailable (Gpu without
+// a usable device or in a build without CUDA), DeviceOutOfMemory, Canceled.
+std::unique_ptr<Labeller> makeLabeller(Backend backend, const Grid& grid, const Sites& sites,
+                                       const LabellerOptions& options, const RunControl& control);
+
+}  // namespace gpugeo::voronoi

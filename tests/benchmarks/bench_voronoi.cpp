@@ -1,0 +1,255 @@
+// Benchmark of the plane Voronoi raster's native core (not a test: it asserts nothing, it times).
+//
+//   bench_voronoi --width W --height H --sites FILE|N [--backend cpu|gpu|both] [--reps R] [--threads T]
+//                 [--tile-span 8|16|32|64] [--labels-out FILE]
+//
+// FILE holds the sites as float64 (column, row) pairs in pixel units, rows counted downward (a site
+// at the centre of pixel (c, r) is (c + 0.5, r + 0.5)); N draws N uniform sites with a fixed seed.
+// The grid has 1-unit pixels and its top-left corner at (0, H). Prints one JSON object per backend with the median of R timed repetitions after one
+// warm-up: on the GPU, CUDA events around the index build, the labelling kernels (compute) and the
+// copy of labels and distances to pinned host memory (download), separately and together.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "voronoi/voronoi_raster.h"
+
+#ifdef GPUGEO_WITH_CUDA
+#include "core/device_buffer.h"
+#include "voronoi/voronoi_cuda.h"
+#endif
+
+using namespace gpugeo;
+using namespace gpugeo::voronoi;
+
+namespace {
+
+struct Options
+{
+  int64_t width = 4096;
+  int64_t height = 4096;
+  std::string sites = "1000";
+  std::string backend = "both";
+  int reps = 5;
+  int threads = 0;
+  int tileSpan = 0;
+  std::string labelsOut;
+};
+
+double median(std::vector<double> values)
+{
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double nowMs()
+{
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void loadSites(const Options& options, std::vector<double>& x, std::vector<double>& y)
+{
+  std::ifstream file(options.sites, std::ios::binary);
+  if (file)
+  {
+    std::vector<double> xy;
+    double v;
+    while (file.read(reinterpret_cast<char*>(&v), sizeof v))
+      xy.push_back(v);
+    for (size_t i = 0; i + 1 < xy.size(); i += 2)
+    {
+      x.push_back(xy[i]);
+      y.push_back(xy[i + 1]);
+    }
+    return;
+  }
+  const long n = std::stol(options.sites);
+  std::mt19937_64 rng(20261121);
+  std::uniform_real_distribution<double> ux(0.0, double(options.width)), uy(0.0, double(options.height));
+  for (long i = 0; i < n; ++i)
+  {
+    x.push_back(ux(rng));
+    y.push_back(uy(rng));
+  }
+}
+
+void printStats(const Labeller& labeller)
+{
+  const LabelStats& s = labeller.stats();
+  std::printf("\"unique_sites\": %lld, \"tile_span\": %d, \"tiles\": %lld, \"dense_tiles\": %lld, "
+              "\"candidates\": %lld, \"refined_pixels\": %lld",
+              (long long)s.uniqueSites, s.tileSpan, (long long)s.tiles, (long long)s.denseTiles, (long long)s.candidates,
+              (long long)s.refinedPixels);
+}
+
+void benchCpu(const Options& o, const Grid& grid, const Sites& sites)
+{
+  std::vector<int32_t> label(static_cast<size_t>(grid.pixelCount()));
+  std::vector<float> distance(label.size());
+  std::vector<double> build, compute;
+  std::unique_ptr<Labeller> labeller;
+  for (int rep = 0; rep <= o.reps; ++rep)
+  {
+    const double t0 = nowMs();
+    labeller = makeLabeller(Backend::Cpu, grid, sites, LabellerOptions{o.threads, 0, o.tileSpan}, RunControl{});
+    const double t1 = nowMs();
+    labeller->labelRows(0, grid.height, label.data(), distance.data(), RunControl{});
+    const double t2 = nowMs();
+    if (rep > 0)
+    {
+      build.push_back(t1 - t0);
+      compute.push_back(t2 - t1);
+    }
+  }
+  std::printf("{\"backend\": \"cpu\", \"device\": \"%s\", \"width\": %lld, \"height\": %lld, \"sites\": %lld, "
+              "\"index_ms\": %.3f, \"compute_ms\": %.3f, \"total_ms\": %.3f, ",
+              labeller->deviceName().c_str(), (long long)grid.width, (long long)grid.height, (long long)sites.count,
+              median(build), median(compute), median(build) + median(compute));
+  printStats(*labeller);
+  std::printf("}\n");
+  if (!o.labelsOut.empty())
+  {
+    std::ofstream out(o.labelsOut, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(label.data()), label.size() * sizeof(int32_t));
+    out.write(reinterpret_cast<const char*>(distance.data()), distance.size() * sizeof(float));
+  }
+}
+
+#ifdef GPUGEO_WITH_CUDA
+void benchGpu(const Options& o, const Grid& grid, const Sites& sites)
+{
+  const size_t pixels = static_cast<size_t>(grid.pixelCount());
+  cuda::DeviceBuffer<int32_t> deviceLabel(pixels);
+  cuda::DeviceBuffer<float> deviceDistance(pixels);
+  cuda::PinnedBuffer<int32_t> hostLabel;
+  cuda::PinnedBuffer<float> hostDistance;
+  hostLabel.resize(pixels);
+  hostDistance.resize(pixels);
+
+  // The index build, on a fresh labeller each time.
+  std::vector<double> prepare, upload, index, compute, download;
+  std::unique_ptr<CudaLabeller> labeller;
+  for (int rep = 0; rep <= o.reps; ++rep)
+  {
+    labeller = makeCudaLabeller(grid, sites, LabellerOptions{0, 0, o.tileSpan}, RunControl{});
+    if (rep > 0)
+    {
+      prepare.push_back(labeller->times().get("prepare"));
+      upload.push_back(labeller->times().get("upload"));
+      index.push_back(labeller->times().get("index"));
+    }
+  }
+  // Labelling and download on the last one; the first call (warm-up) allocates its work buffers.
+  cudaStream_t stream = labeller->stream();
+  for (int rep = 0; rep <= o.reps; ++rep)
+  {
+    cuda::EventTimer computeTimer, downloadTimer;
+    computeTimer.start(stream);
+    labeller->labelRowsOnDevice(0, grid.height, deviceLabel.data(), deviceDistance.data());
+    computeTimer.stop(stream);
+    downloadTimer.start(stream);
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(hostLabel.data(), deviceLabel.data(), pixels * sizeof(int32_t),
+                                      cudaMemcpyDeviceToHost, stream));
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(hostDistance.data(), deviceDistance.data(), pixels * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+    downloadTimer.stop(stream);
+    const double computeMs = computeTimer.milliseconds();
+    const double downloadMs = downloadTimer.milliseconds();
+    if (rep > 0)
+    {
+      compute.push_back(computeMs);
+      download.push_back(downloadMs);
+    }
+  }
+  // One more labelling with each phase timed (the events add a little).
+  labeller->setProfiling(true);
+  labeller->labelRowsOnDevice(0, grid.height, deviceLabel.data(), deviceDistance.data());
+  const StageTimes phases = labeller->phaseTimes();
+  labeller->setProfiling(false);
+  const double devTotal = median(upload) + median(index) + median(compute);
+  std::printf("{\"backend\": \"gpu\", \"device\": \"%s\", \"width\": %lld, \"height\": %lld, \"sites\": %lld, "
+              "\"prepare_ms\": %.3f, \"upload_ms\": %.3f, \"index_ms\": %.3f, \"compute_ms\": %.3f, "
+              "\"download_ms\": %.3f, \"device_total_ms\": %.3f, \"total_ms\": %.3f, ",
+              labeller->deviceName().c_str(), (long long)grid.width, (long long)grid.height, (long long)sites.count,
+              median(prepare), median(upload), median(index), median(compute), median(download), devTotal,
+              median(prepare) + devTotal + median(download));
+  printStats(*labeller);
+  std::printf(", \"phases_ms\": {");
+  for (size_t i = 0; i < phases.entries().size(); ++i)
+    std::printf("%s\"%s\": %.3f", i ? ", " : "", phases.entries()[i].first.c_str(), phases.entries()[i].second);
+  std::printf("}}\n");
+  if (!o.labelsOut.empty())
+  {
+    std::ofstream out(o.labelsOut, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(hostLabel.data()), pixels * sizeof(int32_t));
+    out.write(reinterpret_cast<const char*>(hostDistance.data()), pixels * sizeof(float));
+  }
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2)
+  {
+    const std::string key = argv[i], value = argv[i + 1];
+    if (key == "--width")
+      o.width = std::stoll(value);
+    else if (key == "--height")
+      o.height = std::stoll(value);
+    else if (key == "--sites")
+      o.sites = value;
+    else if (key == "--backend")
+      o.backend = value;
+    else if (key == "--reps")
+      o.reps = std::stoi(value);
+    else if (key == "--threads")
+      o.threads = std::stoi(value);
+    else if (key == "--tile-span")
+      o.tileSpan = std::stoi(value);
+    else if (key == "--labels-out")
+      o.labelsOut = value;
+    else
+    {
+      std::fprintf(stderr, "unknown option %s\n", key.c_str());
+      return 2;
+    }
+  }
+  std::vector<double> x, y;
+  loadSites(o, x, y);
+  const Grid grid{0.0, double(o.height), 1.0, o.width, o.height};
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = double(o.height) - y[i];  // input rows run down; the grid's y runs up
+  const Sites sites{x.data(), y.data(), static_cast<int64_t>(x.size())};
+  try
+  {
+    if (o.backend == "cpu" || o.backend == "both")
+      benchCpu(o, grid, sites);
+    if (o.backend == "gpu" || o.backend == "both")
+    {
+#ifdef GPUGEO_WITH_CUDA
+      if (probeGpu().usable)
+        benchGpu(o, grid, sites);
+      else
+        std::printf("{\"backend\": \"gpu\", \"skipped\": \"%s\"}\n", probeGpu().reason.c_str());
+#else
+      std::printf("{\"backend\": \"gpu\", \"skipped\": \"built without CUDA\"}\n");
+#endif
+    }
+  }
+  catch (const std::exception& e)
+  {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

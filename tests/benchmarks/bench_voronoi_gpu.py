@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Plane Voronoi raster on the GPU machine: our native core beside CuPy's exact Euclidean distance
+transform with indices (cupyx.scipy.ndimage.distance_transform_edt, the PBA+ algorithm) on the same
+grids and the same sites, in one run; prints a table with the ratio.
+
+The sites are drawn (fixed seed) at pixel centres, so that both solve the same problem: the EDT
+takes a raster whose site pixels are 0, ours the site coordinates. Both results are compared: our
+distance must equal the EDT's at every pixel (the labels may differ only at exact ties).
+
+usage: bench_voronoi_gpu.py BENCH_BINARY [--reps N] [--out FILE.json]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+WORKLOADS = [(4096, 1000), (8192, 1000), (8192, 100000), (16384, 10000)]
+BARS = {(8192, 1000): 5.0, (16384, 10000): 5.0}  # BENCHMARKS.md: at least 5x faster than CuPy
+
+
+def make_sites(size, count, seed):
+    rng = np.random.default_rng(seed)
+    flat = rng.choice(size * size, size=count, replace=False)
+    rows, cols = np.divmod(flat, size)
+    return cols.astype(np.float64) + 0.5, rows.astype(np.float64) + 0.5
+
+
+def time_cupy(size, cols, rows, reps):
+    import cupy as cp
+    from cupyx.scipy import ndimage
+
+    image = cp.ones((size, size), dtype=cp.uint8)
+    image[cp.asarray(rows.astype(np.int64)), cp.asarray(cols.astype(np.int64))] = 0
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    result = None
+    for rep in range(reps + 1):
+        start.record()
+        result = ndimage.distance_transform_edt(image, return_indices=True)
+        stop.record()
+        stop.synchronize()
+        if rep:
+            times.append(cp.cuda.get_elapsed_time(start, stop))
+    distances, indices = result
+    return float(np.median(times)), distances, indices
+
+
+def run_ours(binary, size, path, reps, labels_path):
+    out = subprocess.run([binary, "--width", str(size), "--height", str(size), "--sites", path, "--backend", "gpu",
+                          "--reps", str(reps), "--labels-out", labels_path],
+                         check=True, capture_output=True, text=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")][-1]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+
+    rows_out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size, count in WORKLOADS:
+            cols, rows = make_sites(size, count, seed=size + count)
+            path = os.path.join(tmp, "sites.bin")
+            np.stack([cols, rows], axis=1).astype(np.float64).tofile(path)
+            labels_path = os.path.join(tmp, "labels.bin")
+            ours = run_ours(args.binary, size, path, args.reps, labels_path)
+            peer_ms, peer_dist, peer_idx = time_cupy(size, cols, rows, args.reps)
+
+            # Cross-check: the same distances everywhere; labels equal except at exact ties.
+            raw = np.fromfile(labels_path, dtype=np.uint8)
+            labels = raw[: size * size * 4].view(np.int32).reshape(size, size)
+            dist = raw[size * size * 4:].view(np.float32).reshape(size, size)
+            peer_dist_host = peer_dist.get().astype(np.float32)
+            dist_mismatch = int(np.count_nonzero(dist != peer_dist_host))
+            site_row = rows.astype(np.int64)[labels]
+            site_col = cols.astype(np.int64)[labels]
+            pi = peer_idx.get()
+            label_diff = int(np.count_nonzero((site_row != pi[0]) | (site_col != pi[1])))
+            del peer_dist, peer_idx
+
+            row = dict(workload=f"{size}^2, {count} sites", size=size, sites=count, ours=ours, cupy_ms=peer_ms,
+                       ratio_compute=peer_ms / ours["compute_ms"],
+                       ratio_device_total=peer_ms / ours["device_total_ms"],
+                       distance_mismatches=dist_mismatch, label_differences_at_ties=label_diff,
+                       bar=BARS.get((size, count)))
+            rows_out.append(row)
+            print(json.dumps(row), flush=True)
+
+    device = rows_out[0]["ours"]["device"]
+    print()
+    print(f"Plane Voronoi raster, labels + distances, {device}; medians of {args.reps} runs after a warm-up")
+    header = ("| workload | ours: index | ours: labelling | ours: download | ours: upload+index+labelling "
+              "| CuPy EDT+indices | ratio (labelling) | ratio (device total) | bar | distance mismatches |")
+    print(header)
+    print("|---" * (header.count("|") - 1) + "|")
+    for r in rows_out:
+        o = r["ours"]
+        bar = f">= {r['bar']:.0f}x: {'met' if r['ratio_device_total'] >= r['bar'] else 'NOT met'}" if r["bar"] else "-"
+        print(f"| {r['workload']} | {o['index_ms']:.3f} ms | {o['compute_ms']:.3f} ms | {o['download_ms']:.2f} ms "
+              f"| {o['device_total_ms']:.3f} ms | {r['cupy_ms']:.3f} ms | {r['ratio_compute']:.1f}x "
+              f"| {r['ratio_device_total']:.1f}x | {bar} | {r['distance_mismatches']} |")
+    print()
+    for r in rows_out:
+        print(r["workload"], "phases (ms):", r["ours"].get("phases_ms"), "tile span", r["ours"]["tile_span"],
+              "candidates/tile %.1f" % (r["ours"]["candidates"] / max(1, r["ours"]["tiles"])))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows_out, f, indent=1)
+    return 0 if all(r["distance_mismatches"] == 0 for r in rows_out) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build the native core (no QGIS there), run the native tests (the GPU
+# ones included) and the benchmarks against their GPU peers. Logs go to $OUT (the device tool's
+# folder that comes back) or ./gpu-out.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+cmake -S . -B build-gpu -G Ninja -DGPUGEO_WITH_QGIS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release \
+  > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build build-gpu -j 16 > "$OUT/build.log" 2>&1 || { grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; }
+ctest --test-dir build-gpu -L native --output-on-failure -j 4 > "$OUT/ctest.log" 2>&1
+echo "ctest exit $?"; grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.log" | head -30
+./build-gpu/tests/native/gpugeo_gpu_tests > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -4 "$OUT/gpu_tests.log"
+for bench in "$@"; do
+  case "$bench" in
+    voronoi) python3 tests/benchmarks/bench_voronoi_gpu.py build-gpu/tests/benchmarks/bench_voronoi --out "$OUT/bench_voronoi.json" 2>&1 | tee "$OUT/bench_voronoi.log" ;;
+    voronoi-spans) for span in 16 32 64; do for w in "8192 1000" "16384 10000"; do set -- $w
+        ./build-gpu/tests/benchmarks/bench_voronoi --width $1 --height $1 --sites $2 --backend gpu --reps 5 --tile-span $span; done; done 2>&1 | tee "$OUT/bench_voronoi_spans.log" ;;
+    voronoi-cpu) for s in 1000 100000 1000000; do ./build-gpu/tests/benchmarks/bench_voronoi --width 8192 --height 8192 --sites $s --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_voronoi_cpu16.log" ;;
+  esac
+done

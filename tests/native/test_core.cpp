@@ -1,0 +1,103 @@
+// The shared core: parallelFor, backend choice.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "core/stage_times.h"
+
+using namespace gpugeo;
+
+TEST(ParallelFor, VisitsEveryIndexExactlyOnce)
+{
+  for (int threads : {1, 2, 5})
+    for (int64_t count : {0, 1, 7, 1000})
+      for (int64_t grain : {1, 3, 64})
+      {
+        std::vector<std::atomic<int>> seen(static_cast<size_t>(count));
+        parallelFor(count, grain, threads, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i)
+            ++seen[static_cast<size_t>(i)];
+        });
+        for (int64_t i = 0; i < count; ++i)
+          EXPECT_EQ(seen[static_cast<size_t>(i)].load(), 1)
+            << "threads=" << threads << " count=" << count << " grain=" << grain << " index=" << i;
+      }
+}
+
+TEST(ParallelFor, RethrowsTheFirstErrorAndStops)
+{
+  std::atomic<int> calls{0};
+  // Each item takes 100 us: without the stop, 10000 items would take over a second.
+  EXPECT_THROW(parallelFor(10000, 1, 3,
+                           [&](int64_t begin, int64_t) {
+                             ++calls;
+                             if (begin == 5)
+                               throw InvalidInput("bad item 5");
+                             std::this_thread::sleep_for(std::chrono::microseconds(100));
+                           }),
+               InvalidInput);
+  EXPECT_LT(calls.load(), 1000);
+}
+
+TEST(ParallelFor, CancelThrowsCanceledAndStopsEarly)
+{
+  std::atomic<int> calls{0};
+  RunControl control;
+  control.canceled = [&] { return calls.load() >= 10; };
+  EXPECT_THROW(parallelFor(100000, 1, 2, [&](int64_t, int64_t) { ++calls; }, &control), Canceled);
+  EXPECT_LT(calls.load(), 100);
+}
+
+TEST(Backend, CpuIsAlwaysAvailable)
+{
+  const BackendChoice choice = resolveBackend(Backend::Cpu, 3);
+  EXPECT_EQ(choice.backend, Backend::Cpu);
+  EXPECT_NE(choice.deviceName.find("3 threads"), std::string::npos) << choice.deviceName;
+}
+
+TEST(Backend, AutoAndGpuFollowTheProbe)
+{
+  const GpuInfo& gpu = probeGpu();
+  const BackendChoice automatic = resolveBackend(Backend::Auto, 2);
+  if (gpu.usable)
+  {
+    EXPECT_EQ(automatic.backend, Backend::Gpu);
+    EXPECT_EQ(automatic.deviceName, gpu.name);
+    EXPECT_EQ(resolveBackend(Backend::Gpu, 2).backend, Backend::Gpu);
+  }
+  else
+  {
+    EXPECT_FALSE(gpu.reason.empty());
+    EXPECT_EQ(automatic.backend, Backend::Cpu);
+    EXPECT_NE(automatic.note.find(gpu.reason), std::string::npos) << automatic.note;
+    try
+    {
+      resolveBackend(Backend::Gpu, 2);
+      ADD_FAILURE() << "DEVICE=GPU without a GPU must throw";
+    }
+    catch (const DeviceUnavailable& e)
+    {
+      EXPECT_NE(std::string(e.what()).find(gpu.reason), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("DEVICE=GPU"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(StageTimes, AccumulatesInFirstSeenOrder)
+{
+  StageTimes times;
+  times.add("read", 1.0);
+  times.add("compute", 2.0);
+  times.add("read", 0.5);
+  ASSERT_EQ(times.entries().size(), 2u);
+  EXPECT_EQ(times.entries()[0].first, "read");
+  EXPECT_DOUBLE_EQ(times.get("read"), 1.5);
+  EXPECT_DOUBLE_EQ(times.get("compute"), 2.0);
+  EXPECT_DOUBLE_EQ(times.get("write"), 0.0);
+}

@@ -1,0 +1,129 @@
+// The CUDA backend against the CPU backend: identical labels and identical distance bits. Skipped
+// (not failed) where no GPU can be used.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/backend.h"
+#include "core/errors.h"
+#include "voronoi_cases.h"
+
+using namespace gpugeo;
+using namespace gpugeo::voronoi;
+using gpugeo::testing::VoronoiCase;
+
+namespace {
+
+struct Labels
+{
+  std::vector<int32_t> site;
+  std::vector<float> distance;
+  LabelStats stats;
+  std::vector<std::string> warnings;
+};
+
+Labels run(Backend backend, const VoronoiCase& c, int64_t bandRows = 0, std::size_t gpuBudget = 0)
+{
+  auto labeller = makeLabeller(backend, c.grid, c.sites(), LabellerOptions{2, gpuBudget}, RunControl{});
+  Labels out;
+  out.site.assign(static_cast<size_t>(c.grid.pixelCount()), -7);
+  out.distance.assign(out.site.size(), -7.f);
+  if (bandRows <= 0)
+    bandRows = c.grid.height;
+  for (int64_t row = 0; row < c.grid.height; row += bandRows)
+  {
+    const int64_t rows = std::min(bandRows, c.grid.height - row);
+    labeller->labelRows(row, rows, out.site.data() + row * c.grid.width, out.distance.data() + row * c.grid.width,
+                        RunControl{});
+  }
+  out.stats = labeller->stats();
+  out.warnings = labeller->warnings();
+  return out;
+}
+
+void expectIdentical(const VoronoiCase& c, const Labels& gpu, const Labels& cpu)
+{
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < cpu.site.size(); ++i)
+    if (gpu.site[i] != cpu.site[i] || std::memcmp(&gpu.distance[i], &cpu.distance[i], sizeof(float)) != 0)
+      if (++mismatches <= 5)
+        ADD_FAILURE() << c.name << ": pixel (col " << i % c.grid.width << ", row " << i / c.grid.width << ") GPU site "
+                      << gpu.site[i] << " at " << gpu.distance[i] << ", CPU site " << cpu.site[i] << " at "
+                      << cpu.distance[i];
+  EXPECT_EQ(mismatches, 0) << c.name;
+}
+
+#define SKIP_WITHOUT_GPU()                                                      \
+  if (!probeGpu().usable)                                                       \
+  GTEST_SKIP() << "no usable GPU: " << probeGpu().reason
+
+}  // namespace
+
+TEST(VoronoiGpu, IdenticalToCpuOnRandomAndDegenerateInputs)
+{
+  SKIP_WITHOUT_GPU();
+  for (const VoronoiCase& c : gpugeo::testing::standardCases())
+  {
+    const Labels cpu = run(Backend::Cpu, c);
+    const Labels gpu = run(Backend::Gpu, c);
+    expectIdentical(c, gpu, cpu);
+    EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
+    EXPECT_EQ(gpu.stats.denseTiles, cpu.stats.denseTiles) << c.name;
+    EXPECT_EQ(gpu.stats.candidates, cpu.stats.candidates) << c.name;
+    EXPECT_EQ(gpu.stats.refinedPixels, cpu.stats.refinedPixels) << c.name;
+  }
+}
+
+TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
+{
+  SKIP_WITHOUT_GPU();
+  const std::vector<VoronoiCase> cases = {
+    gpugeo::testing::uniformCase(101, 2048, 1536, 1000),
+    gpugeo::testing::uniformCase(102, 1500, 1100, 200000),
+    gpugeo::testing::clusteredCase(103, 1024, 768, 100000),
+    gpugeo::testing::uniformCase(104, 1024, 1024, 5000, 612345.5, 5123456.25, 0.25, 20.0),
+  };
+  for (const VoronoiCase& c : cases)
+  {
+    const Labels cpu = run(Backend::Cpu, c, 256);
+    const Labels gpu = run(Backend::Gpu, c, 384);
+    expectIdentical(c, gpu, cpu);
+  }
+}
+
+TEST(VoronoiGpu, ASmallMemoryBudgetSplitsTheWorkIntoBandsWithTheSameResult)
+{
+  SKIP_WITHOUT_GPU();
+  const VoronoiCase c = gpugeo::testing::uniformCase(111, 1000, 900, 3000);
+  const Labels cpu = run(Backend::Cpu, c);
+  const Labels gpu = run(Backend::Gpu, c, 0, 1 << 20);
+  expectIdentical(c, gpu, cpu);
+}
+
+TEST(VoronoiGpu, CancelStopsWithCanceled)
+{
+  SKIP_WITHOUT_GPU();
+  const VoronoiCase c = gpugeo::testing::uniformCase(112, 1024, 1024, 1000);
+  auto labeller = makeLabeller(Backend::Gpu, c.grid, c.sites(), LabellerOptions{2, 1 << 20}, RunControl{});
+  std::vector<int32_t> site(static_cast<size_t>(c.grid.pixelCount()));
+  int polls = 0;
+  RunControl control;
+  control.canceled = [&] { return ++polls > 2; };
+  EXPECT_THROW(labeller->labelRows(0, c.grid.height, site.data(), nullptr, control), Canceled);
+}
+
+TEST(VoronoiGpu, WithoutAGpuTheGpuBackendIsRefusedWithTheReason)
+{
+  if (probeGpu().usable)
+    GTEST_SKIP() << "a GPU is present";
+  const VoronoiCase c = gpugeo::testing::uniformCase(113, 10, 10, 3);
+  try
+  {
+    makeLabeller(Backend::Gpu, c.grid, c.sites(), LabellerOptions{}, RunControl{});
+    ADD_FAILURE() << "expected DeviceUnavailable";
+  }
+  catch (const DeviceUnavailable& e)
+  {
+    EXPECT_EQ(std::string(e.what()), probeGpu().reason);
+  }
+}

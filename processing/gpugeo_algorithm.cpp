@@ -1,0 +1,148 @@
+#include "gpugeo_algorithm.h"
+
+#include <QIcon>
+#include <QStringList>
+
+#include <qgsapplication.h>
+#include <qgsexception.h>
+#include <qgsprocessingfeedback.h>
+#include <qgsprocessingparameters.h>
+#include <qgsprocessingutils.h>
+#include <qgswkbtypes.h>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "provider.h"
+
+namespace gpugeo {
+
+QIcon Algorithm::icon() const
+{
+  return QIcon(svgIconPath());
+}
+
+QString Algorithm::svgIconPath() const
+{
+  return iconFolder() + QLatin1Char('/') + iconFile();
+}
+
+void Algorithm::addDeviceParameter()
+{
+  auto device = std::make_unique<QgsProcessingParameterEnum>(
+    QStringLiteral("DEVICE"), QObject::tr("Device"),
+    QStringList{QObject::tr("Auto (GPU when available)"), QObject::tr("CPU"), QObject::tr("GPU")}, false, 0);
+  device->setFlags(device->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
+  addParameter(device.release());
+}
+
+QString Algorithm::deviceHelp()
+{
+  return QObject::tr(
+    "<p><b>Device</b> (advanced): <i>Auto</i> runs on the NVIDIA GPU when a CUDA device and driver are "
+    "present and on all processor cores otherwise; <i>CPU</i> and <i>GPU</i> force one backend (on the "
+    "command line DEVICE=0, 1 or 2). Both backends give the same result. The log names the backend, "
+    "the device and the time of each stage. If the GPU runs out of memory the work is split into "
+    "bands of rows, and with <i>Auto</i> it falls back to the CPU with a warning.</p>");
+}
+
+int Algorithm::cpuThreads()
+{
+  const int configured = QgsApplication::maxThreads();
+  return configured > 0 ? configured : defaultThreadCount();
+}
+
+BackendChoice Algorithm::resolveDevice(const QVariantMap& parameters, QgsProcessingContext& context,
+                                       QgsProcessingFeedback* feedback) const
+{
+  const int option = parameterAsEnum(parameters, QStringLiteral("DEVICE"), context);
+  const Backend requested = option == 1 ? Backend::Cpu : option == 2 ? Backend::Gpu : Backend::Auto;
+  BackendChoice choice;
+  callNative([&] { choice = resolveBackend(requested, cpuThreads()); });
+  if (!choice.note.empty())
+    feedback->pushInfo(QObject::tr("Device: %1.").arg(QString::fromStdString(choice.note)));
+  feedback->pushInfo(QObject::tr("Backend: %1 on %2")
+                       .arg(choice.backend == Backend::Gpu ? QStringLiteral("GPU (CUDA)") : QStringLiteral("CPU"),
+                            QString::fromStdString(choice.deviceName)));
+  return choice;
+}
+
+RunControl Algorithm::runControl(QgsFeedback* feedback, double progressStart, double progressEnd)
+{
+  RunControl control;
+  if (!feedback)
+    return control;
+  control.canceled = [feedback] { return feedback->isCanceled(); };
+  control.progress = [feedback, progressStart, progressEnd](double fraction) {
+    feedback->setProgress(progressStart + (progressEnd - progressStart) * fraction);
+  };
+  return control;
+}
+
+void Algorithm::callNative(const std::function<void()>& work)
+{
+  try
+  {
+    work();
+  }
+  catch (const Canceled&)
+  {
+    throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
+  }
+  catch (const DeviceOutOfMemory& e)
+  {
+    throw QgsProcessingException(QObject::tr("The GPU ran out of memory: %1. Run with DEVICE=CPU or free GPU memory.")
+                                   .arg(QString::fromStdString(e.what())));
+  }
+  catch (const std::bad_alloc&)
+  {
+    throw QgsProcessingException(QObject::tr("Out of memory; use a larger pixel size or a smaller extent."));
+  }
+  catch (const Error& e)
+  {
+    throw QgsProcessingException(QString::fromStdString(e.what()));
+  }
+}
+
+void Algorithm::logStageTimes(const StageTimes& times, QgsProcessingFeedback* feedback)
+{
+  QStringList parts;
+  double total = 0.0;
+  for (const auto& [stage, ms] : times.entries())
+  {
+    parts << QStringLiteral("%1 %2 ms").arg(QString::fromStdString(stage)).arg(ms, 0, 'f', 1);
+    total += ms;
+  }
+  feedback->pushInfo(QObject::tr("Stage times: %1 (total %2 ms)").arg(parts.join(QStringLiteral(", "))).arg(total, 0, 'f', 1));
+}
+
+namespace {
+
+QString notPointsMessage(const QString& name, QgsWkbTypes::Type type)
+{
+  return QObject::tr("%1 must be a point layer; this one holds %2 geometries. Lines and polygons are not supported "
+                     "by this algorithm.")
+    .arg(name, QgsWkbTypes::displayString(type));
+}
+
+}  // namespace
+
+bool Algorithm::checkPointSource(const QVariantMap& parameters, const QString& name, QgsProcessingContext& context,
+                                 QString* message) const
+{
+  std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, name, context));
+  if (source && QgsWkbTypes::geometryType(source->wkbType()) != QgsWkbTypes::PointGeometry)
+  {
+    if (message)
+      *message = notPointsMessage(name, source->wkbType());
+    return false;
+  }
+  return true;
+}
+
+void Algorithm::requirePointSource(const QgsProcessingFeatureSource& source, const QString& name) const
+{
+  if (QgsWkbTypes::geometryType(source.wkbType()) != QgsWkbTypes::PointGeometry)
+    throw QgsProcessingException(notPointsMessage(name, source.wkbType()));
+}
+
+}  // namespace gpugeo

@@ -1,0 +1,53 @@
+// What every GPU Geoprocessing algorithm shares: the DEVICE parameter and the backend choice, the
+// bridge from QgsFeedback to the native core's cancel and progress, the translation of native
+// errors into QgsProcessingException, and the log of stage times.
+#pragma once
+
+#include <functional>
+
+#include <qgsprocessingalgorithm.h>
+
+#include "core/backend.h"
+#include "core/run_control.h"
+#include "core/stage_times.h"
+
+namespace gpugeo {
+
+class Algorithm : public QgsProcessingAlgorithm
+{
+public:
+  QIcon icon() const override;
+  QString svgIconPath() const override;
+
+protected:
+  // The file name of the algorithm's icon in icons/.
+  virtual QString iconFile() const = 0;
+
+  // The advanced enum parameter DEVICE: Auto, CPU, GPU (in that order: DEVICE=1 is the CPU).
+  void addDeviceParameter();
+  // The help paragraph about DEVICE.
+  static QString deviceHelp();
+
+  // Resolves DEVICE and logs the backend and device; throws QgsProcessingException when the GPU
+  // was asked for and cannot be used, with the reason.
+  BackendChoice resolveDevice(const QVariantMap& parameters, QgsProcessingContext& context,
+                              QgsProcessingFeedback* feedback) const;
+  // Threads for the CPU backend: QGIS's "max threads" setting, else all cores.
+  static int cpuThreads();
+
+  // Cancel polls feedback->isCanceled(); progress maps the native fraction into [start, end] %.
+  static RunControl runControl(QgsFeedback* feedback, double progressStart = 0.0, double progressEnd = 100.0);
+
+  // Runs `work`, turning native exceptions into QgsProcessingException with their message.
+  static void callNative(const std::function<void()>& work);
+
+  static void logStageTimes(const StageTimes& times, QgsProcessingFeedback* feedback);
+
+  // Refuses a source parameter that is not a point layer, with a message naming what it is. The
+  // parameter's type filter holds in the GUI only; qgis_process and the API need this check.
+  bool checkPointSource(const QVariantMap& parameters, const QString& name, QgsProcessingContext& context,
+                        QString* message) const;
+  void requirePointSource(const QgsProcessingFeatureSource& source, const QString& name) const;
+};
+
+}  // namespace gpugeo

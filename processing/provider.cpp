@@ -1,0 +1,74 @@
+#include "provider.h"
+
+#include <dlfcn.h>
+
+#include <QDir>
+#include <QFileInfo>
+#include <QIcon>
+
+#include "core/backend.h"
+#include "voronoiraster_algorithm.h"
+
+namespace gpugeo {
+
+QString iconFolder()
+{
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&iconFolder), &info) && info.dli_fname)
+  {
+    const QDir libraryFolder = QFileInfo(QString::fromLocal8Bit(info.dli_fname)).absoluteDir();
+    const QString installed = libraryFolder.absoluteFilePath(QStringLiteral("../icons"));
+    if (QFileInfo::exists(installed))
+      return QDir::cleanPath(installed);
+  }
+  return QStringLiteral(GPUGEO_SOURCE_ICON_DIR);
+}
+
+QString Provider::id() const
+{
+  return QStringLiteral("gpugeo");
+}
+
+QString Provider::name() const
+{
+  return QStringLiteral("GPU Geoprocessing");
+}
+
+QString Provider::longName() const
+{
+  const GpuInfo& gpu = probeGpu();
+  return gpu.usable ? QStringLiteral("GPU Geoprocessing (%1)").arg(QString::fromStdString(gpu.name))
+                    : QStringLiteral("GPU Geoprocessing (CPU only: %1)").arg(QString::fromStdString(gpu.reason));
+}
+
+QString Provider::helpId() const
+{
+  return QStringLiteral("gpugeo");
+}
+
+QIcon Provider::icon() const
+{
+  return QIcon(svgIconPath());
+}
+
+QString Provider::svgIconPath() const
+{
+  return iconFolder() + QStringLiteral("/gpugeo.svg");
+}
+
+QStringList Provider::supportedOutputRasterLayerExtensions() const
+{
+  return {QStringLiteral("tif")};
+}
+
+QString Provider::defaultRasterFileExtension() const
+{
+  return QStringLiteral("tif");
+}
+
+void Provider::loadAlgorithms()
+{
+  addAlgorithm(new VoronoiRasterAlgorithm());
+}
+
+}  // namespace gpugeo

@@ -1,0 +1,481 @@
+#include "voronoiraster_algorithm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <qgsfeature.h>
+#include <qgsfeaturesink.h>
+#include <qgsexception.h>
+#include <qgsprocessingfeedback.h>
+#include <qgsprocessingoutputs.h>
+#include <qgsprocessingparameters.h>
+#include <qgsprocessingutils.h>
+
+#include "adapters/geotiff_writer.h"
+#include "adapters/layer_styles.h"
+#include "adapters/point_reader.h"
+#include "adapters/raster_polygonizer.h"
+#include "core/errors.h"
+#include "voronoi/voronoi_raster.h"
+
+namespace gpugeo {
+
+namespace {
+
+constexpr int32_t kNoData = std::numeric_limits<int32_t>::min();
+// Pixels per band of rows: the buffers stay near 200 MB whatever the raster's size.
+constexpr int64_t kBandPixels = int64_t(1) << 24;
+
+// Whether an optional destination parameter was given a value (QGIS leaves it unset when skipped).
+bool outputRequested(const QVariantMap& parameters, const QString& name)
+{
+  QVariant value = parameters.value(name);
+  if (value.canConvert<QgsProcessingOutputLayerDefinition>())
+    value = value.value<QgsProcessingOutputLayerDefinition>().sink.staticValue();
+  return value.isValid() && !value.isNull() && !value.toString().isEmpty();
+}
+
+// Whole pixels covering `length` (a length within 1e-9 pixel of a whole number is that number).
+int64_t pixelsFor(double length, double pixelSize)
+{
+  const double exact = length / pixelSize;
+  const double whole = std::round(exact);
+  return std::max<int64_t>(1, std::abs(exact - whole) < 1e-9 * std::max(1.0, whole) ? int64_t(whole)
+                                                                                      : int64_t(std::ceil(exact)));
+}
+
+}  // namespace
+
+QString VoronoiRasterAlgorithm::name() const
+{
+  return QStringLiteral("voronoiraster");
+}
+
+QString VoronoiRasterAlgorithm::displayName() const
+{
+  return QObject::tr("Voronoi raster (nearest site allocation)");
+}
+
+QStringList VoronoiRasterAlgorithm::tags() const
+{
+  return QObject::tr("voronoi,thiessen,allocation,nearest,proximity,distance,euclidean,raster,gpu,cuda").split(',');
+}
+
+QString VoronoiRasterAlgorithm::group() const
+{
+  return QObject::tr("Proximity and Voronoi");
+}
+
+QString VoronoiRasterAlgorithm::groupId() const
+{
+  return QStringLiteral("proximity");
+}
+
+QString VoronoiRasterAlgorithm::iconFile() const
+{
+  return QStringLiteral("voronoiraster.svg");
+}
+
+QString VoronoiRasterAlgorithm::shortDescription() const
+{
+  return QObject::tr("Labels every pixel of a raster with its nearest point (Voronoi allocation), with the distance "
+                     "and the regions as polygons.");
+}
+
+QString VoronoiRasterAlgorithm::shortHelpString() const
+{
+  return QObject::tr(
+           "<p>Labels every pixel of a new raster with the nearest point of the input layer (the raster form of "
+           "the Voronoi or Thiessen diagram, also called Euclidean allocation), on the GPU or on all processor "
+           "cores.</p>"
+           "<p><b>Input point layer</b>: points or multipoints (each part is a site). Features without geometry "
+           "or with empty geometry are skipped and counted in the log.</p>"
+           "<p><b>Label field</b> (optional): a numeric field whose value labels each site's pixels; values must be "
+           "whole numbers within the Int32 range. A NULL value leaves that site's pixels as nodata. Without a "
+           "field, the label is the site's 1-based position in the layer (parts of a multipoint count one each).</p>"
+           "<p><b>Extent</b> (optional): the raster's extent; by default the extent of the points. <b>Pixel "
+           "size</b> (optional): in layer units; by default the extent's longer side / 1000. The raster covers the "
+           "extent from its top-left corner, rounded up to whole pixels. At most 2<sup>31</sup> pixels.</p>"
+           "<p><b>Outputs</b>: the allocation raster (Int32 GeoTIFF, tiled and compressed, nodata "
+           "-2147483648); optionally the distance from each pixel centre to its site (Float32, layer units) and "
+           "the Voronoi regions traced from the raster as polygons (one multipolygon per site that has pixels, "
+           "with the site's attributes and <i>site_id</i>, the 1-based site index; the parts of a multipoint after "
+           "the first get a NULL <i>fid</i>, so that a GeoPackage output can store them).</p>"
+           "<p><b>Exactness</b>: each pixel centre goes to the site at the smallest Euclidean distance from the "
+           "site's real coordinates (never snapped to the grid), computed in float64 in the raster's pixel frame; "
+           "equal distances go to the lowest site index, so duplicate points are fine. GPU and CPU give identical "
+           "labels and identical distances. Against exact arithmetic a label can differ only where the two nearest "
+           "sites' distances differ by less than 4&times;10<sup>-16</sup> &times; (2 (|u|+|v|+1) + d) pixels, u, v "
+           "being the sites' offsets from the raster's top-left corner and d their distance, in pixels: below "
+           "10<sup>-9</sup> pixel for sites within a million pixels of the raster.</p>"
+           "<p><b>Method</b>: the sites are sorted along a Morton curve into a packed bounding-box tree (a packed "
+           "R-tree, Kamel &amp; Faloutsos 1993); each tile of pixels gathers the few sites that can be nearest to "
+           "any of its pixels; each pixel scans them in float32 with a certified error bound and re-checks in "
+           "float64 only near a tie (a floating-point filter in the sense of Shewchuk 1997). It refines the GPU "
+           "raster Voronoi method of one thread per pixel with neighbourhood expansion for many generators.</p>") +
+         deviceHelp();
+}
+
+VoronoiRasterAlgorithm* VoronoiRasterAlgorithm::createInstance() const
+{
+  return new VoronoiRasterAlgorithm();
+}
+
+bool VoronoiRasterAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                  QString* message) const
+{
+  return Algorithm::checkParameterValues(parameters, context, message) &&
+         checkPointSource(parameters, QStringLiteral("INPUT"), context, message);
+}
+
+void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
+{
+  addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),
+                                                       QList<int>() << QgsProcessing::TypeVectorPoint));
+  addParameter(new QgsProcessingParameterField(QStringLiteral("FIELD"), QObject::tr("Label field"), QVariant(),
+                                               QStringLiteral("INPUT"), QgsProcessingParameterField::Numeric, false,
+                                               true));
+  addParameter(new QgsProcessingParameterExtent(QStringLiteral("EXTENT"), QObject::tr("Extent"), QVariant(), true));
+  addParameter(new QgsProcessingParameterDistance(QStringLiteral("PIXEL_SIZE"), QObject::tr("Pixel size"), QVariant(),
+                                                  QStringLiteral("INPUT"), true, 0.0));
+  addDeviceParameter();
+  addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Voronoi allocation")));
+  addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_DISTANCE"),
+                                                           QObject::tr("Distance to the nearest site"), QVariant(),
+                                                           true, false));
+  addParameter(new QgsProcessingParameterFeatureSink(QStringLiteral("OUTPUT_POLYGONS"), QObject::tr("Voronoi regions"),
+                                                     QgsProcessing::TypeVectorPolygon, QVariant(), true, false));
+}
+
+QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                     QgsProcessingFeedback* feedback)
+{
+  StageTimes times;
+  std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, QStringLiteral("INPUT"), context));
+  if (!source)
+    throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("INPUT")));
+  requirePointSource(*source, QStringLiteral("INPUT"));
+  const QString fieldName = parameterAsString(parameters, QStringLiteral("FIELD"), context);
+  const int fieldIndex = fieldName.isEmpty() ? -1 : source->fields().lookupField(fieldName);
+  if (!fieldName.isEmpty() && fieldIndex < 0)
+    throw QgsProcessingException(QObject::tr("The layer has no field named %1.").arg(fieldName));
+  const bool wantDistance = outputRequested(parameters, QStringLiteral("OUTPUT_DISTANCE"));
+  const bool wantPolygons = outputRequested(parameters, QStringLiteral("OUTPUT_POLYGONS"));
+
+  QgsProcessingMultiStepFeedback steps(wantPolygons ? 3 : 2, feedback);
+
+  // --- Read ------------------------------------------------------------------------------------
+  feedback->setProgressText(QObject::tr("Reading points"));
+  PointReadOptions readOptions;
+  readOptions.keepAllAttributes = wantPolygons;
+  if (fieldIndex >= 0)
+    readOptions.attributes << fieldIndex;
+  readOptions.progressEnd = 100.0;
+  PointSet points;
+  {
+    ScopedStage stage(times, "read");
+    points = readPoints(*source, readOptions, context, &steps);
+  }
+  if (points.canceled)
+    throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
+  if (points.skippedNull + points.skippedEmpty > 0)
+    feedback->pushWarning(QObject::tr("Skipped %1 features without geometry and %2 with an empty geometry.")
+                            .arg(points.skippedNull)
+                            .arg(points.skippedEmpty));
+  const int64_t siteCount = points.siteCount();
+  if (siteCount == 0)
+    throw QgsProcessingException(
+      QObject::tr("The input layer has no point to use (%1 features without geometry, %2 with an empty geometry).")
+        .arg(points.skippedNull)
+        .arg(points.skippedEmpty));
+  if (siteCount > voronoi::kMaxSites)
+    throw QgsProcessingException(QObject::tr("%1 points is more than the %2 this algorithm can label.")
+                                   .arg(siteCount)
+                                   .arg(voronoi::kMaxSites));
+  feedback->pushInfo(QObject::tr("%1 sites from %2 features.").arg(siteCount).arg(points.featureIds.size()));
+
+  // The label of each site's pixels.
+  std::vector<int32_t> labelOfSite(static_cast<size_t>(siteCount));
+  int64_t nullLabels = 0;
+  for (int64_t s = 0; s < siteCount; ++s)
+  {
+    if (fieldIndex < 0)
+    {
+      labelOfSite[s] = static_cast<int32_t>(s + 1);
+      continue;
+    }
+    const QVariant value = points.attributes[points.featureOf[s]].at(fieldIndex);
+    if (value.isNull())
+    {
+      labelOfSite[s] = kNoData;
+      ++nullLabels;
+      continue;
+    }
+    bool ok = false;
+    const double number = value.toDouble(&ok);
+    if (!ok || number != std::floor(number) || number <= double(kNoData) || number > double(INT32_MAX))
+      throw QgsProcessingException(QObject::tr("Feature %1: the label %2 in field %3 is not a whole number between "
+                                               "-2147483647 and 2147483647.")
+                                     .arg(points.featureIds[points.featureOf[s]])
+                                     .arg(value.toString(), fieldName));
+    labelOfSite[s] = static_cast<int32_t>(number);
+  }
+  if (nullLabels > 0)
+    feedback->pushWarning(QObject::tr("%1 sites have a NULL label; their pixels are nodata.").arg(nullLabels));
+
+  // --- Grid ------------------------------------------------------------------------------------
+  QgsRectangle extent = parameterAsExtent(parameters, QStringLiteral("EXTENT"), context, source->sourceCrs());
+  if (extent.isNull())
+    extent = points.extent;
+  if (!(extent.width() > 0.0) || !(extent.height() > 0.0))
+    throw QgsProcessingException(QObject::tr("The extent (%1) has no area: all points lie on one line or on one "
+                                             "spot. Give an EXTENT.")
+                                   .arg(extent.toString()));
+  double pixelSize = extent.width() > extent.height() ? extent.width() / 1000.0 : extent.height() / 1000.0;
+  const QVariant pixelSizeValue = parameters.value(QStringLiteral("PIXEL_SIZE"));
+  if (pixelSizeValue.isValid() && !pixelSizeValue.isNull() && !pixelSizeValue.toString().isEmpty())
+  {
+    pixelSize = parameterAsDouble(parameters, QStringLiteral("PIXEL_SIZE"), context);
+    if (!(pixelSize > 0.0) || !std::isfinite(pixelSize))
+      throw QgsProcessingException(QObject::tr("The pixel size must be greater than zero (got %1).").arg(pixelSize));
+  }
+  const double columns = std::ceil(extent.width() / pixelSize);
+  const double rows = std::ceil(extent.height() / pixelSize);
+  if (columns * rows > double(voronoi::kMaxPixels) * 1.01)
+    throw QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limit of 2^31 "
+                                             "(2,147,483,648); use a larger pixel size or a smaller extent.")
+                                   .arg(columns, 0, 'f', 0)
+                                   .arg(rows, 0, 'f', 0));
+  voronoi::Grid grid{extent.xMinimum(), extent.yMaximum(), pixelSize, pixelsFor(extent.width(), pixelSize),
+                     pixelsFor(extent.height(), pixelSize)};
+  if (grid.pixelCount() > voronoi::kMaxPixels)
+    throw QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limit of 2^31 "
+                                             "(2,147,483,648); use a larger pixel size or a smaller extent.")
+                                   .arg(grid.width)
+                                   .arg(grid.height));
+  feedback->pushInfo(QObject::tr("Raster: %1 x %2 pixels of %3, top-left corner (%4, %5).")
+                       .arg(grid.width)
+                       .arg(grid.height)
+                       .arg(pixelSize)
+                       .arg(grid.originX, 0, 'f')
+                       .arg(grid.originY, 0, 'f'));
+
+  // --- Backend and labeller ----------------------------------------------------------------------
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
+  const voronoi::Sites sites{points.x.data(), points.y.data(), siteCount};
+  const voronoi::LabellerOptions options{cpuThreads(), 0, 0};
+  std::unique_ptr<voronoi::Labeller> labeller;
+  const RunControl control = runControl(&steps);
+  auto makeCpuLabeller = [&] {
+    callNative([&] { labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control); });
+  };
+  const bool automatic = parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 0;
+  if (device.backend == Backend::Gpu)
+  {
+    try
+    {
+      labeller = voronoi::makeLabeller(Backend::Gpu, grid, sites, options, control);
+    }
+    catch (const DeviceOutOfMemory& e)
+    {
+      if (!automatic)
+        callNative([&] { throw; });
+      feedback->pushWarning(QObject::tr("The GPU ran out of memory (%1); running on the CPU.").arg(e.what()));
+      makeCpuLabeller();
+    }
+    catch (const Error&)
+    {
+      callNative([&] { throw; });
+    }
+  }
+  else
+  {
+    makeCpuLabeller();
+  }
+
+  // --- Label, band by band, and write ---------------------------------------------------------------
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Labelling pixels and writing the rasters"));
+  const GridGeometry geometry{grid.originX, grid.originY, grid.pixelSize, grid.width, grid.height};
+  const QgsCoordinateReferenceSystem crs = source->sourceCrs();
+  const QString outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
+  auto allocation = std::make_unique<GeoTiffWriter>(outputPath, geometry, GDT_Int32, double(kNoData), crs);
+  std::unique_ptr<GeoTiffWriter> distance;
+  if (wantDistance)
+    distance = std::make_unique<GeoTiffWriter>(parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_DISTANCE"),
+                                                                       context),
+                                               geometry, GDT_Float32, std::nullopt, crs);
+  // The regions are traced from a raster of site indexes: the allocation raster itself when its
+  // labels are the site indexes, else a temporary one.
+  std::unique_ptr<GeoTiffWriter> siteIndex;
+  if (wantPolygons && fieldIndex >= 0)
+    siteIndex = std::make_unique<GeoTiffWriter>(QgsProcessingUtils::generateTempFilename(QStringLiteral("sites.tif")),
+                                                geometry, GDT_Int32, std::nullopt, crs);
+
+  int64_t bandRows = std::max<int64_t>(1, kBandPixels / grid.width);
+  if (bandRows >= GeoTiffWriter::kBlockSize)
+    bandRows = bandRows / GeoTiffWriter::kBlockSize * GeoTiffWriter::kBlockSize;
+  bandRows = std::min(bandRows, grid.height);
+  const size_t bandPixels = static_cast<size_t>(bandRows * grid.width);
+  std::vector<int32_t> site(bandPixels), label(bandPixels);
+  std::vector<float> distanceBand(wantDistance ? bandPixels : 0);
+  std::vector<char> siteUsed(static_cast<size_t>(siteCount), 0);
+  float maxDistance = 0.f;
+  StageTimes writeTimes;
+
+  for (int64_t row0 = 0; row0 < grid.height; row0 += bandRows)
+  {
+    const int64_t rowsHere = std::min(bandRows, grid.height - row0);
+    const size_t n = static_cast<size_t>(rowsHere * grid.width);
+    try
+    {
+      labeller->labelRows(row0, rowsHere, site.data(), wantDistance ? distanceBand.data() : nullptr, control);
+    }
+    catch (const DeviceOutOfMemory& e)
+    {
+      if (!automatic)
+        callNative([&] { throw; });
+      feedback->pushWarning(QObject::tr("The GPU ran out of memory (%1); continuing on the CPU.").arg(e.what()));
+      times.merge(labeller->times());
+      makeCpuLabeller();
+      row0 -= bandRows;
+      continue;
+    }
+    catch (const std::exception&)
+    {
+      callNative([&] { throw; });
+    }
+    ScopedStage stage(writeTimes, "write");
+    for (size_t i = 0; i < n; ++i)
+    {
+      label[i] = labelOfSite[static_cast<size_t>(site[i])];
+      siteUsed[static_cast<size_t>(site[i])] = 1;
+    }
+    allocation->writeRows(row0, rowsHere, label.data());
+    if (distance)
+    {
+      distance->writeRows(row0, rowsHere, distanceBand.data());
+      maxDistance = std::max(maxDistance, *std::max_element(distanceBand.begin(), distanceBand.begin() + n));
+    }
+    if (siteIndex)
+      siteIndex->writeRows(row0, rowsHere, site.data());
+    steps.setProgress(100.0 * double(row0 + rowsHere) / double(grid.height));
+    if (feedback->isCanceled())
+      throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
+  }
+  times.merge(labeller->times());
+  for (const std::string& warning : labeller->warnings())
+    feedback->pushWarning(QString::fromStdString(warning));
+  {
+    ScopedStage stage(writeTimes, "write");
+    allocation->finish();
+    if (distance)
+      distance->finish();
+    if (siteIndex)
+      siteIndex->finish();
+  }
+  times.merge(writeTimes);
+
+  const voronoi::LabelStats& stats = labeller->stats();
+  feedback->pushInfo(QObject::tr("%1 distinct sites (%2 exact duplicates share their lowest-index twin's pixels); "
+                                 "tiles of %3 pixels; %4 pixels re-checked in float64 at near ties; %5 dense tiles "
+                                 "searched per pixel.")
+                       .arg(stats.uniqueSites)
+                       .arg(siteCount - stats.uniqueSites)
+                       .arg(stats.tileSpan)
+                       .arg(stats.refinedPixels)
+                       .arg(stats.denseTiles));
+  const int64_t sitesWithPixels = std::count(siteUsed.begin(), siteUsed.end(), 1);
+  if (sitesWithPixels < siteCount)
+    feedback->pushInfo(QObject::tr("%1 sites have no pixel (outside the extent, duplicates, or too close to "
+                                   "another site for this pixel size).")
+                         .arg(siteCount - sitesWithPixels));
+
+  QVariantMap outputs;
+  outputs.insert(QStringLiteral("OUTPUT"), outputPath);
+  if (distance)
+    outputs.insert(QStringLiteral("OUTPUT_DISTANCE"), distance->path());
+
+  // --- Regions as polygons ---------------------------------------------------------------------------
+  if (wantPolygons)
+  {
+    steps.setCurrentStep(2);
+    feedback->setProgressText(QObject::tr("Tracing the regions"));
+    ScopedStage stage(times, "polygons");
+    const QString tracedPath = siteIndex ? siteIndex->path() : outputPath;
+    const int32_t valueToSite = siteIndex ? 0 : 1;
+    std::vector<QVector<QgsGeometry>> parts(static_cast<size_t>(siteCount));
+    const bool traced = polygonizeRegions(
+      tracedPath,
+      [&](int32_t value, QgsGeometry&& polygon) {
+        const int64_t s = int64_t(value) - valueToSite;
+        if (s >= 0 && s < siteCount)
+          parts[static_cast<size_t>(s)].append(std::move(polygon));
+      },
+      &steps);
+    if (!traced)
+      throw QgsProcessingException(QObject::tr("Canceled; the polygons were not written."));
+
+    QgsFields extra;
+    extra.append(QgsField(QStringLiteral("site_id"), QVariant::LongLong));
+    const QgsFields fields = QgsProcessingUtils::combineFields(source->fields(), extra);
+    QString polygonsId;
+    std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
+                                                         polygonsId, fields, QgsWkbTypes::MultiPolygon, crs));
+    if (!sink)
+      throw QgsProcessingException(invalidSinkError(parameters, QStringLiteral("OUTPUT_POLYGONS")));
+    // A GeoPackage source has a unique "fid" field; the later parts of a multipoint get NULL there,
+    // so that a GeoPackage output assigns them their own.
+    const int fidIndex = source->fields().lookupField(QStringLiteral("fid"));
+    for (int64_t s = 0; s < siteCount; ++s)
+    {
+      QVector<QgsGeometry>& pieces = parts[static_cast<size_t>(s)];
+      if (pieces.isEmpty())
+        continue;
+      QgsGeometry region = pieces.size() == 1 ? pieces.front() : QgsGeometry::collectGeometry(pieces);
+      region.convertToMultiType();
+      pieces.clear();
+      QgsFeature feature(fields);
+      feature.setGeometry(region);
+      QgsAttributes attributes = points.attributes[points.featureOf[s]];
+      if (fidIndex >= 0 && s > 0 && points.featureOf[s] == points.featureOf[s - 1])
+        attributes[fidIndex] = QVariant();
+      attributes.append(QVariant::fromValue<qlonglong>(s + 1));
+      feature.setAttributes(attributes);
+      if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
+        throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("OUTPUT_POLYGONS")));
+    }
+    if (siteIndex)
+      QFile::remove(siteIndex->path());
+    outputs.insert(QStringLiteral("OUTPUT_POLYGONS"), polygonsId);
+  }
+
+  logStageTimes(times, feedback);
+
+  mAllocationPath = outputPath;
+  mLabels.clear();
+  std::set<int32_t> distinct;
+  for (int64_t s = 0; s < siteCount; ++s)
+    if (siteUsed[static_cast<size_t>(s)] && labelOfSite[static_cast<size_t>(s)] != kNoData)
+      distinct.insert(labelOfSite[static_cast<size_t>(s)]);
+  mLabels = QVector<int>(distinct.begin(), distinct.end());
+  mDistancePath = distance ? distance->path() : QString();
+  mMaxDistance = maxDistance;
+  return outputs;
+}
+
+QVariantMap VoronoiRasterAlgorithm::postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback*)
+{
+  if (context.willLoadLayerOnCompletion(mAllocationPath))
+    context.layerToLoadOnCompletionDetails(mAllocationPath).setPostProcessor(new LabelRasterStyle(mLabels));
+  if (!mDistancePath.isEmpty() && context.willLoadLayerOnCompletion(mDistancePath))
+    context.layerToLoadOnCompletionDetails(mDistancePath).setPostProcessor(new ContinuousRasterStyle(0.0, mMaxDistance));
+  return QVariantMap();
+}
+
+}  // namespace gpugeo

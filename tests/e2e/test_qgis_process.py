@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""End-to-end tests: the installed plugin in a throwaway QGIS profile, driven through qgis_process.
+
+Needs Debian's python3 (GDAL and NumPy bindings) and GPUGEO_PLUGIN_DIR, the plugin folder that
+`cmake --install` laid out. Each test makes its own profile, so a user's profile is never touched.
+
+usage: test_qgis_process.py [unittest arguments, e.g. QgisProcessTest.test_run_json]
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+from osgeo import gdal, ogr, osr
+
+gdal.UseExceptions()
+QGIS_PROCESS = os.environ.get("QGIS_PROCESS", "/usr/bin/qgis_process.bin")
+PLUGIN_DIR = os.environ.get("GPUGEO_PLUGIN_DIR", "")
+HERE = os.path.dirname(os.path.abspath(__file__))
+NODATA = -2147483648
+
+
+def write_points(path, points, epsg=32633, field_values=None, extra=()):
+    """A GeoPackage point layer with an integer field `val`. `extra` adds (multipoint wkt or None, val)
+    features after the points; with extras the layer is a MultiPoint layer."""
+    driver = ogr.GetDriverByName("GPKG")
+    dataset = driver.CreateDataSource(path)
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(epsg)
+    layer = dataset.CreateLayer("sites", srs, ogr.wkbMultiPoint if extra else ogr.wkbPoint)
+    layer.CreateField(ogr.FieldDefn("val", ogr.OFTInteger))
+    for i, (x, y) in enumerate(points):
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetField("val", int(field_values[i]) if field_values is not None else i)
+        wkt = f"MULTIPOINT (({x!r} {y!r}))" if extra else f"POINT ({x!r} {y!r})"
+        feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
+        layer.CreateFeature(feature)
+    for wkt, value in extra:
+        feature = ogr.Feature(layer.GetLayerDefn())
+        if value is not None:
+            feature.SetField("val", value)
+        if wkt:
+            feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
+        layer.CreateFeature(feature)
+    dataset = None
+
+
+def brute_force(xs, ys, origin_x, origin_y, pixel, width, height):
+    """The contract of native/voronoi/voronoi_raster.h, in NumPy float64: labels (input index) and
+    float32 distances; ties to the lowest index (argmin takes the first)."""
+    u = (np.asarray(xs) - origin_x) / pixel
+    v = (origin_y - np.asarray(ys)) / pixel
+    labels = np.empty((height, width), dtype=np.int64)
+    distances = np.empty((height, width), dtype=np.float32)
+    cols = np.arange(width, dtype=np.float64) + 0.5
+    for r in range(height):
+        dx = cols[:, None] - u[None, :]
+        dy = (r + 0.5) - v[None, :]
+        e = dx * dx + dy * dy
+        best = np.argmin(e, axis=1)
+        labels[r] = best
+        distances[r] = (np.sqrt(e[np.arange(width), best]) * pixel).astype(np.float32)
+    return labels, distances
+
+
+def read_raster(path):
+    dataset = gdal.Open(path)
+    band = dataset.GetRasterBand(1)
+    return band.ReadAsArray(), dataset.GetGeoTransform(), band.GetNoDataValue(), dataset.GetProjection(), band.DataType
+
+
+class QgisProcessTest(unittest.TestCase):
+    def setUp(self):
+        self.assertTrue(os.path.isdir(PLUGIN_DIR), f"GPUGEO_PLUGIN_DIR={PLUGIN_DIR!r} is not the installed plugin folder")
+        self.tmp = tempfile.mkdtemp(prefix="gpugeo-e2e-")
+        self.profile = os.path.join(self.tmp, "profile")
+        plugins = os.path.join(self.profile, "profiles", "default", "python", "plugins")
+        os.makedirs(plugins)
+        shutil.copytree(PLUGIN_DIR, os.path.join(plugins, "gpugeo"))
+        self.env = dict(os.environ, QT_QPA_PLATFORM="offscreen", QGIS_CUSTOM_CONFIG_PATH=self.profile,
+                        XDG_RUNTIME_DIR=self.tmp)
+        rc, out = self.qgis(["plugins", "enable", "gpugeo"], parse_json=False)
+        self.assertEqual(rc, 0, out)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def qgis(self, arguments, parse_json=True):
+        command = [QGIS_PROCESS] + (["--json"] if parse_json else []) + arguments
+        done = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=600)
+        if not parse_json:
+            return done.returncode, done.stdout + done.stderr
+        start = done.stdout.find("{")
+        try:
+            return done.returncode, json.loads(done.stdout[start:]) if start >= 0 else done.stdout + done.stderr
+        except json.JSONDecodeError:
+            return done.returncode, done.stdout + done.stderr
+
+    def run_voronoi(self, parameters):
+        return self.qgis(["run", "gpugeo:voronoiraster", "--"] + [f"{k}={v}" for k, v in parameters.items()])
+
+    def test_provider_listed(self):
+        rc, out = self.qgis(["list"], parse_json=False)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("GPU Geoprocessing", out)
+        self.assertIn("gpugeo:voronoiraster", out)
+
+    def test_help(self):
+        rc, out = self.qgis(["help", "gpugeo:voronoiraster"], parse_json=False)
+        self.assertEqual(rc, 0, out)
+        for words in ("INPUT:", "FIELD:", "EXTENT:", "PIXEL_SIZE:", "OUTPUT_DISTANCE:", "OUTPUT_POLYGONS:",
+                      "0: Auto", "1: CPU", "2: GPU", "near"):
+            self.assertIn(words, out)
+
+    def test_run_json(self):
+        rng = np.random.default_rng(5)
+        xs = 612000.0 + rng.uniform(0, 3000, 400)
+        ys = 5140000.0 + rng.uniform(0, 2000, 400)
+        xs[10], ys[10] = xs[3], ys[3]  # a duplicate: its pixels go to site 3, the lower index
+        values = 7 * np.arange(400) - 900
+        source = self.path("sites.gpkg")
+        write_points(source, list(zip(xs, ys)), field_values=values,
+                     extra=[(None, 1), ("MULTIPOINT ((612100.5 5140100.25),(614900 5141900))", 5000), ("MULTIPOINT EMPTY", 2)])
+        rc, out = self.run_voronoi({"INPUT": source, "FIELD": "val", "EXTENT": "611990,615010,5139995,5142005 [EPSG:32633]",
+                                    "PIXEL_SIZE": 12.5, "DEVICE": 1, "OUTPUT": self.path("alloc.tif"),
+                                    "OUTPUT_DISTANCE": self.path("dist.tif"), "OUTPUT_POLYGONS": self.path("regions.gpkg")})
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out["results"]["OUTPUT"], self.path("alloc.tif"))
+        self.assertEqual(out["results"]["OUTPUT_DISTANCE"], self.path("dist.tif"))
+        log = out["log"]
+        self.assertTrue(any(line.startswith("Backend: CPU") for line in log["info"]), log)
+        self.assertTrue(any(line.startswith("Stage times: read") for line in log["info"]), log)
+        self.assertTrue(any("Skipped 1 features without geometry and 1 with an empty geometry" in w for w in log["warning"]), log)
+
+        labels, transform, nodata, projection, data_type = read_raster(self.path("alloc.tif"))
+        distances, _, _, _, distance_type = read_raster(self.path("dist.tif"))
+        self.assertEqual(data_type, gdal.GDT_Int32)
+        self.assertEqual(distance_type, gdal.GDT_Float32)
+        self.assertEqual(nodata, NODATA)
+        self.assertEqual(labels.shape, (161, 242))
+        self.assertEqual(transform, (611990.0, 12.5, 0.0, 5142005.0, 0.0, -12.5))
+        srs = osr.SpatialReference(wkt=projection)
+        srs.AutoIdentifyEPSG()
+        self.assertEqual(srs.GetAuthorityCode(None), "32633")
+
+        all_x = np.concatenate([xs, [612100.5, 614900.0]])
+        all_y = np.concatenate([ys, [5140100.25, 5141900.0]])
+        all_values = np.concatenate([values, [5000, 5000]])
+        expected_site, expected_distance = brute_force(all_x, all_y, 611990.0, 5142005.0, 12.5, 242, 161)
+        np.testing.assert_array_equal(labels, all_values[expected_site])
+        np.testing.assert_array_equal(distances, expected_distance)
+        self.assertFalse(np.any(expected_site == 10))
+
+        regions = ogr.Open(self.path("regions.gpkg"))
+        layer = regions.GetLayer(0)
+        counts = np.bincount(expected_site.ravel(), minlength=len(all_x))
+        self.assertEqual(layer.GetFeatureCount(), int(np.count_nonzero(counts)))
+        for feature in layer:
+            site = feature.GetField("site_id") - 1
+            self.assertEqual(feature.GetField("val"), int(all_values[site]))
+            self.assertAlmostEqual(feature.GetGeometryRef().GetArea(), counts[site] * 12.5 * 12.5, delta=1e-6)
+            self.assertTrue(feature.GetGeometryRef().IsValid())
+
+    def test_model_chain(self):
+        rng = np.random.default_rng(9)
+        xs = rng.uniform(1000, 5000, 150)
+        ys = rng.uniform(2000, 4000, 150)
+        source = self.path("model_sites.gpkg")
+        write_points(source, list(zip(xs, ys)))
+        table = self.path("counts.csv")
+        rc, out = self.qgis(["run", os.path.join(HERE, "voronoi_pixel_counts.model3"), "--", f"sites={source}",
+                             "pixel_size=20", f"counts:pixel_counts={table}"])
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(any("Model processed OK" in line for line in out["log"]["info"]), out["log"])
+        # The model's raster covers the points' extent from its top-left corner, in whole pixels.
+        width = int(np.ceil((xs.max() - xs.min()) / 20))
+        height = int(np.ceil((ys.max() - ys.min()) / 20))
+        expected, _ = brute_force(xs, ys, xs.min(), ys.max(), 20.0, width, height)
+        expected_counts = np.bincount(expected.ravel(), minlength=150)
+        got = {}
+        with open(table) as f:
+            next(f)
+            for line in f:
+                value, count, _ = line.strip().split(",")
+                got[int(float(value))] = int(count.strip('"'))
+        self.assertEqual(got, {i + 1: int(c) for i, c in enumerate(expected_counts) if c})
+
+    def test_bad_input(self):
+        empty = self.path("empty.gpkg")
+        write_points(empty, [])
+        two = self.path("two.gpkg")
+        write_points(two, [(0.0, 0.0), (10.0, 10.0)])
+        lines = self.path("lines.gpkg")
+        dataset = ogr.GetDriverByName("GPKG").CreateDataSource(lines)
+        layer = dataset.CreateLayer("lines", None, ogr.wkbLineString)
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetGeometry(ogr.CreateGeometryFromWkt("LINESTRING (0 0, 1 1)"))
+        layer.CreateFeature(feature)
+        dataset = None
+        cases = [
+            ({"INPUT": empty}, "no point to use"),
+            ({"INPUT": two, "PIXEL_SIZE": 0}, "greater than zero"),
+            ({"INPUT": two, "PIXEL_SIZE": 0.0001}, "limit of 2^31"),
+            ({"INPUT": lines}, "INPUT must be a point layer"),
+        ]
+        for parameters, words in cases:
+            output = self.path("bad.tif")
+            rc, out = self.run_voronoi(dict(parameters, DEVICE=1, OUTPUT=output))
+            text = out if isinstance(out, str) else json.dumps(out)
+            self.assertNotEqual(rc, 0, f"{parameters}: {text}")
+            self.assertIn(words, text, parameters)
+            self.assertFalse(os.path.exists(output), parameters)
+
+    def test_gpu_requested(self):
+        """DEVICE=GPU: on a machine without a usable GPU, a clear error naming why; with one, a result."""
+        two = self.path("two.gpkg")
+        write_points(two, [(0.0, 0.0), (10.0, 10.0)])
+        rc, out = self.run_voronoi({"INPUT": two, "DEVICE": 2, "OUTPUT": self.path("gpu.tif")})
+        text = out if isinstance(out, str) else json.dumps(out)
+        if rc == 0:
+            self.assertTrue(any(line.startswith("Backend: GPU") for line in out["log"]["info"]), text)
+        else:
+            self.assertIn("DEVICE=GPU", text)
+            self.assertIn("no GPU can be used", text)
+            self.assertFalse(os.path.exists(self.path("gpu.tif")))
+
+
+if __name__ == "__main__":
+    unittest.main()

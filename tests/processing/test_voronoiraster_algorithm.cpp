@@ -1,0 +1,390 @@
+// gpugeo:voronoiraster through the QGIS API: memory layers in, GeoTIFFs and a polygon layer out,
+// every pixel checked against the native brute-force reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include <QFile>
+#include <QTemporaryDir>
+
+#include <gdal.h>
+
+#include <qgsapplication.h>
+#include <qgsfeature.h>
+#include <qgsgeometry.h>
+#include <qgsprocessingalgorithm.h>
+#include <qgsprocessingcontext.h>
+#include <qgsprocessingfeedback.h>
+#include <qgsprocessingregistry.h>
+#include <qgsproject.h>
+#include <qgsvectorlayer.h>
+
+#include "core/backend.h"
+#include "voronoi/voronoi_reference.h"
+
+extern "C" int gpugeo_register_provider();
+
+namespace {
+
+// Collects what an algorithm logs.
+class RecordingFeedback : public QgsProcessingFeedback
+{
+public:
+  void pushInfo(const QString& info) override { log << info; }
+  void pushWarning(const QString& warning) override { log << QStringLiteral("WARNING ") + warning; }
+  void reportError(const QString& error, bool) override { log << QStringLiteral("ERROR ") + error; }
+  bool logContains(const QString& text) const
+  {
+    for (const QString& line : log)
+      if (line.contains(text))
+        return true;
+    return false;
+  }
+  QStringList log;
+};
+
+struct RunResult
+{
+  bool ok = false;
+  QVariantMap outputs;
+  QString error;
+  QStringList log;
+};
+
+class VoronoiRasterAlgorithmTest : public ::testing::Test
+{
+protected:
+  void SetUp() override { ASSERT_TRUE(mDir.isValid()); }
+
+  QString path(const QString& name) const { return mDir.filePath(name); }
+
+  // A memory point layer (EPSG:32633) with an integer field "val" and a text field "name".
+  std::unique_ptr<QgsVectorLayer> layer(const QString& geometryType = QStringLiteral("Point")) const
+  {
+    return std::make_unique<QgsVectorLayer>(geometryType + QStringLiteral("?crs=EPSG:32633&field=val:integer&field=name:string"),
+                                            QStringLiteral("sites"), QStringLiteral("memory"));
+  }
+
+  static void addPoint(QgsVectorLayer& target, double x, double y, const QVariant& val, const QString& wkt = QString())
+  {
+    QgsFeature feature(target.fields());
+    feature.setGeometry(wkt.isEmpty() ? QgsGeometry::fromPointXY(QgsPointXY(x, y)) : QgsGeometry::fromWkt(wkt));
+    feature.setAttributes(QgsAttributes() << val << QStringLiteral("site %1").arg(val.toString()));
+    target.dataProvider()->addFeature(feature);
+  }
+
+  // cancelMidway: cancel once the run is past 60% (while labelling and writing).
+  RunResult run(QgsVectorLayer* input, QVariantMap parameters, bool cancelMidway = false)
+  {
+    std::unique_ptr<QgsProcessingAlgorithm> algorithm(
+      QgsApplication::processingRegistry()->createAlgorithmById(QStringLiteral("gpugeo:voronoiraster")));
+    EXPECT_TRUE(algorithm);
+    QgsProcessingContext context;
+    context.setProject(QgsProject::instance());
+    context.temporaryLayerStore()->addMapLayer(input);
+    parameters.insert(QStringLiteral("INPUT"), input->id());
+    RecordingFeedback feedback;
+    if (cancelMidway)
+      QObject::connect(&feedback, &QgsFeedback::progressChanged, [&feedback](double progress) {
+        if (progress > 60)
+          feedback.cancel();
+      });
+    RunResult result;
+    try
+    {
+      result.outputs = algorithm->run(parameters, context, &feedback, &result.ok);
+    }
+    catch (const QgsProcessingException& e)
+    {
+      result.error = e.what();
+    }
+    if (!result.ok && result.error.isEmpty())
+      for (const QString& line : feedback.log)
+        if (line.startsWith(QStringLiteral("ERROR")))
+          result.error += line;
+    context.temporaryLayerStore()->takeMapLayer(input);
+    result.log = feedback.log;
+    return result;
+  }
+
+  template <typename T>
+  static std::vector<T> readRaster(const QString& file, GDALDataType type, int& width, int& height, double* transform,
+                                   double* noData = nullptr)
+  {
+    GDALDatasetH dataset = GDALOpen(file.toUtf8().constData(), GA_ReadOnly);
+    EXPECT_TRUE(dataset) << file.toStdString();
+    if (!dataset)
+      return {};
+    width = GDALGetRasterXSize(dataset);
+    height = GDALGetRasterYSize(dataset);
+    GDALGetGeoTransform(dataset, transform);
+    GDALRasterBandH band = GDALGetRasterBand(dataset, 1);
+    EXPECT_EQ(GDALGetRasterDataType(band), type) << file.toStdString();
+    if (noData)
+    {
+      int has = 0;
+      *noData = GDALGetRasterNoDataValue(band, &has);
+      EXPECT_TRUE(has) << file.toStdString();
+    }
+    std::vector<T> values(static_cast<size_t>(width) * height);
+    EXPECT_EQ(GDALRasterIO(band, GF_Read, 0, 0, width, height, values.data(), width, height, type, 0, 0), CE_None);
+    GDALClose(dataset);
+    return values;
+  }
+
+  QTemporaryDir mDir;
+};
+
+std::vector<std::pair<double, double>> randomSites(int count, uint32_t seed, double x0, double y0, double w, double h)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> ux(x0, x0 + w), uy(y0, y0 + h);
+  std::vector<std::pair<double, double>> sites;
+  for (int i = 0; i < count; ++i)
+    sites.emplace_back(ux(rng), uy(rng));
+  return sites;
+}
+
+}  // namespace
+
+TEST_F(VoronoiRasterAlgorithmTest, LabelsDistancesAndPolygonsMatchTheBruteForceReference)
+{
+  const auto sites = randomSites(300, 7, 500000.0, 4100000.0, 9000.0, 6000.0);
+  auto input = layer();
+  for (size_t i = 0; i < sites.size(); ++i)
+    addPoint(*input, sites[i].first, sites[i].second, int(1000 + 3 * i));
+  const QVariantMap parameters{{QStringLiteral("FIELD"), QStringLiteral("val")},
+                               {QStringLiteral("EXTENT"), QStringLiteral("499500,509500,4099800,4106300 [EPSG:32633]")},
+                               {QStringLiteral("PIXEL_SIZE"), 25.0},
+                               {QStringLiteral("DEVICE"), 1},
+                               {QStringLiteral("OUTPUT"), path("alloc.tif")},
+                               {QStringLiteral("OUTPUT_DISTANCE"), path("dist.tif")},
+                               {QStringLiteral("OUTPUT_POLYGONS"), path("regions.gpkg")}};
+  const RunResult result = run(input.get(), parameters);
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  EXPECT_EQ(result.outputs.value(QStringLiteral("OUTPUT")).toString(), path("alloc.tif"));
+
+  int width = 0, height = 0;
+  double transform[6], noData = 0;
+  const auto labels = readRaster<int32_t>(path("alloc.tif"), GDT_Int32, width, height, transform, &noData);
+  ASSERT_EQ(width, 400);
+  ASSERT_EQ(height, 260);
+  EXPECT_DOUBLE_EQ(transform[0], 499500.0);
+  EXPECT_DOUBLE_EQ(transform[3], 4106300.0);
+  EXPECT_DOUBLE_EQ(transform[1], 25.0);
+  EXPECT_DOUBLE_EQ(transform[5], -25.0);
+  EXPECT_EQ(noData, -2147483648.0);
+  int dw = 0, dh = 0;
+  double dt[6];
+  const auto distances = readRaster<float>(path("dist.tif"), GDT_Float32, dw, dh, dt);
+
+  std::vector<double> xs, ys;
+  for (const auto& [x, y] : sites)
+  {
+    xs.push_back(x);
+    ys.push_back(y);
+  }
+  const gpugeo::voronoi::Grid grid{499500.0, 4106300.0, 25.0, width, height};
+  const auto reference =
+    gpugeo::voronoi::referenceLabels(grid, gpugeo::voronoi::Sites{xs.data(), ys.data(), int64_t(xs.size())}, 0, height);
+  std::vector<int64_t> pixelsOfSite(sites.size(), 0);
+  for (size_t i = 0; i < labels.size(); ++i)
+  {
+    ASSERT_EQ(labels[i], 1000 + 3 * reference.site[i]) << "pixel " << i;
+    ASSERT_EQ(distances[i], reference.distance[i]) << "pixel " << i;
+    ++pixelsOfSite[static_cast<size_t>(reference.site[i])];
+  }
+
+  // One multipolygon per site with pixels, its area that of its pixels, valid, with the site's
+  // attributes.
+  QgsVectorLayer regions(path("regions.gpkg"), QStringLiteral("regions"), QStringLiteral("ogr"));
+  ASSERT_TRUE(regions.isValid());
+  EXPECT_EQ(regions.wkbType(), QgsWkbTypes::MultiPolygon);
+  int64_t withPixels = 0;
+  for (int64_t count : pixelsOfSite)
+    withPixels += count > 0;
+  EXPECT_EQ(regions.featureCount(), withPixels);
+  QgsFeature feature;
+  QgsFeatureIterator it = regions.getFeatures();
+  double totalArea = 0.0;
+  while (it.nextFeature(feature))
+  {
+    const int64_t siteId = feature.attribute(QStringLiteral("site_id")).toLongLong();
+    ASSERT_GE(siteId, 1);
+    ASSERT_LE(siteId, int64_t(sites.size()));
+    EXPECT_EQ(feature.attribute(QStringLiteral("val")).toInt(), 1000 + 3 * (siteId - 1));
+    EXPECT_EQ(feature.attribute(QStringLiteral("name")).toString(), QStringLiteral("site %1").arg(1000 + 3 * (siteId - 1)));
+    EXPECT_TRUE(feature.geometry().isGeosValid()) << "site " << siteId;
+    EXPECT_NEAR(feature.geometry().area(), pixelsOfSite[siteId - 1] * 625.0, 1e-6) << "site " << siteId;
+    totalArea += feature.geometry().area();
+  }
+  EXPECT_NEAR(totalArea, 400.0 * 260.0 * 625.0, 1e-3);
+  EXPECT_TRUE(std::any_of(result.log.begin(), result.log.end(), [](const QString& l) { return l.startsWith("Backend: CPU"); }));
+  EXPECT_TRUE(std::any_of(result.log.begin(), result.log.end(), [](const QString& l) { return l.startsWith("Stage times: read"); }));
+}
+
+TEST_F(VoronoiRasterAlgorithmTest, DefaultsMultipointsNullsAndSkippedGeometries)
+{
+  auto input = layer(QStringLiteral("MultiPoint"));
+  addPoint(*input, 0, 0, 5, QStringLiteral("MultiPoint((0 0),(100 0))"));
+  addPoint(*input, 0, 0, QVariant(), QStringLiteral("MultiPoint((0 50))"));
+  addPoint(*input, 0, 0, 7, QStringLiteral("MultiPoint((100 50))"));
+  QgsFeature noGeometry(input->fields());
+  noGeometry.setAttributes(QgsAttributes() << 9 << QStringLiteral("none"));
+  input->dataProvider()->addFeature(noGeometry);
+  addPoint(*input, 0, 0, 11, QStringLiteral("MultiPoint EMPTY"));
+
+  const RunResult result = run(input.get(), {{QStringLiteral("FIELD"), QStringLiteral("val")},
+                                             {QStringLiteral("DEVICE"), 1},
+                                             {QStringLiteral("OUTPUT"), path("alloc.tif")}});
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  EXPECT_TRUE(result.log.filter(QStringLiteral("Skipped 1 features without geometry and 1 with an empty geometry")).size() == 1)
+    << result.log.join('\n').toStdString();
+  EXPECT_TRUE(result.log.filter(QStringLiteral("1 sites have a NULL label")).size() == 1);
+  int width = 0, height = 0;
+  double transform[6], noData = 0;
+  const auto labels = readRaster<int32_t>(path("alloc.tif"), GDT_Int32, width, height, transform, &noData);
+  // Extent 100 x 50, pixel size 100 / 1000.
+  EXPECT_EQ(width, 1000);
+  EXPECT_EQ(height, 500);
+  EXPECT_DOUBLE_EQ(transform[1], 0.1);
+  // Quadrants: top-left (0,50) NULL -> nodata, top-right (100,50) -> 7, bottom row -> 5 (both parts).
+  EXPECT_EQ(labels[0], int32_t(noData));
+  EXPECT_EQ(labels[999], 7);
+  EXPECT_EQ(labels[size_t(499) * 1000], 5);
+  EXPECT_EQ(labels[size_t(499) * 1000 + 999], 5);
+}
+
+TEST_F(VoronoiRasterAlgorithmTest, AutoGivesTheSameRasterAsCpu)
+{
+  const auto sites = randomSites(2000, 11, 0.0, 0.0, 1000.0, 700.0);
+  auto input = layer();
+  for (size_t i = 0; i < sites.size(); ++i)
+    addPoint(*input, sites[i].first, sites[i].second, int(i));
+  for (int device : {0, 1})
+  {
+    const RunResult result = run(input.get(), {{QStringLiteral("DEVICE"), device},
+                                               {QStringLiteral("PIXEL_SIZE"), 0.5},
+                                               {QStringLiteral("OUTPUT"), path(QStringLiteral("alloc%1.tif").arg(device))},
+                                               {QStringLiteral("OUTPUT_DISTANCE"), path(QStringLiteral("dist%1.tif").arg(device))}});
+    ASSERT_TRUE(result.ok) << result.error.toStdString();
+  }
+  int w = 0, h = 0;
+  double t[6];
+  EXPECT_EQ(readRaster<int32_t>(path("alloc0.tif"), GDT_Int32, w, h, t), readRaster<int32_t>(path("alloc1.tif"), GDT_Int32, w, h, t));
+  EXPECT_EQ(readRaster<float>(path("dist0.tif"), GDT_Float32, w, h, t), readRaster<float>(path("dist1.tif"), GDT_Float32, w, h, t));
+}
+
+TEST_F(VoronoiRasterAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
+{
+  struct Case
+  {
+    QString name;
+    std::function<void(QgsVectorLayer&)> fill;
+    QVariantMap parameters;
+    QString expected;
+  };
+  auto twoPoints = [](QgsVectorLayer& l) {
+    addPoint(l, 0, 0, 1);
+    addPoint(l, 10, 10, 2);
+  };
+  const std::vector<Case> cases = {
+    {"empty layer", [](QgsVectorLayer&) {}, {}, "no point to use"},
+    {"only null geometries",
+     [](QgsVectorLayer& l) {
+       QgsFeature f(l.fields());
+       l.dataProvider()->addFeature(f);
+     },
+     {},
+     "1 features without geometry"},
+    {"zero pixel size", twoPoints, {{QStringLiteral("PIXEL_SIZE"), 0.0}}, "greater than zero"},
+    {"negative pixel size", twoPoints, {{QStringLiteral("PIXEL_SIZE"), -3.0}}, "greater than zero"},
+    {"points on one line", [](QgsVectorLayer& l) {
+       addPoint(l, 0, 0, 1);
+       addPoint(l, 0, 10, 2);
+     },
+     {},
+     "has no area"},
+    {"zero-area extent", twoPoints, {{QStringLiteral("EXTENT"), QStringLiteral("0,10,5,5 [EPSG:32633]")}}, "has no area"},
+    {"too many pixels", twoPoints, {{QStringLiteral("PIXEL_SIZE"), 0.0001}}, "limit of 2^31"},
+    {"fractional label", [](QgsVectorLayer& l) {
+       QgsVectorLayer* layer = &l;
+       layer->dataProvider()->addAttributes({QgsField(QStringLiteral("real"), QVariant::Double)});
+       layer->updateFields();
+       QgsFeature f(layer->fields());
+       f.setGeometry(QgsGeometry::fromPointXY(QgsPointXY(0, 0)));
+       f.setAttributes(QgsAttributes() << 1 << QStringLiteral("a") << 2.5);
+       layer->dataProvider()->addFeature(f);
+       f.setGeometry(QgsGeometry::fromPointXY(QgsPointXY(5, 5)));
+       layer->dataProvider()->addFeature(f);
+     },
+     {{QStringLiteral("FIELD"), QStringLiteral("real")}},
+     "not a whole number"},
+  };
+  for (const Case& c : cases)
+  {
+    auto input = layer();
+    c.fill(*input);
+    QVariantMap parameters = c.parameters;
+    parameters.insert(QStringLiteral("DEVICE"), 1);
+    parameters.insert(QStringLiteral("OUTPUT"), path("bad.tif"));
+    parameters.insert(QStringLiteral("OUTPUT_DISTANCE"), path("bad_distance.tif"));
+    const RunResult result = run(input.get(), parameters);
+    EXPECT_FALSE(result.ok) << c.name.toStdString();
+    EXPECT_TRUE(result.error.contains(c.expected)) << c.name.toStdString() << ": " << result.error.toStdString();
+    EXPECT_FALSE(QFile::exists(path("bad.tif"))) << c.name.toStdString();
+    EXPECT_FALSE(QFile::exists(path("bad_distance.tif"))) << c.name.toStdString();
+  }
+}
+
+TEST_F(VoronoiRasterAlgorithmTest, GpuRequestedWithoutAGpuNamesTheReason)
+{
+  if (gpugeo::probeGpu().usable)
+    GTEST_SKIP() << "a GPU is present";
+  auto input = layer();
+  addPoint(*input, 0, 0, 1);
+  addPoint(*input, 10, 10, 2);
+  const RunResult result = run(input.get(), {{QStringLiteral("DEVICE"), 2}, {QStringLiteral("OUTPUT"), path("gpu.tif")}});
+  EXPECT_FALSE(result.ok);
+  EXPECT_TRUE(result.error.contains(QString::fromStdString(gpugeo::probeGpu().reason))) << result.error.toStdString();
+  EXPECT_TRUE(result.error.contains(QStringLiteral("DEVICE=GPU"))) << result.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("gpu.tif")));
+}
+
+TEST_F(VoronoiRasterAlgorithmTest, CancelLeavesNoOutputBehind)
+{
+  const auto sites = randomSites(5000, 13, 0.0, 0.0, 1000.0, 1000.0);
+  auto input = layer();
+  for (size_t i = 0; i < sites.size(); ++i)
+    addPoint(*input, sites[i].first, sites[i].second, int(i));
+  const RunResult result = run(input.get(),
+                               {{QStringLiteral("DEVICE"), 1},
+                                {QStringLiteral("PIXEL_SIZE"), 0.1},
+                                {QStringLiteral("OUTPUT"), path("canceled.tif")},
+                                {QStringLiteral("OUTPUT_DISTANCE"), path("canceled_distance.tif")}},
+                               true);
+  EXPECT_FALSE(result.ok);
+  EXPECT_TRUE(result.error.contains(QStringLiteral("Canceled"))) << result.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("canceled.tif")));
+  EXPECT_FALSE(QFile::exists(path("canceled_distance.tif")));
+}
+
+int main(int argc, char** argv)
+{
+  qputenv("QT_QPA_PLATFORM", "offscreen");
+  QTemporaryDir profile;
+  QgsApplication app(argc, argv, false, profile.path());
+  QgsApplication::initQgis();
+  GDALAllRegister();
+  if (!gpugeo_register_provider())
+  {
+    std::fprintf(stderr, "could not register the gpugeo provider\n");
+    return 1;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  const int status = RUN_ALL_TESTS();
+  QgsApplication::exitQgis();
+  return status;
+}

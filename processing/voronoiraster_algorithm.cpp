@@ -16,6 +16,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
+#include "adapters/band_pipeline.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "adapters/point_reader.h"
@@ -321,53 +322,71 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
   if (bandRows >= GeoTiffWriter::kBlockSize)
     bandRows = bandRows / GeoTiffWriter::kBlockSize * GeoTiffWriter::kBlockSize;
   bandRows = std::min(bandRows, grid.height);
-  const size_t bandPixels = static_cast<size_t>(bandRows * grid.width);
-  std::vector<int32_t> site(bandPixels), label(bandPixels);
-  std::vector<float> distanceBand(wantDistance ? bandPixels : 0);
+  struct Band
+  {
+    std::vector<int32_t> site, label;
+    std::vector<float> distance;
+    float maxDistance = 0.f;
+  };
+  Band bands[2];
+  for (Band& band : bands)
+  {
+    band.site.resize(static_cast<size_t>(bandRows * grid.width));
+    band.label.resize(band.site.size());
+    band.distance.resize(wantDistance ? band.site.size() : 0);
+  }
   std::vector<char> siteUsed(static_cast<size_t>(siteCount), 0);
   float maxDistance = 0.f;
   StageTimes writeTimes;
+  QStringList fallbackWarnings;
 
-  for (int64_t row0 = 0; row0 < grid.height; row0 += bandRows)
-  {
-    const int64_t rowsHere = std::min(bandRows, grid.height - row0);
-    const size_t n = static_cast<size_t>(rowsHere * grid.width);
-    try
+  // Worker thread: label a band (falling back to the CPU if the GPU runs out of memory under Auto)
+  // and map site indexes to labels.
+  auto produce = [&](Band& band, int64_t row0, int64_t rows) {
+    while (true)
     {
-      labeller->labelRows(row0, rowsHere, site.data(), wantDistance ? distanceBand.data() : nullptr, control);
+      try
+      {
+        labeller->labelRows(row0, rows, band.site.data(), wantDistance ? band.distance.data() : nullptr, control);
+        break;
+      }
+      catch (const DeviceOutOfMemory& e)
+      {
+        if (!automatic || labeller->backend() != Backend::Gpu)
+          throw;
+        fallbackWarnings << QObject::tr("The GPU ran out of memory (%1); continuing on the CPU.").arg(e.what());
+        times.merge(labeller->times());
+        labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control);
+      }
     }
-    catch (const DeviceOutOfMemory& e)
-    {
-      if (!automatic)
-        callNative([&] { throw; });
-      feedback->pushWarning(QObject::tr("The GPU ran out of memory (%1); continuing on the CPU.").arg(e.what()));
-      times.merge(labeller->times());
-      makeCpuLabeller();
-      row0 -= bandRows;
-      continue;
-    }
-    catch (const std::exception&)
-    {
-      callNative([&] { throw; });
-    }
-    ScopedStage stage(writeTimes, "write");
+    const size_t n = static_cast<size_t>(rows * grid.width);
     for (size_t i = 0; i < n; ++i)
     {
-      label[i] = labelOfSite[static_cast<size_t>(site[i])];
-      siteUsed[static_cast<size_t>(site[i])] = 1;
+      band.label[i] = labelOfSite[static_cast<size_t>(band.site[i])];
+      siteUsed[static_cast<size_t>(band.site[i])] = 1;
     }
-    allocation->writeRows(row0, rowsHere, label.data());
+    band.maxDistance = wantDistance ? *std::max_element(band.distance.begin(), band.distance.begin() + n) : 0.f;
+  };
+  // Calling thread: write it.
+  auto consume = [&](Band& band, int64_t row0, int64_t rows) {
+    ScopedStage stage(writeTimes, "write");
+    allocation->writeRows(row0, rows, band.label.data());
     if (distance)
-    {
-      distance->writeRows(row0, rowsHere, distanceBand.data());
-      maxDistance = std::max(maxDistance, *std::max_element(distanceBand.begin(), distanceBand.begin() + n));
-    }
+      distance->writeRows(row0, rows, band.distance.data());
     if (siteIndex)
-      siteIndex->writeRows(row0, rowsHere, site.data());
-    steps.setProgress(100.0 * double(row0 + rowsHere) / double(grid.height));
-    if (feedback->isCanceled())
-      throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
-  }
+      siteIndex->writeRows(row0, rows, band.site.data());
+    maxDistance = std::max(maxDistance, band.maxDistance);
+    steps.setProgress(100.0 * double(row0 + rows) / double(grid.height));
+  };
+  bool finished = false;
+  callNative([&] {
+    finished = runBandPipeline<Band>(grid.height, bandRows, bands, produce, consume,
+                                     [&] { return !feedback->isCanceled(); });
+  });
+  for (const QString& warning : fallbackWarnings)
+    feedback->pushWarning(warning);
+  if (!finished)
+    throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
   times.merge(labeller->times());
   for (const std::string& warning : labeller->warnings())
     feedback->pushWarning(QString::fromStdString(warning));

@@ -34,16 +34,22 @@ GeoTiffWriter::GeoTiffWriter(const QString& path, const GridGeometry& grid, GDAL
   if (!driver)
     throw QgsProcessingException(QObject::tr("GDAL has no GeoTIFF driver."));
 
-  // LZW keeps label rasters (long runs of one value) small; the compression runs on all cores.
+  // Label rasters (long runs of one value) are compressed with DEFLATE, which every GeoTIFF reader
+  // knows, and the horizontal predictor: a hundredfold smaller for little time (8192^2 Int32 labels
+  // on 2 cores: 0.56 s and 2 MB, against 0.24 s and 268 MB uncompressed). Floating rasters such as
+  // distances barely compress (DEFLATE at its fastest level with the floating-point predictor:
+  // 1.0 s for 43% of the size), so they are written plain, as QGIS and gdal_proximity do.
   char** options = nullptr;
   options = CSLSetNameValue(options, "TILED", "YES");
   options = CSLSetNameValue(options, "BLOCKXSIZE", "256");
   options = CSLSetNameValue(options, "BLOCKYSIZE", "256");
-  options = CSLSetNameValue(options, "COMPRESS", "LZW");
-  options = CSLSetNameValue(options, "NUM_THREADS", "ALL_CPUS");
   options = CSLSetNameValue(options, "BIGTIFF", "IF_SAFER");
-  if (type == GDT_Float32 || type == GDT_Float64)
-    options = CSLSetNameValue(options, "PREDICTOR", "3");
+  if (type != GDT_Float32 && type != GDT_Float64)
+  {
+    options = CSLSetNameValue(options, "COMPRESS", "DEFLATE");
+    options = CSLSetNameValue(options, "PREDICTOR", "2");
+    options = CSLSetNameValue(options, "NUM_THREADS", "ALL_CPUS");
+  }
   CPLErrorReset();
   mDataset = GDALCreate(driver, path.toUtf8().constData(), static_cast<int>(grid.width), static_cast<int>(grid.height),
                         1, type, options);
@@ -71,7 +77,11 @@ void GeoTiffWriter::writeRows(int64_t row0, int64_t rows, const void* data)
   const CPLErr status = GDALRasterIO(GDALGetRasterBand(mDataset, 1), GF_Write, 0, static_cast<int>(row0),
                                      static_cast<int>(mWidth), static_cast<int>(rows), const_cast<void*>(data),
                                      static_cast<int>(mWidth), static_cast<int>(rows), mType, 0, 0);
-  if (status != CE_None)
+  // Bands are whole rows of blocks: flushing now compresses them (on all cores) and frees the
+  // block cache instead of letting a full cache evict blocks one by one.
+  if (status == CE_None)
+    GDALFlushCache(mDataset);
+  if (status != CE_None || CPLGetLastErrorType() == CE_Failure)
   {
     const QString error = lastGdalError();
     discard();

@@ -1,4 +1,4 @@
-// Writes a single-band GeoTIFF row band by row band (tiled, compressed, BigTIFF when needed), so a
+// Writes a single-band GeoTIFF row band by row band (tiled, integers compressed, BigTIFF when needed), so a
 // raster never has to be whole in memory. A writer that is destroyed before finish() deletes its
 // file: a failed or canceled run leaves nothing behind that looks like a result.
 #pragma once

@@ -18,13 +18,27 @@ import tempfile
 
 import numpy as np
 
-WORKLOADS = [(4096, 1000), (8192, 1000), (8192, 100000), (16384, 10000)]
-BARS = {(8192, 1000): 5.0, (16384, 10000): 5.0}  # BENCHMARKS.md: at least 5x faster than CuPy
+# (size, sites, distribution); bars from BENCHMARKS.md: at least 5x faster than CuPy.
+WORKLOADS = [(4096, 1000, "uniform"), (8192, 1000, "uniform"), (8192, 100000, "uniform"),
+             (16384, 10000, "uniform"), (8192, 100, "uniform"), (8192, 1000000, "uniform"),
+             (8192, 100000, "skewed"), (8192, 500000, "skewed")]
+BARS = {(8192, 1000, "uniform"): 5.0, (16384, 10000, "uniform"): 5.0}
 
 
-def make_sites(size, count, seed):
+def make_sites(size, count, kind, seed):
+    """Distinct pixel centres: uniform, or skewed (90% of the sites in a square of 1% of the area)."""
     rng = np.random.default_rng(seed)
-    flat = rng.choice(size * size, size=count, replace=False)
+    if kind == "uniform":
+        flat = rng.choice(size * size, size=count, replace=False)
+    else:
+        side = size // 10
+        dense = count * 9 // 10
+        inner = rng.choice(side * side, size=dense, replace=False)
+        r, c = np.divmod(inner, side)
+        dense_flat = (r + int(0.55 * size)) * size + (c + int(0.25 * size))
+        rest = rng.choice(size * size, size=2 * (count - dense) + 1000, replace=False)
+        rest = rng.permutation(np.setdiff1d(rest, dense_flat))[: count - dense]
+        flat = rng.permutation(np.concatenate([dense_flat, rest]))
     rows, cols = np.divmod(flat, size)
     return cols.astype(np.float64) + 0.5, rows.astype(np.float64) + 0.5
 
@@ -65,8 +79,8 @@ def main():
 
     rows_out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for size, count in WORKLOADS:
-            cols, rows = make_sites(size, count, seed=size + count)
+        for size, count, kind in WORKLOADS:
+            cols, rows = make_sites(size, count, kind, seed=size + count)
             path = os.path.join(tmp, "sites.bin")
             np.stack([cols, rows], axis=1).astype(np.float64).tofile(path)
             labels_path = os.path.join(tmp, "labels.bin")
@@ -85,11 +99,11 @@ def main():
             label_diff = int(np.count_nonzero((site_row != pi[0]) | (site_col != pi[1])))
             del peer_dist, peer_idx
 
-            row = dict(workload=f"{size}^2, {count} sites", size=size, sites=count, ours=ours, cupy_ms=peer_ms,
+            row = dict(workload=f"{size}^2, {count:,} {kind} sites", size=size, sites=count, ours=ours, cupy_ms=peer_ms,
                        ratio_compute=peer_ms / ours["compute_ms"],
                        ratio_device_total=peer_ms / ours["device_total_ms"],
                        distance_mismatches=dist_mismatch, label_differences_at_ties=label_diff,
-                       bar=BARS.get((size, count)))
+                       bar=BARS.get((size, count, kind)))
             rows_out.append(row)
             print(json.dumps(row), flush=True)
 

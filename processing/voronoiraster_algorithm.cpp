@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -114,11 +115,13 @@ QString VoronoiRasterAlgorithm::shortHelpString() const
            "sites' distances differ by less than 4&times;10<sup>-16</sup> &times; (2 (|u|+|v|+1) + d) pixels, u, v "
            "being the sites' offsets from the raster's top-left corner and d their distance, in pixels: below "
            "10<sup>-9</sup> pixel for sites within a million pixels of the raster.</p>"
-           "<p><b>Method</b>: the sites are sorted along a Morton curve into a packed bounding-box tree (a packed "
-           "R-tree, Kamel &amp; Faloutsos 1993); each tile of pixels gathers the few sites that can be nearest to "
-           "any of its pixels; each pixel scans them in float32 with a certified error bound and re-checks in "
-           "float64 only near a tie (a floating-point filter in the sense of Shewchuk 1997). It refines the GPU "
-           "raster Voronoi method of one thread per pixel with neighbourhood expansion for many generators.</p>") +
+           "<p><b>Method</b>: the sites are sorted along a Hilbert curve into a packed bounding-box tree (a "
+           "Hilbert R-tree, Kamel &amp; Faloutsos 1994). The raster is cut into 64 &times; 64 pixel tiles, each split "
+           "in four, down to 2 &times; 2, while its list of candidates (the sites that can be nearest to one of its "
+           "pixels) is long: dense places get small tiles. Each pixel scans its tile's short list in float32 with a "
+           "certified error bound and re-checks in float64 only near a tie (a floating-point filter in the sense "
+           "of Shewchuk 1997). It refines the GPU raster Voronoi method of one thread per pixel, with "
+           "neighbourhood expansion when the generators are many.</p>") +
          deviceHelp();
 }
 
@@ -269,7 +272,7 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
   // --- Backend and labeller ----------------------------------------------------------------------
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const voronoi::Sites sites{points.x.data(), points.y.data(), siteCount};
-  const voronoi::LabellerOptions options{cpuThreads(), 0, 0};
+  const voronoi::LabellerOptions options{cpuThreads(), 0};
   std::unique_ptr<voronoi::Labeller> labeller;
   const RunControl control = runControl(&steps);
   auto makeCpuLabeller = [&] {
@@ -367,14 +370,27 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
     }
     band.maxDistance = wantDistance ? *std::max_element(band.distance.begin(), band.distance.begin() + n) : 0.f;
   };
-  // Calling thread: write it.
+  // Calling thread: write it; the distance raster (plain) goes out on its own thread while the
+  // labels are compressed.
   auto consume = [&](Band& band, int64_t row0, int64_t rows) {
     ScopedStage stage(writeTimes, "write");
-    allocation->writeRows(row0, rows, band.label.data());
+    std::future<void> distanceWritten;
     if (distance)
-      distance->writeRows(row0, rows, band.distance.data());
-    if (siteIndex)
-      siteIndex->writeRows(row0, rows, band.site.data());
+      distanceWritten = std::async(std::launch::async, [&] { distance->writeRows(row0, rows, band.distance.data()); });
+    try
+    {
+      allocation->writeRows(row0, rows, band.label.data());
+      if (siteIndex)
+        siteIndex->writeRows(row0, rows, band.site.data());
+    }
+    catch (...)
+    {
+      if (distanceWritten.valid())
+        distanceWritten.wait();
+      throw;
+    }
+    if (distanceWritten.valid())
+      distanceWritten.get();
     maxDistance = std::max(maxDistance, band.maxDistance);
     steps.setProgress(100.0 * double(row0 + rows) / double(grid.height));
   };
@@ -402,11 +418,13 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
 
   const voronoi::LabelStats& stats = labeller->stats();
   feedback->pushInfo(QObject::tr("%1 distinct sites (%2 exact duplicates share their lowest-index twin's pixels); "
-                                 "tiles of %3 pixels; %4 pixels re-checked in float64 at near ties; %5 dense tiles "
-                                 "searched per pixel.")
+                                 "%3 tiles (%4 split) with %5 candidates in all; %6 pixels re-checked in float64 "
+                                 "at near ties; %7 tiles searched per pixel.")
                        .arg(stats.uniqueSites)
                        .arg(siteCount - stats.uniqueSites)
-                       .arg(stats.tileSpan)
+                       .arg(stats.tiles)
+                       .arg(stats.splitTiles)
+                       .arg(stats.candidates)
                        .arg(stats.refinedPixels)
                        .arg(stats.denseTiles));
   const int64_t sitesWithPixels = std::count(siteUsed.begin(), siteUsed.end(), 1);

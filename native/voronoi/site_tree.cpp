@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 
 namespace gpugeo::voronoi {
 
@@ -76,16 +77,18 @@ detail::TreeView HostTree::view() const
   return view;
 }
 
-HostTree buildHostTree(const std::vector<Point>& input)
+HostTree buildHostTree(const std::vector<Point>& input, int threads)
 {
   const int32_t n = static_cast<int32_t>(input.size());
   const Box bounds = boundsOf(input);
-  const double scaleX = detail::mortonScale(bounds.x0, bounds.x1);
-  const double scaleY = detail::mortonScale(bounds.y0, bounds.y1);
+  const double scaleX = detail::curveScale(bounds.x0, bounds.x1);
+  const double scaleY = detail::curveScale(bounds.y0, bounds.y1);
 
   std::vector<std::pair<uint64_t, int32_t>> order(n);
-  for (int32_t i = 0; i < n; ++i)
-    order[i] = {detail::mortonKey(input[i], bounds, scaleX, scaleY), i};
+  parallelFor(n, 1 << 16, threads, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i)
+      order[i] = {detail::curveKey(input[i], bounds, scaleX, scaleY), static_cast<int32_t>(i)};
+  });
   std::sort(order.begin(), order.end());
 
   HostTree tree;

@@ -27,8 +27,8 @@ struct HostTree
   detail::TreeView view() const;
 };
 
-// Sorts the sites along the Morton curve (ties by input index), drops exact duplicates after the
+// Sorts the sites along the Hilbert curve (ties by input index), drops exact duplicates after the
 // first (lowest index) of each run, and builds the boxes level by level.
-HostTree buildHostTree(const std::vector<detail::Point>& points);
+HostTree buildHostTree(const std::vector<detail::Point>& points, int threads = 0);
 
 }  // namespace gpugeo::voronoi

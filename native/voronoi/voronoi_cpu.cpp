@@ -1,7 +1,9 @@
-// The CPU backend of the plane Voronoi raster: tiles handed out to a pool of std::threads.
+// The CPU backend of the plane Voronoi raster: root tiles handed out to a pool of std::threads,
+// each refined depth first (detail/nearest_site.h, "The tile quadtree").
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "core/parallel.h"
 #include "site_tree.h"
@@ -13,6 +15,17 @@ using namespace detail;
 
 namespace {
 
+// One worker's scratch: a candidate list per quadtree level (a parent's list stays while its
+// children are processed), the leaf's candidate arrays, and its counters.
+struct Worker
+{
+  int32_t slots[kTileLevels][kMaxGathered];
+  LocalPoint local[kMaxGathered];
+  Point point[kMaxGathered];
+  int32_t site[kMaxGathered];
+  LabelStats stats;
+};
+
 class CpuLabeller final : public Labeller
 {
 public:
@@ -20,82 +33,34 @@ public:
     : mGrid(grid), mThreads(options.threads > 0 ? options.threads : defaultThreadCount())
   {
     ScopedStage stage(mTimes, "prepare");
-    mTree = buildHostTree(toPixelFrame(grid, sites));
+    mTree = buildHostTree(toPixelFrame(grid, sites), mThreads);
     mView = mTree.view();
     mStats.uniqueSites = mView.pointCount;
-    mStats.tileSpan = chooseTileSpan(mView.pointCount, grid.width, grid.height, options.tileSpan);
   }
 
   void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
   {
     ScopedStage stage(mTimes, "compute");
-    const int64_t span = mStats.tileSpan;
-    const int64_t width = mGrid.width;
-    const int64_t tilesX = (width + span - 1) / span;
-    const int64_t tilesY = (rows + span - 1) / span;
-    const float span2 = float(span * span);
-    const double pixelSize = mGrid.pixelSize;
-    std::atomic<int64_t> denseTiles{0}, candidates{0}, refined{0};
-
-    const int64_t grain = std::max<int64_t>(1, 4096 / (span * span));
+    const int64_t rootsX = (mGrid.width + kRootSpan - 1) / kRootSpan;
+    const int64_t rootsY = (rows + kRootSpan - 1) / kRootSpan;
+    Band band{row0, row0 + rows, site, distance};
+    std::atomic<int64_t> tiles{0}, split{0}, dense{0}, candidates{0}, refined{0};
     parallelFor(
-      tilesX * tilesY, grain, mThreads,
-      [&](int64_t firstTile, int64_t lastTile) {
-        int32_t slots[kMaxTileCandidates];
-        LocalPoint local[kMaxTileCandidates];
-        Point point[kMaxTileCandidates];
-        int32_t siteOf[kMaxTileCandidates];
-        int64_t chunkDense = 0, chunkCandidates = 0, chunkRefined = 0;
-        for (int64_t tile = firstTile; tile < lastTile; ++tile)
-        {
-          const int64_t c0 = (tile % tilesX) * span;
-          const int64_t c1 = std::min(width, c0 + span);
-          const int64_t r0 = row0 + (tile / tilesX) * span;
-          const int64_t r1 = std::min(row0 + rows, r0 + span);
-          const Box region = pixelCentreBox(c0, c1, r0, r1);
-
-          RegionBoundVisitor bound{&mView, region, 1.79769313486231570e308};
-          traverse(mView, bound);
-          auto emit = [&](int k, int32_t slot) { slots[k] = slot; };
-          RegionCandidateVisitor<decltype(emit)> gather{&mView, region, bound.bound, kMaxTileCandidates, emit};
-          traverse(mView, gather);
-
-          const bool dense = gather.count > kMaxTileCandidates;
-          if (dense)
-            ++chunkDense;
-          else
-          {
-            chunkCandidates += gather.count;
-            for (int k = 0; k < gather.count; ++k)
-            {
-              point[k] = mView.points[slots[k]];
-              siteOf[k] = mView.siteIndex[slots[k]];
-              local[k] = toLocal(point[k], c0, r0);
-            }
-          }
-          const CandidateList tileList{local, point, siteOf, dense ? 0 : gather.count};
-          for (int64_t r = r0; r < r1; ++r)
-          {
-            const int64_t rowOffset = (r - row0) * width;
-            for (int64_t c = c0; c < c1; ++c)
-            {
-              const PixelAnswer answer = dense ? nearestByTree(mView, c, r)
-                                               : nearestCandidate(tileList, c, r, c0, r0, span2);
-              chunkRefined += answer.refined;
-              site[rowOffset + c] = answer.site;
-              if (distance)
-                distance[rowOffset + c] = distanceValue(answer.squared, pixelSize);
-            }
-          }
-        }
-        denseTiles += chunkDense;
-        candidates += chunkCandidates;
-        refined += chunkRefined;
+      rootsX * rootsY, 4, mThreads,
+      [&](int64_t first, int64_t last) {
+        auto worker = std::make_unique<Worker>();
+        for (int64_t root = first; root < last; ++root)
+          tile(*worker, band, 0, (root % rootsX) * kRootSpan, row0 + (root / rootsX) * kRootSpan, -1);
+        tiles += worker->stats.tiles;
+        split += worker->stats.splitTiles;
+        dense += worker->stats.denseTiles;
+        candidates += worker->stats.candidates;
+        refined += worker->stats.refinedPixels;
       },
       &control);
-
-    mStats.tiles += tilesX * tilesY;
-    mStats.denseTiles += denseTiles;
+    mStats.tiles += tiles;
+    mStats.splitTiles += split;
+    mStats.denseTiles += dense;
     mStats.candidates += candidates;
     mStats.refinedPixels += refined;
   }
@@ -107,6 +72,80 @@ public:
   std::vector<std::string> warnings() const override { return {}; }
 
 private:
+  struct Band
+  {
+    int64_t row0, rowEnd;
+    int32_t* site;
+    float* distance;
+  };
+
+  // Tile of side 64 >> level at (c0, r0); its parent's list is the worker's list at level - 1, of
+  // parentCount sites (-1: the parent had none).
+  void tile(Worker& w, const Band& band, int level, int64_t c0, int64_t r0, int parentCount)
+  {
+    const int64_t span = kRootSpan >> level;
+    const int64_t c1 = std::min(mGrid.width, c0 + span);
+    const int64_t r1 = std::min(band.rowEnd, r0 + span);
+    if (c0 >= c1 || r0 >= r1)
+      return;
+    const Box region = pixelCentreBox(c0, c1, r0, r1);
+    int32_t* list = w.slots[level];
+    int count;
+    if (parentCount >= 0)
+    {
+      const int32_t* parent = w.slots[level - 1];
+      const auto pointAt = [&](int k) { return mView.points[parent[k]]; };
+      const double bound = boundFromList(pointAt, parentCount, region);
+      count = filterList(pointAt, parentCount, region, bound, [&](int k, int at) { list[at] = parent[k]; });
+    }
+    else
+    {
+      RegionBoundVisitor bound(&mView, region);
+      traverse(mView, bound);
+      auto emit = [list](int k, int32_t slot) { list[k] = slot; };
+      RegionCandidateVisitor<decltype(emit)> gather{&mView, region, bound.bound, kMaxGathered, emit};
+      traverse(mView, gather);
+      count = gather.count > kMaxGathered ? -1 : gather.count;
+    }
+
+    if (shouldSplit(static_cast<int>(span), count))
+    {
+      ++w.stats.splitTiles;
+      const int64_t half = span / 2;
+      for (int q = 0; q < 4; ++q)
+        tile(w, band, level + 1, c0 + (q & 1) * half, r0 + (q >> 1) * half, count);
+      return;
+    }
+
+    ++w.stats.tiles;
+    const float span2 = float(span * span);
+    if (count < 0)
+      ++w.stats.denseTiles;
+    else
+    {
+      w.stats.candidates += count;
+      for (int k = 0; k < count; ++k)
+      {
+        w.point[k] = mView.points[list[k]];
+        w.site[k] = mView.siteIndex[list[k]];
+        w.local[k] = toLocal(w.point[k], c0, r0);
+      }
+    }
+    const CandidateArrays candidates{w.local, w.point, w.site, count};
+    for (int64_t r = r0; r < r1; ++r)
+    {
+      const int64_t rowOffset = (r - band.row0) * mGrid.width;
+      for (int64_t c = c0; c < c1; ++c)
+      {
+        const PixelAnswer answer = count < 0 ? nearestByTree(mView, c, r) : nearestCandidate(candidates, c, r, c0, r0, span2);
+        w.stats.refinedPixels += answer.refined;
+        band.site[rowOffset + c] = answer.site;
+        if (band.distance)
+          band.distance[rowOffset + c] = distanceValue(answer.squared, mGrid.pixelSize);
+      }
+    }
+  }
+
   Grid mGrid;
   int mThreads;
   HostTree mTree;

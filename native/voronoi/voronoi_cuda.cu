@@ -1,10 +1,11 @@
 // The CUDA backend of the plane Voronoi raster.
 //
-// Per band of rows: (1) one thread per tile finds the tile's bound and counts its candidates,
-// (2) CUB scans the counts into list offsets, (3) one thread per tile writes its list, (4) one
-// thread per pixel scans its tile's list (or searches the tree, for dense tiles). The site tree is
-// built on the device with a CUB radix sort along the Morton curve. All per-element math is in
-// detail/nearest_site.h, shared with the CPU backend.
+// Per band of rows, the tile quadtree is built level by level (one thread per tile; CUB scans for
+// list offsets and child positions), then one block per 64 x 64 root tile labels its pixels, each
+// pixel scanning its leaf tile's list (or, in a dense leaf, searching the site tree). The site tree
+// is built on the device with a CUB radix sort along the Hilbert curve. All per-element math is in
+// detail/nearest_site.h, shared with the CPU backend, so both build the same quadtree and give the
+// same labels and distances.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -26,16 +27,21 @@ using cuda::DeviceBuffer;
 namespace {
 
 constexpr int kTileThreads = 128;
-// Bands are cut so that a band's candidate offsets fit in int32 (tiles * kMaxTileCandidates).
-constexpr int64_t kMaxBandPixels = int64_t(1) << 30;
+// The largest band labelled in one pass (16384^2 pixels). A level whose lists would not fit int32
+// offsets (only for extreme clustering) makes the band start again in two halves.
+constexpr int64_t kMaxBandPixels = int64_t(1) << 28;
 
-__global__ void mortonKeysKernel(const Point* points, int32_t n, Box bounds, double scaleX, double scaleY,
+struct BandTooLarge
+{
+};
+
+__global__ void curveKeysKernel(const Point* points, int32_t n, Box bounds, double scaleX, double scaleY,
                                  uint64_t* keys, int32_t* index)
 {
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n)
     return;
-  keys[i] = mortonKey(points[i], bounds, scaleX, scaleY);
+  keys[i] = curveKey(points[i], bounds, scaleX, scaleY);
   index[i] = i;
 }
 
@@ -67,23 +73,45 @@ __global__ void parentBoxesKernel(Box* boxes, int32_t childStart, int32_t childC
     boxOfBoxes(boxes + childStart, node * kFanout, minOf(childCount, (node + 1) * kFanout));
 }
 
+// --- The tile quadtree, level by level (detail/nearest_site.h, "The tile quadtree") -----------
+//
+// Level L holds tiles of side 64 >> L. For each level: tileCountKernel finds each tile's bound and
+// list length (filtering its parent's list, or searching the tree) and whether it splits; CUB scans
+// turn lengths into list offsets and split flags into child positions; tileFillKernel writes the
+// lists, the tile's node and its children's tasks for the next level.
+
+struct TileTask
+{
+  int32_t x0, y0;        // top-left pixel, relative to the band
+  int32_t parentOffset;  // the parent's list in the previous level's pool
+  int32_t parentCount;   // -1: no parent list (search the tree)
+};
+
+struct TileNode
+{
+  int32_t child;   // first child in the next level (-1: a leaf)
+  int32_t offset;  // list in this level's pool
+  int32_t count;   // list length (-1: a dense leaf, searched per pixel)
+};
+
 struct BandShape
 {
   int64_t row0;
-  int64_t rows;
+  int64_t rowEnd;
   int64_t width;
-  int64_t span;
-  int64_t tilesX;
-  int64_t tiles;
+};
 
-  __device__ Box tileRegion(int64_t tile, int64_t& c0, int64_t& r0) const
-  {
-    c0 = (tile % tilesX) * span;
-    r0 = row0 + (tile / tilesX) * span;
-    const int64_t c1 = minOf(width, c0 + span);
-    const int64_t r1 = minOf(row0 + rows, r0 + span);
-    return pixelCentreBox(c0, c1, r0, r1);
-  }
+struct Quadtree
+{
+  const TileNode* nodes[kTileLevels];
+  const LocalPoint* local[kTileLevels];
+  const int32_t* slots[kTileLevels];
+};
+
+// Counters shared by the kernels (read back by stats()); levelEntries is a level's list total.
+struct Counters
+{
+  unsigned long long tiles, splitTiles, denseTiles, candidates, refinedPixels, levelEntries;
 };
 
 struct NoEmit
@@ -97,126 +125,344 @@ struct SlotEmit
   __device__ void operator()(int k, int32_t slot) const { slots[k] = slot; }
 };
 
-__global__ void tileBoundsKernel(TreeView tree, BandShape band, double* bounds, int32_t* counts,
-                                 unsigned long long* denseTiles)
+struct ParentPoints
 {
-  const int64_t tile = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (tile >= band.tiles)
-    return;
-  int64_t c0, r0;
-  const Box region = band.tileRegion(tile, c0, r0);
-  RegionBoundVisitor bound{&tree, region, 1.79769313486231570e308};
-  traverse(tree, bound);
-  RegionCandidateVisitor<NoEmit> gather{&tree, region, bound.bound, kMaxTileCandidates, NoEmit{}};
-  traverse(tree, gather);
-  const bool dense = gather.count > kMaxTileCandidates;
-  if (dense)
-    atomicAdd(denseTiles, 1ull);
-  bounds[tile] = bound.bound;
-  counts[tile] = dense ? 0 : gather.count;
+  const TreeView* tree;
+  const int32_t* slots;
+  __device__ const Point& operator()(int k) const { return tree->points[slots[k]]; }
+};
+
+// The pixel-centre box of a task's tile, clipped to the band; false when it holds no pixel.
+__device__ bool tileRegion(const BandShape& band, const TileTask& task, int span, int64_t& c0, int64_t& r0, Box& region)
+{
+  c0 = task.x0;
+  r0 = band.row0 + task.y0;
+  const int64_t c1 = minOf<int64_t>(band.width, c0 + span);
+  const int64_t r1 = minOf<int64_t>(band.rowEnd, r0 + span);
+  if (c0 >= c1 || r0 >= r1)
+    return false;
+  region = pixelCentreBox(c0, c1, r0, r1);
+  return true;
 }
 
-__global__ void tileFillKernel(TreeView tree, BandShape band, const double* bounds, const int32_t* counts,
-                               const int32_t* offsets, LocalPoint* local, int32_t* slots)
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// A warp per tile for filtering a parent's list: lanes take every 32nd entry. The same bound (a
+// minimum) and the same list, in the same order, as filterList() on the CPU.
+__device__ double warpBoundFromList(const ParentPoints& pointAt, int count, const Box& region, int lane)
 {
-  const int64_t tile = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (tile >= band.tiles || counts[tile] == 0)
-    return;
-  int64_t c0, r0;
-  const Box region = band.tileRegion(tile, c0, r0);
-  const int32_t offset = offsets[tile];
-  RegionCandidateVisitor<SlotEmit> gather{&tree, region, bounds[tile], kMaxTileCandidates, SlotEmit{slots + offset}};
-  traverse(tree, gather);
-  for (int k = 0; k < gather.count; ++k)
-    local[offset + k] = toLocal(tree.points[slots[offset + k]], c0, r0);
+  double bound = 1.79769313486231570e308;
+  for (int k = lane; k < count; k += 32)
+    bound = minOf(bound, siteBound(pointAt(k), region));
+  for (int offset = 16; offset > 0; offset >>= 1)
+    bound = minOf(bound, __shfl_xor_sync(kFullMask, bound, offset));
+  return bound;
 }
 
-// One block per tile. The block stages the tile's candidate list in shared memory, then its
-// threads take the tile's pixels in row-major order (a warp writes 32 consecutive pixels of a row,
-// or whole short rows of a small tile), each scanning the list from shared memory.
-constexpr int kLabelThreads = 256;
+// Returns the kept count in every lane; with `out`, writes the kept parent slots in list order.
+__device__ int warpFilterList(const ParentPoints& pointAt, int count, const Box& region, double bound, int lane,
+                              int32_t* out)
+{
+  int kept = 0;
+  for (int base = 0; base < count; base += 32)
+  {
+    const int k = base + lane;
+    const bool keep = k < count && mayBeNearest(pointAt(k), region, bound);
+    const unsigned mask = __ballot_sync(kFullMask, keep);
+    if (keep && out)
+      out[kept + __popc(mask & ((1u << lane) - 1u))] = pointAt.slots[k];
+    kept += __popc(mask);
+  }
+  return kept;
+}
+
+constexpr int kWarpsPerTileBlock = kTileThreads / 32;
+
+// Phase names for the profile (setProfiling), per quadtree level.
+constexpr const char* kSearchPhase[kTileLevels] = {"search 64", "search 32", "search 16", "search 8", "search 4", "search 2"};
+constexpr const char* kFilterPhase[kTileLevels] = {"filter 64", "filter 32", "filter 16", "filter 8", "filter 4", "filter 2"};
+
+// What the count kernels record of a tile.
+__device__ void recordCount(int32_t t, int span, int count, double bound, double* bounds, int32_t* counts,
+                            int32_t* listLengths, int32_t* splitFlags, Counters* counters)
+{
+  bounds[t] = bound;
+  counts[t] = count;
+  listLengths[t] = count > 0 ? count : 0;
+  splitFlags[t] = shouldSplit(span, count) ? 1 : 0;
+  if (count > 0)
+    atomicAdd(&counters->levelEntries, static_cast<unsigned long long>(count));
+}
+
+// What the fill kernels record of a tile once its list is written: its node, and its children's
+// tasks when it splits.
+__device__ void recordNode(int32_t t, int span, const TileTask& task, int32_t count, int32_t offset,
+                           const int32_t* splitIndex, TileNode* nodes, TileTask* children, Counters* counters)
+{
+  if (shouldSplit(span, count))
+  {
+    const int32_t first = 4 * splitIndex[t];
+    nodes[t] = TileNode{first, offset, count};
+    const int32_t half = span / 2;
+    for (int q = 0; q < 4; ++q)
+      children[first + q] = TileTask{task.x0 + (q & 1) * half, task.y0 + (q >> 1) * half, offset, count};
+    atomicAdd(&counters->splitTiles, 1ull);
+  }
+  else
+  {
+    nodes[t] = TileNode{-1, offset, count};
+    atomicAdd(&counters->tiles, 1ull);
+    if (count < 0)
+      atomicAdd(&counters->denseTiles, 1ull);
+    else
+      atomicAdd(&counters->candidates, static_cast<unsigned long long>(count));
+  }
+}
+
+// Tiles without a parent list (the roots, and the children of a tile whose tree search found too
+// many sites) search the site tree, a thread per tile. Tiles with a list are left to the warps below.
+__global__ void __launch_bounds__(kTileThreads) searchCountKernel(TreeView tree, BandShape band, int span,
+                                                                  const TileTask* tasks, int32_t tileCount,
+                                                                  double* bounds, int32_t* counts,
+                                                                  int32_t* listLengths, int32_t* splitFlags,
+                                                                  Counters* counters)
+{
+  const int32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= tileCount || tasks[t].parentCount >= 0)
+    return;
+  int64_t c0, r0;
+  Box region;
+  int count = 0;
+  double bound = 0.0;
+  if (tileRegion(band, tasks[t], span, c0, r0, region))
+  {
+    RegionBoundVisitor boundVisitor(&tree, region);
+    traverse(tree, boundVisitor);
+    bound = boundVisitor.bound;
+    RegionCandidateVisitor<NoEmit> gather{&tree, region, bound, kMaxGathered, NoEmit{}};
+    traverse(tree, gather);
+    count = gather.count > kMaxGathered ? -1 : gather.count;
+  }
+  recordCount(t, span, count, bound, bounds, counts, listLengths, splitFlags, counters);
+}
+
+__global__ void __launch_bounds__(kTileThreads) searchFillKernel(TreeView tree, BandShape band, int span,
+                                                                 const TileTask* tasks, int32_t tileCount,
+                                                                 const double* bounds, const int32_t* counts,
+                                                                 const int32_t* listOffsets, const int32_t* splitIndex,
+                                                                 LocalPoint* local, int32_t* slots, TileNode* nodes,
+                                                                 TileTask* children, Counters* counters)
+{
+  const int32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= tileCount || tasks[t].parentCount >= 0)
+    return;
+  const TileTask task = tasks[t];
+  int64_t c0, r0;
+  Box region;
+  if (!tileRegion(band, task, span, c0, r0, region))
+  {
+    nodes[t] = TileNode{-1, 0, 0};
+    return;
+  }
+  const int32_t count = counts[t];
+  const int32_t offset = listOffsets[t];
+  if (count > 0)
+  {
+    RegionCandidateVisitor<SlotEmit> gather{&tree, region, bounds[t], kMaxGathered, SlotEmit{slots + offset}};
+    traverse(tree, gather);
+    for (int k = 0; k < count; ++k)
+      local[offset + k] = toLocal(tree.points[slots[offset + k]], c0, r0);
+  }
+  recordNode(t, span, task, count, offset, splitIndex, nodes, children, counters);
+}
+
+// Tiles with a parent list filter it, a warp per tile.
+__global__ void __launch_bounds__(kTileThreads) filterCountKernel(TreeView tree, BandShape band, int span,
+                                                                  const TileTask* tasks, int32_t tileCount,
+                                                                  const int32_t* parentSlots, double* bounds,
+                                                                  int32_t* counts, int32_t* listLengths,
+                                                                  int32_t* splitFlags, Counters* counters)
+{
+  const int32_t t = blockIdx.x * kWarpsPerTileBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (t >= tileCount || tasks[t].parentCount < 0)
+    return;
+  const TileTask task = tasks[t];
+  int64_t c0, r0;
+  Box region;
+  int count = 0;
+  double bound = 0.0;
+  if (tileRegion(band, task, span, c0, r0, region))
+  {
+    const ParentPoints pointAt{&tree, parentSlots + task.parentOffset};
+    bound = warpBoundFromList(pointAt, task.parentCount, region, lane);
+    count = warpFilterList(pointAt, task.parentCount, region, bound, lane, nullptr);
+  }
+  if (lane == 0)
+    recordCount(t, span, count, bound, bounds, counts, listLengths, splitFlags, counters);
+}
+
+__global__ void __launch_bounds__(kTileThreads) filterFillKernel(TreeView tree, BandShape band, int span,
+                                                                 const TileTask* tasks, int32_t tileCount,
+                                                                 const int32_t* parentSlots, const double* bounds,
+                                                                 const int32_t* counts, const int32_t* listOffsets,
+                                                                 const int32_t* splitIndex, LocalPoint* local,
+                                                                 int32_t* slots, TileNode* nodes, TileTask* children,
+                                                                 Counters* counters)
+{
+  const int32_t t = blockIdx.x * kWarpsPerTileBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (t >= tileCount || tasks[t].parentCount < 0)
+    return;
+  const TileTask task = tasks[t];
+  int64_t c0, r0;
+  Box region;
+  if (!tileRegion(band, task, span, c0, r0, region))
+  {
+    if (lane == 0)
+      nodes[t] = TileNode{-1, 0, 0};
+    return;
+  }
+  const int32_t count = counts[t];
+  const int32_t offset = listOffsets[t];
+  if (count > 0)
+  {
+    warpFilterList(ParentPoints{&tree, parentSlots + task.parentOffset}, task.parentCount, region, bounds[t], lane,
+                   slots + offset);
+    __syncwarp();
+    for (int k = lane; k < count; k += 32)
+      local[offset + k] = toLocal(tree.points[slots[offset + k]], c0, r0);
+  }
+  if (lane == 0)
+    recordNode(t, span, task, count, offset, splitIndex, nodes, children, counters);
+}
 
 struct TileOutput
 {
   int32_t* site;
   float* distance;
   double pixelSize;
-  unsigned long long* refinedPixels;
+  Counters* counters;
 };
 
-__global__ void __launch_bounds__(kLabelThreads) labelTilesKernel(TreeView tree, BandShape band, int spanShift,
-                                                                  const int32_t* counts, const int32_t* offsets,
-                                                                  const LocalPoint* local, const int32_t* slots,
-                                                                  TileOutput out)
+__device__ void writePixel(const TileOutput& out, const BandShape& band, int64_t column, int64_t row,
+                           const PixelAnswer& answer)
 {
-  __shared__ LocalPoint sLocal[kMaxTileCandidates];
-  __shared__ Point sPoint[kMaxTileCandidates];
-  __shared__ int32_t sSite[kMaxTileCandidates];
-  const int32_t tile = blockIdx.x;
-  const int32_t count = counts[tile];
-  if (count == 0)
-    return;  // a dense tile: denseTilesKernel
-  const int32_t offset = offsets[tile];
-  for (int k = threadIdx.x; k < count; k += blockDim.x)
-  {
-    const int32_t slot = slots[offset + k];
-    sLocal[k] = local[offset + k];
-    sPoint[k] = tree.points[slot];
-    sSite[k] = tree.siteIndex[slot];
-  }
-  __syncthreads();
-  const CandidateList list{sLocal, sPoint, sSite, count};
-  const int32_t span = int32_t(band.span);
-  const int32_t tileX = tile % int32_t(band.tilesX);
-  const int64_t c0 = int64_t(tileX) << spanShift;
-  const int32_t localRow0 = (tile / int32_t(band.tilesX)) << spanShift;
-  const int64_t r0 = band.row0 + localRow0;
-  const int32_t columns = int32_t(minOf<int64_t>(span, band.width - c0));
-  const int32_t rows = int32_t(minOf<int64_t>(span, band.rows - localRow0));
-  const float span2 = float(span * span);
-  unsigned refined = 0;
-  for (int32_t p = threadIdx.x; p < (rows << spanShift); p += kLabelThreads)
-  {
-    const int32_t dr = p >> spanShift;
-    const int32_t dc = p & (span - 1);
-    if (dc >= columns)
-      continue;
-    const PixelAnswer answer = nearestCandidate(list, c0 + dc, r0 + dr, c0, r0, span2);
-    refined += answer.refined;
-    const int64_t i = int64_t(localRow0 + dr) * band.width + c0 + dc;
-    out.site[i] = answer.site;
-    if (out.distance)
-      out.distance[i] = distanceValue(answer.squared, out.pixelSize);
-  }
-  if (refined)
-    atomicAdd(out.refinedPixels, static_cast<unsigned long long>(refined));
+  const int64_t i = (row - band.row0) * band.width + column;
+  out.site[i] = answer.site;
+  if (out.distance)
+    out.distance[i] = distanceValue(answer.squared, out.pixelSize);
 }
 
-// The pixels of dense tiles (candidate list too long), each by an exact search of the tree.
-// Launched only when a band has dense tiles; blocks of other tiles return at once.
-__global__ void __launch_bounds__(kLabelThreads) denseTilesKernel(TreeView tree, BandShape band, int spanShift,
-                                                                  const int32_t* counts, TileOutput out)
+// The leaf tile holding pixel (dx, dy) of a root tile: its level and node.
+__device__ TileNode findLeaf(const Quadtree& tree, int32_t root, int dx, int dy, int& level)
 {
-  const int32_t tile = blockIdx.x;
-  if (counts[tile] != 0)
-    return;
-  const int32_t span = int32_t(band.span);
-  const int64_t c0 = int64_t(tile % int32_t(band.tilesX)) << spanShift;
-  const int32_t localRow0 = (tile / int32_t(band.tilesX)) << spanShift;
-  const int32_t columns = int32_t(minOf<int64_t>(span, band.width - c0));
-  const int32_t rows = int32_t(minOf<int64_t>(span, band.rows - localRow0));
-  for (int32_t p = threadIdx.x; p < (rows << spanShift); p += kLabelThreads)
+  TileNode node = tree.nodes[0][root];
+  level = 0;
+  while (node.child >= 0)
   {
-    const int32_t dr = p >> spanShift;
-    const int32_t dc = p & (span - 1);
-    if (dc >= columns)
-      continue;
-    const PixelAnswer answer = nearestByTree(tree, c0 + dc, band.row0 + localRow0 + dr);
-    const int64_t i = int64_t(localRow0 + dr) * band.width + c0 + dc;
-    out.site[i] = answer.site;
-    if (out.distance)
-      out.distance[i] = distanceValue(answer.squared, out.pixelSize);
+    const int bit = kRootShift - 1 - level;
+    const int quadrant = ((dy >> bit) & 1) * 2 + ((dx >> bit) & 1);
+    ++level;
+    node = tree.nodes[level][node.child + quadrant];
   }
+  return node;
+}
+
+constexpr int kLabelThreads = 256;
+
+// One block per root tile. A root that is a leaf (the common case away from dense places) stages
+// its short list in shared memory; the pixels of a split root each find their leaf and scan its
+// list from the pool. Pixels of dense leaves are left to denseTilesKernel.
+__global__ void __launch_bounds__(kLabelThreads) labelTilesKernel(TreeView tree, BandShape band, Quadtree quadtree,
+                                                                  const TileTask* roots, TileOutput out)
+{
+  __shared__ LocalPoint sLocal[kRootLeafMaxList];
+  __shared__ Point sPoint[kRootLeafMaxList];
+  __shared__ int32_t sSite[kRootLeafMaxList];
+  const int32_t root = blockIdx.x;
+  const TileTask task = roots[root];
+  const TileNode node = quadtree.nodes[0][root];
+  const int64_t c0 = task.x0;
+  const int64_t r0 = band.row0 + task.y0;
+  const int columns = int(minOf<int64_t>(kRootSpan, band.width - c0));
+  const int rows = int(minOf<int64_t>(kRootSpan, band.rowEnd - r0));
+  unsigned refined = 0;
+  if (node.child < 0)
+  {
+    for (int k = threadIdx.x; k < node.count; k += blockDim.x)
+    {
+      const int32_t slot = quadtree.slots[0][node.offset + k];
+      sLocal[k] = quadtree.local[0][node.offset + k];
+      sPoint[k] = tree.points[slot];
+      sSite[k] = tree.siteIndex[slot];
+    }
+    __syncthreads();
+    const CandidateArrays list{sLocal, sPoint, sSite, node.count};
+    for (int p = threadIdx.x; p < (rows << kRootShift); p += kLabelThreads)
+    {
+      const int dx = p & (kRootSpan - 1), dy = p >> kRootShift;
+      if (dx >= columns)
+        continue;
+      const PixelAnswer answer = nearestCandidate(list, c0 + dx, r0 + dy, c0, r0, float(kRootSpan * kRootSpan));
+      refined += answer.refined;
+      writePixel(out, band, c0 + dx, r0 + dy, answer);
+    }
+  }
+  else
+  {
+    for (int p = threadIdx.x; p < (rows << kRootShift); p += kLabelThreads)
+    {
+      const int dx = p & (kRootSpan - 1), dy = p >> kRootShift;
+      if (dx >= columns)
+        continue;
+      int level;
+      const TileNode leaf = findLeaf(quadtree, root, dx, dy, level);
+      if (leaf.count < 0)
+        continue;
+      const int shift = kRootShift - level;
+      const int64_t leafC0 = c0 + ((dx >> shift) << shift);
+      const int64_t leafR0 = r0 + ((dy >> shift) << shift);
+      const CandidateSlots list{&tree, quadtree.local[level] + leaf.offset, quadtree.slots[level] + leaf.offset, leaf.count};
+      const PixelAnswer answer = nearestCandidate(list, c0 + dx, r0 + dy, leafC0, leafR0, float((1 << shift) << shift));
+      refined += answer.refined;
+      writePixel(out, band, c0 + dx, r0 + dy, answer);
+    }
+  }
+  if (refined)
+    atomicAdd(&out.counters->refinedPixels, static_cast<unsigned long long>(refined));
+}
+
+// The pixels of dense leaves, each by an exact search of the tree. Launched only when a band has
+// dense leaves; other pixels return at once.
+__global__ void __launch_bounds__(kLabelThreads) denseTilesKernel(TreeView tree, BandShape band, Quadtree quadtree,
+                                                                  const TileTask* roots, TileOutput out)
+{
+  const int32_t root = blockIdx.x;
+  const TileTask task = roots[root];
+  if (quadtree.nodes[0][root].child < 0)
+    return;
+  const int64_t c0 = task.x0;
+  const int64_t r0 = band.row0 + task.y0;
+  const int columns = int(minOf<int64_t>(kRootSpan, band.width - c0));
+  const int rows = int(minOf<int64_t>(kRootSpan, band.rowEnd - r0));
+  for (int p = threadIdx.x; p < (rows << kRootShift); p += kLabelThreads)
+  {
+    const int dx = p & (kRootSpan - 1), dy = p >> kRootShift;
+    if (dx >= columns)
+      continue;
+    int level;
+    if (findLeaf(quadtree, root, dx, dy, level).count >= 0)
+      continue;
+    writePixel(out, band, c0 + dx, r0 + dy, nearestByTree(tree, c0 + dx, r0 + dy));
+  }
+}
+
+__global__ void rootTasksKernel(int32_t rootsX, int32_t roots, TileTask* tasks)
+{
+  const int32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < roots)
+    tasks[t] = TileTask{(t % rootsX) * kRootSpan, (t / rootsX) * kRootSpan, 0, -1};
 }
 
 unsigned blocksFor(int64_t items, int threads)
@@ -255,11 +501,12 @@ public:
 
   void labelRowsOnDevice(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance) override
   {
-    const int64_t maxRows = std::max<int64_t>(mStats.tileSpan, kMaxBandPixels / mGrid.width / mStats.tileSpan * mStats.tileSpan);
+    // Sub-bands of whole root rows, so that the roots fall where the CPU backend puts them.
+    const int64_t maxRows = std::max<int64_t>(kRootSpan, kMaxBandPixels / mGrid.width / kRootSpan * kRootSpan);
     for (int64_t done = 0; done < rows; done += maxRows)
     {
       const int64_t part = std::min(maxRows, rows - done);
-      labelBand(row0 + done, part, deviceSite + done * mGrid.width, deviceDistance ? deviceDistance + done * mGrid.width : nullptr);
+      labelRange(row0 + done, part, deviceSite + done * mGrid.width, deviceDistance ? deviceDistance + done * mGrid.width : nullptr);
     }
   }
 
@@ -295,19 +542,14 @@ public:
       catch (const DeviceOutOfMemory&)
       {
         releaseBandBuffers();
-        if (mBandRows <= mStats.tileSpan)
+        if (mBandRows <= kRootSpan)
           throw;
-        mBandRows = std::max<int64_t>(mStats.tileSpan, mBandRows / 2 / mStats.tileSpan * mStats.tileSpan);
+        mBandRows = std::max<int64_t>(kRootSpan, mBandRows / 2 / kRootSpan * kRootSpan);
         mWarnings.push_back("The GPU ran out of memory; continuing in bands of " + std::to_string(mBandRows) + " rows.");
         continue;
       }
       done += part;
     }
-    unsigned long long refined = 0, dense = 0;
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&refined, mRefinedPixels.data(), sizeof(refined), cudaMemcpyDeviceToHost));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&dense, mDenseTiles.data(), sizeof(dense), cudaMemcpyDeviceToHost));
-    mStats.refinedPixels = static_cast<int64_t>(refined);
-    mStats.denseTiles = static_cast<int64_t>(dense);
   }
 
   cudaStream_t stream() const override { return mStream; }
@@ -328,10 +570,23 @@ public:
     mPhaseEvents.clear();
     return times;
   }
+
   Backend backend() const override { return Backend::Gpu; }
   std::string deviceName() const override { return mDeviceName; }
   const StageTimes& times() const override { return mTimes; }
-  const LabelStats& stats() const override { return mStats; }
+  // Waits for the stream, then reads the device counters.
+  const LabelStats& stats() const override
+  {
+    Counters counters{};
+    GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&counters, mCounters.data(), sizeof(Counters), cudaMemcpyDeviceToHost));
+    mStats.tiles = static_cast<int64_t>(counters.tiles);
+    mStats.splitTiles = static_cast<int64_t>(counters.splitTiles);
+    mStats.denseTiles = static_cast<int64_t>(counters.denseTiles);
+    mStats.candidates = static_cast<int64_t>(counters.candidates);
+    mStats.refinedPixels = static_cast<int64_t>(counters.refinedPixels);
+    return mStats;
+  }
   std::vector<std::string> warnings() const override { return mWarnings; }
 
 private:
@@ -360,8 +615,8 @@ private:
     index.start(mStream);
     DeviceBuffer<uint64_t> keys(n), sortedKeys(n);
     DeviceBuffer<int32_t> order(n), sortedOrder(n);
-    mortonKeysKernel<<<blocksFor(n, 256), 256, 0, mStream>>>(input.data(), n, bounds, mortonScale(bounds.x0, bounds.x1),
-                                                              mortonScale(bounds.y0, bounds.y1), keys.data(), order.data());
+    curveKeysKernel<<<blocksFor(n, 256), 256, 0, mStream>>>(input.data(), n, bounds, curveScale(bounds.x0, bounds.x1),
+                                                              curveScale(bounds.y0, bounds.y1), keys.data(), order.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
     size_t tempBytes = 0;
     GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, tempBytes, keys.data(), sortedKeys.data(), order.data(),
@@ -411,15 +666,12 @@ private:
     mView.boxes = mBoxes.data();
     mView.pointCount = unique;
     mStats.uniqueSites = unique;
-    mStats.tileSpan = chooseTileSpan(unique, mGrid.width, mGrid.height, mOptions.tileSpan);
 
-    mRefinedPixels.resize(1);
-    mDenseTiles.resize(1);
-    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mRefinedPixels.data(), 0, sizeof(unsigned long long), mStream));
-    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mDenseTiles.data(), 0, sizeof(unsigned long long), mStream));
+    mCounters.resize(1);
+    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCounters.data(), 0, sizeof(Counters), mStream));
   }
 
-  // Rows per band for labelRows(): what the memory budget allows, a whole number of tile rows.
+  // Rows per band for labelRows(): what the memory budget allows, in whole root rows.
   int64_t bandRows(bool withDistance)
   {
     if (mBandRows == 0)
@@ -431,11 +683,10 @@ private:
         GPUGEO_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
         budget = std::min<size_t>(freeBytes / 2, size_t(4) << 30);
       }
-      const int64_t span = mStats.tileSpan;
-      // Per row: the outputs, plus per tile its bound, count, offset and up to 16 candidates.
-      const double bytesPerRow = double(mGrid.width) * ((withDistance ? 8.0 : 4.0) + (8.0 + 4 + 4 + 16 * 12) / (span * span));
-      mBandRows = std::max<int64_t>(span, int64_t(double(budget) / bytesPerRow) / span * span);
-      mBandRows = std::min(mBandRows, (mGrid.height + span - 1) / span * span);
+      // Per pixel: the outputs, and about 16 bytes of tile tasks, nodes and lists over all levels.
+      const double bytesPerRow = double(mGrid.width) * ((withDistance ? 8.0 : 4.0) + 16.0);
+      mBandRows = std::max<int64_t>(kRootSpan, int64_t(double(budget) / bytesPerRow) / kRootSpan * kRootSpan);
+      mBandRows = std::min(mBandRows, (mGrid.height + kRootSpan - 1) / kRootSpan * kRootSpan);
     }
     return mBandRows;
   }
@@ -455,65 +706,149 @@ private:
   {
     mSiteOut.release();
     mDistanceOut.release();
-    mTileBounds.release();
-    mTileCounts.release();
-    mTileOffsets.release();
-    mCandidateLocal.release();
-    mCandidateSlots.release();
+    for (Level& level : mLevels)
+      level = Level();
     mScanTemp.release();
+  }
+
+  // The buffers of one quadtree level.
+  struct Level
+  {
+    DeviceBuffer<TileTask> tasks;
+    DeviceBuffer<TileNode> nodes;
+    DeviceBuffer<double> bounds;
+    DeviceBuffer<int32_t> counts, listLengths, listOffsets, splitFlags, splitIndex;
+    DeviceBuffer<LocalPoint> local;
+    DeviceBuffer<int32_t> slots;
+  };
+
+  template <typename Scan>
+  void scan(Scan&& call)
+  {
+    size_t bytes = 0;
+    GPUGEO_CUDA_CHECK(call(nullptr, bytes));
+    mScanTemp.resize(bytes);
+    GPUGEO_CUDA_CHECK(call(mScanTemp.data(), bytes));
+  }
+
+  // labelBand(), or two halves of whole root rows when the band's lists are too many.
+  void labelRange(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance)
+  {
+    mCountersSaved.resize(1);
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mCountersSaved.data(), mCounters.data(), sizeof(Counters), cudaMemcpyDeviceToDevice, mStream));
+    try
+    {
+      labelBand(row0, rows, deviceSite, deviceDistance);
+    }
+    catch (const BandTooLarge&)
+    {
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mCounters.data(), mCountersSaved.data(), sizeof(Counters), cudaMemcpyDeviceToDevice, mStream));
+      if (rows <= kRootSpan)
+        throw DeviceError("The candidate lists of 64 rows of pixels exceed 2^31 entries; the sites are too clustered.");
+      const int64_t half = (rows / 2 + kRootSpan - 1) / kRootSpan * kRootSpan;
+      labelRange(row0, half, deviceSite, deviceDistance);
+      labelRange(row0 + half, rows - half, deviceSite + half * mGrid.width,
+                 deviceDistance ? deviceDistance + half * mGrid.width : nullptr);
+    }
   }
 
   void labelBand(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance)
   {
-    const int64_t span = mStats.tileSpan;
-    BandShape band{row0, rows, mGrid.width, span, (mGrid.width + span - 1) / span, 0};
-    band.tiles = band.tilesX * ((rows + span - 1) / span);
-    const int32_t tiles = static_cast<int32_t>(band.tiles);
-
-    mTileBounds.resize(tiles);
-    mTileCounts.resize(tiles);
-    mTileOffsets.resize(tiles);
-    const unsigned long long denseBefore = mDenseCount;
+    const BandShape band{row0, row0 + rows, mGrid.width};
+    const int32_t rootsX = static_cast<int32_t>((mGrid.width + kRootSpan - 1) / kRootSpan);
+    const int32_t roots = rootsX * static_cast<int32_t>((rows + kRootSpan - 1) / kRootSpan);
     phase(nullptr);
-    tileBoundsKernel<<<blocksFor(tiles, kTileThreads), kTileThreads, 0, mStream>>>(mView, band, mTileBounds.data(),
-                                                                                   mTileCounts.data(), mDenseTiles.data());
+    mLevels[0].tasks.resize(roots);
+    rootTasksKernel<<<blocksFor(roots, 256), 256, 0, mStream>>>(rootsX, roots, mLevels[0].tasks.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
-    phase("tile bounds");
-    size_t scanBytes = 0;
-    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, mTileCounts.data(), mTileOffsets.data(), tiles, mStream));
-    mScanTemp.resize(scanBytes);
-    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(mScanTemp.data(), scanBytes, mTileCounts.data(), mTileOffsets.data(),
-                                                    tiles, mStream));
-    int32_t lastOffset = 0, lastCount = 0;
-    unsigned long long denseAfter = 0;
-    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&lastOffset, mTileOffsets.data() + tiles - 1, sizeof(int32_t), cudaMemcpyDeviceToHost, mStream));
-    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&lastCount, mTileCounts.data() + tiles - 1, sizeof(int32_t), cudaMemcpyDeviceToHost, mStream));
-    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&denseAfter, mDenseTiles.data(), sizeof(denseAfter), cudaMemcpyDeviceToHost, mStream));
-    GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
-    phase("scan");
-    mDenseCount = denseAfter;
-    const int64_t total = int64_t(lastOffset) + lastCount;
-    mStats.tiles += band.tiles;
-    mStats.candidates += total;
 
-    mCandidateLocal.resize(std::max<int64_t>(total, 1));
-    mCandidateSlots.resize(std::max<int64_t>(total, 1));
-    tileFillKernel<<<blocksFor(tiles, kTileThreads), kTileThreads, 0, mStream>>>(
-      mView, band, mTileBounds.data(), mTileCounts.data(), mTileOffsets.data(), mCandidateLocal.data(), mCandidateSlots.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    phase("tile lists");
-    int spanShift = 0;
-    while ((int64_t(1) << spanShift) < span)
-      ++spanShift;
-    const TileOutput out{deviceSite, deviceDistance, mGrid.pixelSize, mRefinedPixels.data()};
-    labelTilesKernel<<<tiles, kLabelThreads, 0, mStream>>>(mView, band, spanShift, mTileCounts.data(),
-                                                           mTileOffsets.data(), mCandidateLocal.data(),
-                                                           mCandidateSlots.data(), out);
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    if (denseAfter > denseBefore)
+    Quadtree quadtree{};
+    int32_t tiles = roots;
+    for (int level = 0; level < kTileLevels && tiles > 0; ++level)
     {
-      denseTilesKernel<<<tiles, kLabelThreads, 0, mStream>>>(mView, band, spanShift, mTileCounts.data(), out);
+      Level& here = mLevels[level];
+      const int span = kRootSpan >> level;
+      const int32_t* parentSlots = level > 0 ? mLevels[level - 1].slots.data() : nullptr;
+      here.nodes.resize(tiles);
+      here.bounds.resize(tiles);
+      here.counts.resize(tiles);
+      here.listLengths.resize(tiles);
+      here.listOffsets.resize(tiles);
+      here.splitFlags.resize(tiles);
+      here.splitIndex.resize(tiles);
+      GPUGEO_CUDA_CHECK(cudaMemsetAsync(&mCounters.data()->levelEntries, 0, sizeof(unsigned long long), mStream));
+      searchCountKernel<<<blocksFor(tiles, kTileThreads), kTileThreads, 0, mStream>>>(
+        mView, band, span, here.tasks.data(), tiles, here.bounds.data(), here.counts.data(), here.listLengths.data(),
+        here.splitFlags.data(), mCounters.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
+      phase(kSearchPhase[level]);
+      if (level > 0)
+      {
+        filterCountKernel<<<blocksFor(tiles, kWarpsPerTileBlock), kTileThreads, 0, mStream>>>(
+          mView, band, span, here.tasks.data(), tiles, parentSlots, here.bounds.data(), here.counts.data(),
+          here.listLengths.data(), here.splitFlags.data(), mCounters.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        phase(kFilterPhase[level]);
+      }
+      scan([&](void* temp, size_t& bytes) {
+        return cub::DeviceScan::ExclusiveSum(temp, bytes, here.listLengths.data(), here.listOffsets.data(), tiles, mStream);
+      });
+      scan([&](void* temp, size_t& bytes) {
+        return cub::DeviceScan::ExclusiveSum(temp, bytes, here.splitFlags.data(), here.splitIndex.data(), tiles, mStream);
+      });
+      int32_t last[4] = {};
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&last[0], here.listOffsets.data() + tiles - 1, sizeof(int32_t), cudaMemcpyDeviceToHost, mStream));
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&last[1], here.listLengths.data() + tiles - 1, sizeof(int32_t), cudaMemcpyDeviceToHost, mStream));
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&last[2], here.splitIndex.data() + tiles - 1, sizeof(int32_t), cudaMemcpyDeviceToHost, mStream));
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&last[3], here.splitFlags.data() + tiles - 1, sizeof(int32_t), cudaMemcpyDeviceToHost, mStream));
+      unsigned long long entries = 0;
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&entries, &mCounters.data()->levelEntries, sizeof(entries), cudaMemcpyDeviceToHost, mStream));
+      GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
+      if (entries > 0x7fffffffull)
+        throw BandTooLarge();
+      phase("scans");
+      const int32_t listTotal = last[0] + last[1];
+      const int32_t splits = last[2] + last[3];
+
+      here.local.resize(std::max(listTotal, 1));
+      here.slots.resize(std::max(listTotal, 1));
+      TileTask* children = nullptr;
+      if (splits > 0)
+      {
+        mLevels[level + 1].tasks.resize(4 * size_t(splits));
+        children = mLevels[level + 1].tasks.data();
+      }
+      searchFillKernel<<<blocksFor(tiles, kTileThreads), kTileThreads, 0, mStream>>>(
+        mView, band, span, here.tasks.data(), tiles, here.bounds.data(), here.counts.data(), here.listOffsets.data(),
+        here.splitIndex.data(), here.local.data(), here.slots.data(), here.nodes.data(), children, mCounters.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      phase(kSearchPhase[level]);
+      if (level > 0)
+      {
+        filterFillKernel<<<blocksFor(tiles, kWarpsPerTileBlock), kTileThreads, 0, mStream>>>(
+          mView, band, span, here.tasks.data(), tiles, parentSlots, here.bounds.data(), here.counts.data(),
+          here.listOffsets.data(), here.splitIndex.data(), here.local.data(), here.slots.data(), here.nodes.data(),
+          children, mCounters.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        phase(kFilterPhase[level]);
+      }
+      quadtree.nodes[level] = here.nodes.data();
+      quadtree.local[level] = here.local.data();
+      quadtree.slots[level] = here.slots.data();
+      tiles = 4 * splits;
+    }
+
+    const TileOutput out{deviceSite, deviceDistance, mGrid.pixelSize, mCounters.data()};
+    labelTilesKernel<<<roots, kLabelThreads, 0, mStream>>>(mView, band, quadtree, mLevels[0].tasks.data(), out);
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    unsigned long long dense = 0;
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&dense, &mCounters.data()->denseTiles, sizeof(dense), cudaMemcpyDeviceToHost, mStream));
+    GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
+    if (dense > mDenseSeen)
+    {
+      denseTilesKernel<<<roots, kLabelThreads, 0, mStream>>>(mView, band, quadtree, mLevels[0].tasks.data(), out);
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      mDenseSeen = dense;
     }
     phase("label");
   }
@@ -523,28 +858,24 @@ private:
   std::string mDeviceName;
   cudaStream_t mStream = nullptr;
   StageTimes mTimes;
-  LabelStats mStats;
+  mutable LabelStats mStats;
   std::vector<std::string> mWarnings;
   int64_t mBandRows = 0;
   bool mProfiling = false;
-  unsigned long long mDenseCount = 0;  // the device counter's value after the last band
   std::vector<std::pair<const char*, cudaEvent_t>> mPhaseEvents;
+  unsigned long long mDenseSeen = 0;  // dense leaves counted before this band
 
   DeviceBuffer<Point> mPoints;
   DeviceBuffer<int32_t> mSiteIndex;
   DeviceBuffer<Box> mBoxes;
   TreeView mView;
 
-  DeviceBuffer<double> mTileBounds;
-  DeviceBuffer<int32_t> mTileCounts;
-  DeviceBuffer<int32_t> mTileOffsets;
-  DeviceBuffer<LocalPoint> mCandidateLocal;
-  DeviceBuffer<int32_t> mCandidateSlots;
+  Level mLevels[kTileLevels];
   DeviceBuffer<unsigned char> mScanTemp;
   DeviceBuffer<int32_t> mSiteOut;
   DeviceBuffer<float> mDistanceOut;
-  DeviceBuffer<unsigned long long> mRefinedPixels;
-  DeviceBuffer<unsigned long long> mDenseTiles;
+  DeviceBuffer<Counters> mCounters;
+  DeviceBuffer<Counters> mCountersSaved;
 };
 
 }  // namespace

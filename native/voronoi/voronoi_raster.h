@@ -12,13 +12,14 @@
 // Euclidean distances in real arithmetic, the label can differ only where the two nearest sites'
 // distances differ by less than kNearTieBound (see below), from the rounding of u and v.
 //
-// Method: the sites are sorted along a Morton curve into a packed bounding-box tree; each tile of
-// T x T pixels gathers from the tree the few sites that can be nearest to any of its pixel
-// centres; each pixel then scans that short list in float32 with a certified error bound and
-// re-evaluates in float64 only when two candidates are too close to call. A tile whose list would
-// be too long (very uneven site density) answers each pixel with an exact float64 nearest-neighbour
-// search of the tree instead. The source method (one GPU thread per pixel over all generators, with
-// neighbourhood expansion when they are many) is in ../shared/papers (001).
+// Method: the sites are sorted along a Hilbert curve into a packed bounding-box tree. The grid is cut
+// into 64 x 64 tiles, each split into four while its list of candidates (the sites that can be
+// nearest to one of its pixel centres) is long, down to 2 x 2: a root tile searches the tree, a
+// child filters its parent's list. Each pixel then scans its tile's short list in float32 with a
+// certified error bound and re-evaluates in float64 only when two candidates are too close to
+// call. A 2 x 2 tile with more than 512 candidates (only under extreme clustering) answers each
+// pixel by an exact search of the tree. The source method (one GPU thread per pixel over all
+// generators, with neighbourhood expansion when they are many) is in ../shared/papers (001).
 #pragma once
 
 #include <cstdint>
@@ -75,20 +76,23 @@ struct LabellerOptions
   int threads = 0;  // CPU threads; 0: defaultThreadCount()
   // GPU only: the most device memory the band buffers may take; 0: a share of what is free.
   std::size_t gpuMemoryBudget = 0;
-  // Tile side in pixels (8, 16, 32 or 64); 0: chosen from the site density. For tuning only: the
-  // labels never depend on it.
-  int tileSpan = 0;
 };
 
 // Counters of what happened, for the log and the tests.
 struct LabelStats
 {
-  int64_t uniqueSites = 0;       // after dropping exact duplicates (the lowest index is kept)
-  int tileSpan = 0;              // T, pixels
-  int64_t tiles = 0;             // tiles processed
-  int64_t denseTiles = 0;        // tiles answered per pixel by the tree (candidate list too long)
-  int64_t candidates = 0;        // candidate entries over all tiles
-  int64_t refinedPixels = 0;     // pixels re-evaluated in float64 because of a near tie
+  int64_t uniqueSites = 0;    // after dropping exact duplicates (the lowest index is kept)
+  int64_t tiles = 0;          // leaf tiles of the tile quadtree (their pixels scan the tile's list)
+  int64_t splitTiles = 0;     // tiles split into four
+  int64_t denseTiles = 0;     // leaf tiles answered per pixel by the tree (list too long)
+  int64_t candidates = 0;     // list entries over all leaf tiles
+  int64_t refinedPixels = 0;  // pixels re-evaluated in float64 because of a near tie
+
+  bool operator==(const LabelStats& o) const
+  {
+    return uniqueSites == o.uniqueSites && tiles == o.tiles && splitTiles == o.splitTiles &&
+           denseTiles == o.denseTiles && candidates == o.candidates && refinedPixels == o.refinedPixels;
+  }
 };
 
 class Labeller

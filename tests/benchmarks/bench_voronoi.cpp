@@ -1,7 +1,7 @@
 // Benchmark of the plane Voronoi raster's native core (not a test: it asserts nothing, it times).
 //
 //   bench_voronoi --width W --height H --sites FILE|N [--backend cpu|gpu|both] [--reps R] [--threads T]
-//                 [--tile-span 8|16|32|64] [--labels-out FILE]
+//                 [--labels-out FILE]
 //
 // FILE holds the sites as float64 (column, row) pairs in pixel units, rows counted downward (a site
 // at the centre of pixel (c, r) is (c + 0.5, r + 0.5)); N draws N uniform sites with a fixed seed.
@@ -38,7 +38,6 @@ struct Options
   std::string backend = "both";
   int reps = 5;
   int threads = 0;
-  int tileSpan = 0;
   std::string labelsOut;
 };
 
@@ -83,10 +82,10 @@ void loadSites(const Options& options, std::vector<double>& x, std::vector<doubl
 void printStats(const Labeller& labeller)
 {
   const LabelStats& s = labeller.stats();
-  std::printf("\"unique_sites\": %lld, \"tile_span\": %d, \"tiles\": %lld, \"dense_tiles\": %lld, "
+  std::printf("\"unique_sites\": %lld, \"tiles\": %lld, \"split_tiles\": %lld, \"dense_tiles\": %lld, "
               "\"candidates\": %lld, \"refined_pixels\": %lld",
-              (long long)s.uniqueSites, s.tileSpan, (long long)s.tiles, (long long)s.denseTiles, (long long)s.candidates,
-              (long long)s.refinedPixels);
+              (long long)s.uniqueSites, (long long)s.tiles, (long long)s.splitTiles, (long long)s.denseTiles,
+              (long long)s.candidates, (long long)s.refinedPixels);
 }
 
 void benchCpu(const Options& o, const Grid& grid, const Sites& sites)
@@ -98,7 +97,7 @@ void benchCpu(const Options& o, const Grid& grid, const Sites& sites)
   for (int rep = 0; rep <= o.reps; ++rep)
   {
     const double t0 = nowMs();
-    labeller = makeLabeller(Backend::Cpu, grid, sites, LabellerOptions{o.threads, 0, o.tileSpan}, RunControl{});
+    labeller = makeLabeller(Backend::Cpu, grid, sites, LabellerOptions{o.threads, 0}, RunControl{});
     const double t1 = nowMs();
     labeller->labelRows(0, grid.height, label.data(), distance.data(), RunControl{});
     const double t2 = nowMs();
@@ -138,7 +137,7 @@ void benchGpu(const Options& o, const Grid& grid, const Sites& sites)
   std::unique_ptr<CudaLabeller> labeller;
   for (int rep = 0; rep <= o.reps; ++rep)
   {
-    labeller = makeCudaLabeller(grid, sites, LabellerOptions{0, 0, o.tileSpan}, RunControl{});
+    labeller = makeCudaLabeller(grid, sites, LabellerOptions{}, RunControl{});
     if (rep > 0)
     {
       prepare.push_back(labeller->times().get("prepare"));
@@ -214,8 +213,6 @@ int main(int argc, char** argv)
       o.reps = std::stoi(value);
     else if (key == "--threads")
       o.threads = std::stoi(value);
-    else if (key == "--tile-span")
-      o.tileSpan = std::stoi(value);
     else if (key == "--labels-out")
       o.labelsOut = value;
     else

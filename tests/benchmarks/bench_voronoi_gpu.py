@@ -122,8 +122,9 @@ def main():
               f"| {r['ratio_device_total']:.1f}x | {bar} | {r['distance_mismatches']} |")
     print()
     for r in rows_out:
-        print(r["workload"], "phases (ms):", r["ours"].get("phases_ms"), "tile span", r["ours"]["tile_span"],
-              "candidates/tile %.1f" % (r["ours"]["candidates"] / max(1, r["ours"]["tiles"])))
+        o = r["ours"]
+        print(r["workload"], "phases (ms):", o.get("phases_ms"), "leaf tiles", o["tiles"], "split", o["split_tiles"],
+              "dense", o["dense_tiles"], "candidates/leaf %.1f" % (o["candidates"] / max(1, o["tiles"])))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows_out, f, indent=1)

@@ -17,12 +17,6 @@ echo "ctest exit $?"; grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.l
 for bench in "$@"; do
   case "$bench" in
     voronoi) python3 tests/benchmarks/bench_voronoi_gpu.py build-gpu/tests/benchmarks/bench_voronoi --out "$OUT/bench_voronoi.json" 2>&1 | tee "$OUT/bench_voronoi.log" ;;
-    voronoi-spans) for span in 8 16 32 64; do for w in "8192 1000" "16384 10000" "8192 100000" "8192 1000000"; do set -- $w
-        ./build-gpu/tests/benchmarks/bench_voronoi --width $1 --height $1 --sites $2 --backend gpu --reps 5 --tile-span $span; done; done > "$OUT/bench_voronoi_spans.log" 2>&1
-      python3 -c 'import sys, json
-for line in open(sys.argv[1]):
-    if line.startswith("{"):
-        d = json.loads(line); print("span", d["tile_span"], d["width"], d["sites"], "compute", d["compute_ms"], d.get("phases_ms"))' "$OUT/bench_voronoi_spans.log" ;;
     voronoi-cpu) for s in 1000 100000 1000000; do ./build-gpu/tests/benchmarks/bench_voronoi --width 8192 --height 8192 --sites $s --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_voronoi_cpu16.log" ;;
   esac
 done

@@ -108,6 +108,7 @@ TEST(VoronoiCpu, DenseClustersUseTheTreeSearchAndStayExact)
   LabelStats stats;
   const Labels got = runCpu(c, 0, 2, &stats);
   EXPECT_GT(stats.denseTiles, 0) << c.name;
+  EXPECT_GT(stats.splitTiles, 0) << c.name;
   EXPECT_EQ(stats.uniqueSites, 30000) << c.name;
   expectEqualToReference(c, got);
 }

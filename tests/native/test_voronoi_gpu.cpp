@@ -67,7 +67,10 @@ TEST(VoronoiGpu, IdenticalToCpuOnRandomAndDegenerateInputs)
     const Labels cpu = run(Backend::Cpu, c);
     const Labels gpu = run(Backend::Gpu, c);
     expectIdentical(c, gpu, cpu);
+    // The same tile quadtree: the same tiles split, the same lists, the same near ties.
     EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
+    EXPECT_EQ(gpu.stats.tiles, cpu.stats.tiles) << c.name;
+    EXPECT_EQ(gpu.stats.splitTiles, cpu.stats.splitTiles) << c.name;
     EXPECT_EQ(gpu.stats.denseTiles, cpu.stats.denseTiles) << c.name;
     EXPECT_EQ(gpu.stats.candidates, cpu.stats.candidates) << c.name;
     EXPECT_EQ(gpu.stats.refinedPixels, cpu.stats.refinedPixels) << c.name;
@@ -82,13 +85,27 @@ TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
     gpugeo::testing::uniformCase(102, 1500, 1100, 200000),
     gpugeo::testing::clusteredCase(103, 1024, 768, 100000),
     gpugeo::testing::uniformCase(104, 1024, 1024, 5000, 612345.5, 5123456.25, 0.25, 20.0),
+    gpugeo::testing::clusteredCase(105, 1200, 900, 300000),
   };
   for (const VoronoiCase& c : cases)
   {
     const Labels cpu = run(Backend::Cpu, c, 256);
-    const Labels gpu = run(Backend::Gpu, c, 384);
+    const Labels gpu = run(Backend::Gpu, c, 256);
     expectIdentical(c, gpu, cpu);
+    EXPECT_EQ(gpu.stats, cpu.stats) << c.name;
   }
+}
+
+TEST(VoronoiGpu, DenseClustersTakeTheTreeSearchOnBothBackends)
+{
+  SKIP_WITHOUT_GPU();
+  const VoronoiCase c = gpugeo::testing::clusteredCase(33, 180, 120, 30000);
+  const Labels cpu = run(Backend::Cpu, c);
+  const Labels gpu = run(Backend::Gpu, c);
+  EXPECT_GT(gpu.stats.denseTiles, 0) << c.name;
+  EXPECT_GT(gpu.stats.splitTiles, 0) << c.name;
+  EXPECT_EQ(gpu.stats, cpu.stats) << c.name;
+  expectIdentical(c, gpu, cpu);
 }
 
 TEST(VoronoiGpu, ASmallMemoryBudgetSplitsTheWorkIntoBandsWithTheSameResult)

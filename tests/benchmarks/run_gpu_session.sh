@@ -12,7 +12,9 @@ cmake -S . -B build-gpu -G Ninja -DGPUGEO_WITH_QGIS=OFF -DCMAKE_CUDA_ARCHITECTUR
   > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 cmake --build build-gpu -j 16 > "$OUT/build.log" 2>&1 || { grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; }
 ctest --test-dir build-gpu -L native --output-on-failure -j 4 > "$OUT/ctest.log" 2>&1
-echo "ctest exit $?"; grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.log" | head -30
+status=$?
+grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.log" | head -30
+echo "ctest exit $status"
 ./build-gpu/tests/native/gpugeo_gpu_tests > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -4 "$OUT/gpu_tests.log"
 for bench in "$@"; do
   case "$bench" in

@@ -217,6 +217,24 @@ class QgisProcessTest(unittest.TestCase):
             self.assertIn(words, text, parameters)
             self.assertFalse(os.path.exists(output), parameters)
 
+    def test_desktop(self):
+        """The QGIS desktop, under Xvfb: the plugin starts through initGui(), its algorithm shows in the
+        Processing toolbox and in the graphical modeler, and unload() takes the provider away."""
+        if not shutil.which("xvfb-run") or not os.path.exists("/usr/bin/qgis"):
+            self.skipTest("needs xvfb-run and the qgis desktop")
+        result_path = self.path("desktop.json")
+        env = dict(self.env, GPUGEO_DESKTOP_RESULT=result_path)
+        env.pop("QT_QPA_PLATFORM")
+        done = subprocess.run(["xvfb-run", "-a", "/usr/bin/qgis", "--nologo", "--noversioncheck", "--code",
+                               os.path.join(HERE, "desktop_check.py")], env=env, capture_output=True, text=True,
+                              timeout=300)
+        self.assertTrue(os.path.exists(result_path), done.stdout + done.stderr)
+        with open(result_path) as f:
+            result = json.load(f)
+        self.assertEqual(result, {"active": True, "provider": "GPU Geoprocessing",
+                                  "toolbox": ["gpugeo:voronoiraster"], "modeler": ["gpugeo:voronoiraster"],
+                                  "provider_after_unload": None, "provider_after_reload": "GPU Geoprocessing"})
+
     def test_gpu_requested(self):
         """DEVICE=GPU: on a machine without a usable GPU, a clear error naming why; with one, a result."""
         two = self.path("two.gpkg")

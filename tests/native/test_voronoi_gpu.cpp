@@ -8,6 +8,10 @@
 #include "core/errors.h"
 #include "voronoi_cases.h"
 
+#ifdef GPUGEO_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 using namespace gpugeo;
 using namespace gpugeo::voronoi;
 using gpugeo::testing::VoronoiCase;
@@ -116,6 +120,37 @@ TEST(VoronoiGpu, ASmallMemoryBudgetSplitsTheWorkIntoBandsWithTheSameResult)
   const Labels gpu = run(Backend::Gpu, c, 0, 1 << 20);
   expectIdentical(c, gpu, cpu);
 }
+
+#ifdef GPUGEO_WITH_CUDA
+// A real out-of-memory: all but 64 MB of the GPU taken, a budget that asks for far more. The
+// band buffers fail to allocate, the bands shrink with a warning, and the result is unchanged.
+TEST(VoronoiGpu, OutOfMemoryShrinksTheBandsWithAWarning)
+{
+  SKIP_WITHOUT_GPU();
+  const VoronoiCase c = gpugeo::testing::uniformCase(114, 4096, 3072, 2000);
+  const Labels cpu = run(Backend::Cpu, c);
+  size_t freeBytes = 0, totalBytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&freeBytes, &totalBytes), cudaSuccess);
+  void* hog = nullptr;
+  const size_t keep = size_t(64) << 20;
+  ASSERT_GT(freeBytes, keep);
+  ASSERT_EQ(cudaMalloc(&hog, freeBytes - keep), cudaSuccess);
+  Labels gpu;
+  try
+  {
+    gpu = run(Backend::Gpu, c, 0, size_t(64) << 30);
+  }
+  catch (...)
+  {
+    cudaFree(hog);
+    throw;
+  }
+  cudaFree(hog);
+  ASSERT_FALSE(gpu.warnings.empty()) << "no out-of-memory warning";
+  EXPECT_NE(gpu.warnings.front().find("ran out of memory"), std::string::npos) << gpu.warnings.front();
+  expectIdentical(c, gpu, cpu);
+}
+#endif
 
 TEST(VoronoiGpu, CancelStopsWithCanceled)
 {

@@ -1,7 +1,8 @@
 // The CUDA backend of the plane Voronoi raster.
 //
-// Per band of rows, the tile quadtree is built level by level (one thread per tile; CUB scans for
-// list offsets and child positions), then one block per 64 x 64 root tile labels its pixels, each
+// Per band of rows, the tile quadtree is built level by level (a thread per tile that searches the
+// site tree, a warp per tile that filters its parent's list; CUB scans for list offsets and child
+// positions), then one block per 64 x 64 root tile labels its pixels, each
 // pixel scanning its leaf tile's list (or, in a dense leaf, searching the site tree). The site tree
 // is built on the device with a CUB radix sort along the Hilbert curve. All per-element math is in
 // detail/nearest_site.h, shared with the CPU backend, so both build the same quadtree and give the
@@ -75,10 +76,11 @@ __global__ void parentBoxesKernel(Box* boxes, int32_t childStart, int32_t childC
 
 // --- The tile quadtree, level by level (detail/nearest_site.h, "The tile quadtree") -----------
 //
-// Level L holds tiles of side 64 >> L. For each level: tileCountKernel finds each tile's bound and
-// list length (filtering its parent's list, or searching the tree) and whether it splits; CUB scans
-// turn lengths into list offsets and split flags into child positions; tileFillKernel writes the
-// lists, the tile's node and its children's tasks for the next level.
+// Level L holds tiles of side 64 >> L. For each level: the count kernels find each tile's bound and
+// list length (searchCountKernel from the site tree, filterCountKernel from the parent's list) and
+// whether it splits; CUB scans turn lengths into list offsets and split flags into child
+// positions; the fill kernels write the lists, the tile's node and its children's tasks for the
+// next level. One host synchronisation per level reads the totals.
 
 struct TileTask
 {

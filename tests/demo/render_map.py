@@ -52,6 +52,8 @@ def main(allocation, regions, sites, output):
     if not job.renderedImage().save(output):
         sys.exit(f"could not write {output}")
     print(f"map -> {output}")
+    # Layers must go before the application; PyQGIS would otherwise crash at exit.
+    del job, settings, raster, outlines, countries, points
     app.exitQgis()
 
 

@@ -12,6 +12,10 @@
 #include <gdal.h>
 
 #include <qgsapplication.h>
+#include <qgscoordinatetransform.h>
+#include <qgspalettedrasterrenderer.h>
+#include <qgsrasterlayer.h>
+#include <qgssinglebandpseudocolorrenderer.h>
 #include <qgsfeature.h>
 #include <qgsgeometry.h>
 #include <qgsprocessingalgorithm.h>
@@ -78,10 +82,15 @@ protected:
   // cancelMidway: cancel once the run is past 60% (while labelling and writing).
   RunResult run(QgsVectorLayer* input, QVariantMap parameters, bool cancelMidway = false)
   {
+    QgsProcessingContext context;
+    return run(input, parameters, context, cancelMidway);
+  }
+
+  RunResult run(QgsVectorLayer* input, QVariantMap parameters, QgsProcessingContext& context, bool cancelMidway = false)
+  {
     std::unique_ptr<QgsProcessingAlgorithm> algorithm(
       QgsApplication::processingRegistry()->createAlgorithmById(QStringLiteral("gpugeo:voronoiraster")));
     EXPECT_TRUE(algorithm);
-    QgsProcessingContext context;
     context.setProject(QgsProject::instance());
     context.temporaryLayerStore()->addMapLayer(input);
     parameters.insert(QStringLiteral("INPUT"), input->id());
@@ -275,6 +284,73 @@ TEST_F(VoronoiRasterAlgorithmTest, AutoGivesTheSameRasterAsCpu)
   double t[6];
   EXPECT_EQ(readRaster<int32_t>(path("alloc0.tif"), GDT_Int32, w, h, t), readRaster<int32_t>(path("alloc1.tif"), GDT_Int32, w, h, t));
   EXPECT_EQ(readRaster<float>(path("dist0.tif"), GDT_Float32, w, h, t), readRaster<float>(path("dist1.tif"), GDT_Float32, w, h, t));
+}
+
+// Loaded into a project (as from the toolbox), the allocation raster gets one colour per label and
+// the distance raster a colour ramp from 0 to the largest distance.
+TEST_F(VoronoiRasterAlgorithmTest, OutputsLoadedIntoAProjectGetDefaultStyles)
+{
+  auto input = layer();
+  addPoint(*input, 0, 0, 4);
+  addPoint(*input, 100, 40, 9);
+  addPoint(*input, 50, 80, 4);
+  QgsProcessingContext context;
+  const QString allocation = path("styled.tif"), distance = path("styled_distance.tif");
+  context.addLayerToLoadOnCompletion(allocation, QgsProcessingContext::LayerDetails(QStringLiteral("allocation"), QgsProject::instance()));
+  context.addLayerToLoadOnCompletion(distance, QgsProcessingContext::LayerDetails(QStringLiteral("distance"), QgsProject::instance()));
+  const RunResult result = run(input.get(),
+                               {{QStringLiteral("FIELD"), QStringLiteral("val")},
+                                {QStringLiteral("PIXEL_SIZE"), 1.0},
+                                {QStringLiteral("DEVICE"), 1},
+                                {QStringLiteral("OUTPUT"), allocation},
+                                {QStringLiteral("OUTPUT_DISTANCE"), distance}},
+                               context);
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+
+  QgsProcessingLayerPostProcessorInterface* labelStyle = context.layerToLoadOnCompletionDetails(allocation).postProcessor();
+  ASSERT_TRUE(labelStyle);
+  QgsRasterLayer labels(allocation, QStringLiteral("allocation"));
+  ASSERT_TRUE(labels.isValid());
+  RecordingFeedback feedback;
+  labelStyle->postProcessLayer(&labels, context, &feedback);
+  auto* paletted = dynamic_cast<QgsPalettedRasterRenderer*>(labels.renderer());
+  ASSERT_TRUE(paletted);
+  QList<double> values;
+  for (const QgsPalettedRasterRenderer::Class& c : paletted->classes())
+    values << c.value;
+  EXPECT_EQ(values, (QList<double>{4, 9}));
+
+  QgsProcessingLayerPostProcessorInterface* rampStyle = context.layerToLoadOnCompletionDetails(distance).postProcessor();
+  ASSERT_TRUE(rampStyle);
+  QgsRasterLayer distances(distance, QStringLiteral("distance"));
+  rampStyle->postProcessLayer(&distances, context, &feedback);
+  auto* ramp = dynamic_cast<QgsSingleBandPseudoColorRenderer*>(distances.renderer());
+  ASSERT_TRUE(ramp);
+  EXPECT_EQ(ramp->classificationMin(), 0.0);
+  EXPECT_GT(ramp->classificationMax(), 40.0);
+}
+
+// An EXTENT in another CRS is transformed to the layer's CRS, as QGIS's own algorithms do.
+TEST_F(VoronoiRasterAlgorithmTest, ExtentInAnotherCrsIsTransformed)
+{
+  auto input = layer();
+  addPoint(*input, 500000, 4000000, 1);
+  addPoint(*input, 501000, 4001000, 2);
+  const RunResult result = run(input.get(), {{QStringLiteral("EXTENT"), QStringLiteral("14.99,15.01,36.1,36.12 [EPSG:4326]")},
+                                             {QStringLiteral("PIXEL_SIZE"), 10.0},
+                                             {QStringLiteral("DEVICE"), 1},
+                                             {QStringLiteral("OUTPUT"), path("reprojected.tif")}});
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  const QgsCoordinateTransform transform(QgsCoordinateReferenceSystem(QStringLiteral("EPSG:4326")),
+                                         QgsCoordinateReferenceSystem(QStringLiteral("EPSG:32633")), QgsProject::instance());
+  const QgsRectangle expected = transform.transformBoundingBox(QgsRectangle(14.99, 36.1, 15.01, 36.12));
+  int width = 0, height = 0;
+  double t[6];
+  readRaster<int32_t>(path("reprojected.tif"), GDT_Int32, width, height, t);
+  EXPECT_NEAR(t[0], expected.xMinimum(), 1e-6);
+  EXPECT_NEAR(t[3], expected.yMaximum(), 1e-6);
+  EXPECT_EQ(width, int(std::ceil(expected.width() / 10.0)));
+  EXPECT_EQ(height, int(std::ceil(expected.height() / 10.0)));
 }
 
 TEST_F(VoronoiRasterAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput)

@@ -66,16 +66,20 @@ BackendChoice Algorithm::resolveDevice(const QVariantMap& parameters, QgsProcess
   return choice;
 }
 
-RunControl Algorithm::runControl(QgsFeedback* feedback, double progressStart, double progressEnd)
+RunControl Algorithm::runControl(QgsFeedback* feedback)
 {
   RunControl control;
-  if (!feedback)
-    return control;
-  control.canceled = [feedback] { return feedback->isCanceled(); };
-  control.progress = [feedback, progressStart, progressEnd](double fraction) {
-    feedback->setProgress(progressStart + (progressEnd - progressStart) * fraction);
-  };
+  if (feedback)
+    control.canceled = [feedback] { return feedback->isCanceled(); };
   return control;
+}
+
+QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                                        QgsProcessingFeedback* feedback)
+{
+  QVariantMap outputs;
+  callNative([&] { outputs = execute(parameters, context, feedback); });
+  return outputs;
 }
 
 void Algorithm::callNative(const std::function<void()>& work)
@@ -100,6 +104,10 @@ void Algorithm::callNative(const std::function<void()>& work)
   catch (const Error& e)
   {
     throw QgsProcessingException(QString::fromStdString(e.what()));
+  }
+  catch (const std::exception& e)
+  {
+    throw QgsProcessingException(QObject::tr("Unexpected error: %1").arg(QString::fromStdString(e.what())));
   }
 }
 

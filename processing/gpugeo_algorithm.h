@@ -23,6 +23,13 @@ protected:
   // The file name of the algorithm's icon in icons/.
   virtual QString iconFile() const = 0;
 
+  // The algorithm's work. Any exception it throws reaches QGIS as a QgsProcessingException with a
+  // message a user can act on (QGIS catches nothing else: another type would end the process).
+  virtual QVariantMap execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                              QgsProcessingFeedback* feedback) = 0;
+  QVariantMap processAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                               QgsProcessingFeedback* feedback) final;
+
   // The advanced enum parameter DEVICE: Auto, CPU, GPU (in that order: DEVICE=1 is the CPU).
   void addDeviceParameter();
   // The help paragraph about DEVICE.
@@ -35,10 +42,10 @@ protected:
   // Threads for the CPU backend: QGIS's "max threads" setting, else all cores.
   static int cpuThreads();
 
-  // Cancel polls feedback->isCanceled(); progress maps the native fraction into [start, end] %.
-  static RunControl runControl(QgsFeedback* feedback, double progressStart = 0.0, double progressEnd = 100.0);
+  // The native core's cancel flag: feedback->isCanceled().
+  static RunControl runControl(QgsFeedback* feedback);
 
-  // Runs `work`, turning native exceptions into QgsProcessingException with their message.
+  // Runs `work`, turning every exception other than QgsProcessingException into one.
   static void callNative(const std::function<void()>& work);
 
   static void logStageTimes(const StageTimes& times, QgsProcessingFeedback* feedback);

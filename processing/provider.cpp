@@ -6,7 +6,6 @@
 #include <QFileInfo>
 #include <QIcon>
 
-#include "core/backend.h"
 #include "voronoiraster_algorithm.h"
 
 namespace gpugeo {
@@ -34,16 +33,11 @@ QString Provider::name() const
   return QStringLiteral("GPU Geoprocessing");
 }
 
+// No GPU probe here: it would start a CUDA context in QGIS just to show a name. The log of each run
+// says which backend and device ran.
 QString Provider::longName() const
 {
-  const GpuInfo& gpu = probeGpu();
-  return gpu.usable ? QStringLiteral("GPU Geoprocessing (%1)").arg(QString::fromStdString(gpu.name))
-                    : QStringLiteral("GPU Geoprocessing (CPU only: %1)").arg(QString::fromStdString(gpu.reason));
-}
-
-QString Provider::helpId() const
-{
-  return QStringLiteral("gpugeo");
+  return QStringLiteral("GPU Geoprocessing (CUDA, with a multi-threaded CPU path)");
 }
 
 QIcon Provider::icon() const

@@ -11,7 +11,6 @@ public:
   QString id() const override;
   QString name() const override;
   QString longName() const override;
-  QString helpId() const override;
   QIcon icon() const override;
   QString svgIconPath() const override;
   QStringList supportedOutputRasterLayerExtensions() const override;

@@ -9,9 +9,10 @@
 #include <set>
 #include <vector>
 
+#include <qgscoordinatetransform.h>
+#include <qgsexception.h>
 #include <qgsfeature.h>
 #include <qgsfeaturesink.h>
-#include <qgsexception.h>
 #include <qgsprocessingfeedback.h>
 #include <qgsprocessingoutputs.h>
 #include <qgsprocessingparameters.h>
@@ -156,37 +157,30 @@ void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
                                                      QgsProcessing::TypeVectorPolygon, QVariant(), true, false));
 }
 
-QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                     QgsProcessingFeedback* feedback)
+namespace {
+
+struct SiteInput
 {
-  StageTimes times;
-  std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, QStringLiteral("INPUT"), context));
-  if (!source)
-    throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("INPUT")));
-  requirePointSource(*source, QStringLiteral("INPUT"));
-  const QString fieldName = parameterAsString(parameters, QStringLiteral("FIELD"), context);
-  const int fieldIndex = fieldName.isEmpty() ? -1 : source->fields().lookupField(fieldName);
-  if (!fieldName.isEmpty() && fieldIndex < 0)
-    throw QgsProcessingException(QObject::tr("The layer has no field named %1.").arg(fieldName));
-  const bool wantDistance = outputRequested(parameters, QStringLiteral("OUTPUT_DISTANCE"));
-  const bool wantPolygons = outputRequested(parameters, QStringLiteral("OUTPUT_POLYGONS"));
+  PointSet points;
+  std::vector<int32_t> labelOfSite;  // the label each site's pixels get (kNoData for NULL)
+};
 
-  QgsProcessingMultiStepFeedback steps(wantPolygons ? 3 : 2, feedback);
-
-  // --- Read ------------------------------------------------------------------------------------
-  feedback->setProgressText(QObject::tr("Reading points"));
+// Reads the sites and their labels (FIELD, or the 1-based site index).
+SiteInput readSites(QgsProcessingFeatureSource& source, int fieldIndex, const QString& fieldName, bool keepAttributes,
+                    QgsProcessingFeedback* steps, QgsProcessingFeedback* feedback, StageTimes& times)
+{
+  SiteInput input;
   PointReadOptions readOptions;
-  readOptions.keepAllAttributes = wantPolygons;
+  readOptions.keepAllAttributes = keepAttributes;
   if (fieldIndex >= 0)
     readOptions.attributes << fieldIndex;
-  readOptions.progressEnd = 100.0;
-  PointSet points;
   {
     ScopedStage stage(times, "read");
-    points = readPoints(*source, readOptions, context, &steps);
+    input.points = readPoints(source, readOptions, steps);
   }
+  const PointSet& points = input.points;
   if (points.canceled)
-    throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
+    throw Canceled();
   if (points.skippedNull + points.skippedEmpty > 0)
     feedback->pushWarning(QObject::tr("Skipped %1 features without geometry and %2 with an empty geometry.")
                             .arg(points.skippedNull)
@@ -203,20 +197,19 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
                                    .arg(voronoi::kMaxSites));
   feedback->pushInfo(QObject::tr("%1 sites from %2 features.").arg(siteCount).arg(points.featureIds.size()));
 
-  // The label of each site's pixels.
-  std::vector<int32_t> labelOfSite(static_cast<size_t>(siteCount));
+  input.labelOfSite.resize(static_cast<size_t>(siteCount));
   int64_t nullLabels = 0;
   for (int64_t s = 0; s < siteCount; ++s)
   {
     if (fieldIndex < 0)
     {
-      labelOfSite[s] = static_cast<int32_t>(s + 1);
+      input.labelOfSite[s] = static_cast<int32_t>(s + 1);
       continue;
     }
     const QVariant value = points.attributes[points.featureOf[s]].at(fieldIndex);
     if (value.isNull())
     {
-      labelOfSite[s] = kNoData;
+      input.labelOfSite[s] = kNoData;
       ++nullLabels;
       continue;
     }
@@ -227,86 +220,155 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
                                                "-2147483647 and 2147483647.")
                                      .arg(points.featureIds[points.featureOf[s]])
                                      .arg(value.toString(), fieldName));
-    labelOfSite[s] = static_cast<int32_t>(number);
+    input.labelOfSite[s] = static_cast<int32_t>(number);
   }
   if (nullLabels > 0)
     feedback->pushWarning(QObject::tr("%1 sites have a NULL label; their pixels are nodata.").arg(nullLabels));
+  return input;
+}
 
-  // --- Grid ------------------------------------------------------------------------------------
-  QgsRectangle extent = parameterAsExtent(parameters, QStringLiteral("EXTENT"), context, source->sourceCrs());
+// Whether an optional parameter was given a value (a number, a string, a data-defined property).
+bool parameterGiven(const QVariantMap& parameters, const QString& name)
+{
+  const QVariant value = parameters.value(name);
+  return value.isValid() && !value.isNull() && !(value.type() == QVariant::String && value.toString().isEmpty());
+}
+
+}  // namespace
+
+voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                 const QgsCoordinateReferenceSystem& crs,
+                                                 const QgsRectangle& pointsExtent, QgsProcessingFeedback* feedback)
+{
+  // EXTENT in its own CRS, transformed here so that a failed transformation is an error rather
+  // than an extent silently left in the wrong CRS.
+  QgsRectangle extent = parameterAsExtent(parameters, QStringLiteral("EXTENT"), context);
   if (extent.isNull())
-    extent = points.extent;
+  {
+    extent = pointsExtent;
+  }
+  else
+  {
+    const QgsCoordinateReferenceSystem extentCrs = parameterAsExtentCrs(parameters, QStringLiteral("EXTENT"), context);
+    if (extentCrs.isValid() && crs.isValid() && extentCrs != crs)
+    {
+      try
+      {
+        QgsCoordinateTransform transform(extentCrs, crs, context.transformContext());
+        transform.setBallparkTransformsAreAppropriate(true);
+        extent = transform.transformBoundingBox(extent);
+      }
+      catch (const QgsCsException& e)
+      {
+        throw QgsProcessingException(QObject::tr("Could not transform the EXTENT from %1 to the layer's %2: %3")
+                                       .arg(extentCrs.authid(), crs.authid(), e.what()));
+      }
+    }
+  }
   if (!(extent.width() > 0.0) || !(extent.height() > 0.0))
     throw QgsProcessingException(QObject::tr("The extent (%1) has no area: all points lie on one line or on one "
                                              "spot. Give an EXTENT.")
                                    .arg(extent.toString()));
-  double pixelSize = extent.width() > extent.height() ? extent.width() / 1000.0 : extent.height() / 1000.0;
-  const QVariant pixelSizeValue = parameters.value(QStringLiteral("PIXEL_SIZE"));
-  if (pixelSizeValue.isValid() && !pixelSizeValue.isNull() && !pixelSizeValue.toString().isEmpty())
+  double pixelSize = std::max(extent.width(), extent.height()) / 1000.0;
+  if (parameterGiven(parameters, QStringLiteral("PIXEL_SIZE")))
   {
     pixelSize = parameterAsDouble(parameters, QStringLiteral("PIXEL_SIZE"), context);
     if (!(pixelSize > 0.0) || !std::isfinite(pixelSize))
       throw QgsProcessingException(QObject::tr("The pixel size must be greater than zero (got %1).").arg(pixelSize));
   }
+  // Sizes in floating point first: the pixel counts may not even fit an integer.
   const double columns = std::ceil(extent.width() / pixelSize);
   const double rows = std::ceil(extent.height() / pixelSize);
-  if (columns * rows > double(voronoi::kMaxPixels) * 1.01)
-    throw QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limit of 2^31 "
-                                             "(2,147,483,648); use a larger pixel size or a smaller extent.")
-                                   .arg(columns, 0, 'f', 0)
-                                   .arg(rows, 0, 'f', 0));
-  voronoi::Grid grid{extent.xMinimum(), extent.yMaximum(), pixelSize, pixelsFor(extent.width(), pixelSize),
-                     pixelsFor(extent.height(), pixelSize)};
+  const auto tooLarge = [&] {
+    return QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limits of 2^31 "
+                                              "pixels (2,147,483,648) and 2^24 pixels a side; use a larger pixel "
+                                              "size or a smaller extent.")
+                                    .arg(columns, 0, 'f', 0)
+                                    .arg(rows, 0, 'f', 0));
+  };
+  if (columns > double(voronoi::kMaxSide) || rows > double(voronoi::kMaxSide) ||
+      columns * rows > 1.01 * double(voronoi::kMaxPixels))
+    throw tooLarge();
+  const voronoi::Grid grid{extent.xMinimum(), extent.yMaximum(), pixelSize, pixelsFor(extent.width(), pixelSize),
+                           pixelsFor(extent.height(), pixelSize)};
   if (grid.pixelCount() > voronoi::kMaxPixels)
-    throw QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limit of 2^31 "
-                                             "(2,147,483,648); use a larger pixel size or a smaller extent.")
-                                   .arg(grid.width)
-                                   .arg(grid.height));
+    throw tooLarge();
   feedback->pushInfo(QObject::tr("Raster: %1 x %2 pixels of %3, top-left corner (%4, %5).")
                        .arg(grid.width)
                        .arg(grid.height)
                        .arg(pixelSize)
                        .arg(grid.originX, 0, 'f')
                        .arg(grid.originY, 0, 'f'));
+  return grid;
+}
 
-  // --- Backend and labeller ----------------------------------------------------------------------
+QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                                            QgsProcessingFeedback* feedback)
+{
+  StageTimes times;
+  std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, QStringLiteral("INPUT"), context));
+  if (!source)
+    throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("INPUT")));
+  requirePointSource(*source, QStringLiteral("INPUT"));
+  const QString fieldName = parameterAsString(parameters, QStringLiteral("FIELD"), context);
+  const int fieldIndex = fieldName.isEmpty() ? -1 : source->fields().lookupField(fieldName);
+  if (!fieldName.isEmpty() && fieldIndex < 0)
+    throw QgsProcessingException(QObject::tr("The layer has no field named %1.").arg(fieldName));
+  const bool wantDistance = outputRequested(parameters, QStringLiteral("OUTPUT_DISTANCE"));
+  const bool wantPolygons = outputRequested(parameters, QStringLiteral("OUTPUT_POLYGONS"));
+  const QgsCoordinateReferenceSystem crs = source->sourceCrs();
+
+  QgsProcessingMultiStepFeedback steps(wantPolygons ? 3 : 2, feedback);
+  feedback->setProgressText(QObject::tr("Reading points"));
+  const SiteInput input = readSites(*source, fieldIndex, fieldName, wantPolygons, &steps, feedback, times);
+  const PointSet& points = input.points;
+  const int64_t siteCount = points.siteCount();
+  const voronoi::Grid grid = rasterGrid(parameters, context, crs, points.extent, feedback);
+
+  // --- Backend and labeller. Under Auto a GPU failure (out of memory, a CUDA error) moves the
+  // work to the CPU with a warning; with DEVICE=GPU it is an error.
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const voronoi::Sites sites{points.x.data(), points.y.data(), siteCount};
   const voronoi::LabellerOptions options{cpuThreads(), 0};
-  std::unique_ptr<voronoi::Labeller> labeller;
   const RunControl control = runControl(&steps);
-  auto makeCpuLabeller = [&] {
-    callNative([&] { labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control); });
+  QStringList warnings;
+  std::unique_ptr<voronoi::Labeller> labeller;
+  auto fallBackToCpu = [&](const std::exception& failure) {
+    if (device.requested != Backend::Auto || !labeller || labeller->backend() != Backend::Gpu)
+      throw;
+    warnings << QObject::tr("The GPU failed (%1); continuing on the CPU.").arg(failure.what());
+    times.merge(labeller->times());
+    for (const std::string& warning : labeller->warnings())
+      warnings << QString::fromStdString(warning);
+    labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control);
   };
-  const bool automatic = parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 0;
   if (device.backend == Backend::Gpu)
   {
     try
     {
       labeller = voronoi::makeLabeller(Backend::Gpu, grid, sites, options, control);
     }
-    catch (const DeviceOutOfMemory& e)
+    catch (const DeviceOutOfMemory&)
     {
-      if (!automatic)
-        callNative([&] { throw; });
-      feedback->pushWarning(QObject::tr("The GPU ran out of memory (%1); running on the CPU.").arg(e.what()));
-      makeCpuLabeller();
+      if (device.requested != Backend::Auto)
+        throw;
+      warnings << QObject::tr("The GPU ran out of memory; running on the CPU.");
     }
-    catch (const Error&)
+    catch (const DeviceError& e)
     {
-      callNative([&] { throw; });
+      if (device.requested != Backend::Auto)
+        throw;
+      warnings << QObject::tr("The GPU failed (%1); running on the CPU.").arg(e.what());
     }
   }
-  else
-  {
-    makeCpuLabeller();
-  }
+  if (!labeller)
+    labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control);
 
-  // --- Label, band by band, and write ---------------------------------------------------------------
+  // --- Label, band by band, and write --------------------------------------------------------
   steps.setCurrentStep(1);
   feedback->setProgressText(QObject::tr("Labelling pixels and writing the rasters"));
   const GridGeometry geometry{grid.originX, grid.originY, grid.pixelSize, grid.width, grid.height};
-  const QgsCoordinateReferenceSystem crs = source->sourceCrs();
+  FinishedRasters finished;
   const QString outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
   auto allocation = std::make_unique<GeoTiffWriter>(outputPath, geometry, GDT_Int32, double(kNoData), crs);
   std::unique_ptr<GeoTiffWriter> distance;
@@ -341,10 +403,8 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
   std::vector<char> siteUsed(static_cast<size_t>(siteCount), 0);
   float maxDistance = 0.f;
   StageTimes writeTimes;
-  QStringList fallbackWarnings;
 
-  // Worker thread: label a band (falling back to the CPU if the GPU runs out of memory under Auto)
-  // and map site indexes to labels.
+  // Worker thread: label a band and map site indexes to labels.
   auto produce = [&](Band& band, int64_t row0, int64_t rows) {
     while (true)
     {
@@ -355,17 +415,17 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
       }
       catch (const DeviceOutOfMemory& e)
       {
-        if (!automatic || labeller->backend() != Backend::Gpu)
-          throw;
-        fallbackWarnings << QObject::tr("The GPU ran out of memory (%1); continuing on the CPU.").arg(e.what());
-        times.merge(labeller->times());
-        labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control);
+        fallBackToCpu(e);
+      }
+      catch (const DeviceError& e)
+      {
+        fallBackToCpu(e);
       }
     }
     const size_t n = static_cast<size_t>(rows * grid.width);
     for (size_t i = 0; i < n; ++i)
     {
-      band.label[i] = labelOfSite[static_cast<size_t>(band.site[i])];
+      band.label[i] = input.labelOfSite[static_cast<size_t>(band.site[i])];
       siteUsed[static_cast<size_t>(band.site[i])] = 1;
     }
     band.maxDistance = wantDistance ? *std::max_element(band.distance.begin(), band.distance.begin() + n) : 0.f;
@@ -394,25 +454,22 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
     maxDistance = std::max(maxDistance, band.maxDistance);
     steps.setProgress(100.0 * double(row0 + rows) / double(grid.height));
   };
-  bool finished = false;
-  callNative([&] {
-    finished = runBandPipeline<Band>(grid.height, bandRows, bands, produce, consume,
-                                     [&] { return !feedback->isCanceled(); });
-  });
-  for (const QString& warning : fallbackWarnings)
+  const bool complete =
+    runBandPipeline<Band>(grid.height, bandRows, bands, produce, consume, [&] { return !feedback->isCanceled(); });
+  for (const QString& warning : warnings)
     feedback->pushWarning(warning);
-  if (!finished)
-    throw QgsProcessingException(QObject::tr("Canceled; no output was written."));
+  if (!complete || feedback->isCanceled())
+    throw Canceled();
   times.merge(labeller->times());
   for (const std::string& warning : labeller->warnings())
     feedback->pushWarning(QString::fromStdString(warning));
   {
     ScopedStage stage(writeTimes, "write");
-    allocation->finish();
+    finished.add(allocation->finish());
     if (distance)
-      distance->finish();
+      finished.add(distance->finish());
     if (siteIndex)
-      siteIndex->finish();
+      finished.addTemporary(siteIndex->finish());
   }
   times.merge(writeTimes);
 
@@ -437,73 +494,80 @@ QVariantMap VoronoiRasterAlgorithm::processAlgorithm(const QVariantMap& paramete
   outputs.insert(QStringLiteral("OUTPUT"), outputPath);
   if (distance)
     outputs.insert(QStringLiteral("OUTPUT_DISTANCE"), distance->path());
-
-  // --- Regions as polygons ---------------------------------------------------------------------------
   if (wantPolygons)
   {
     steps.setCurrentStep(2);
     feedback->setProgressText(QObject::tr("Tracing the regions"));
     ScopedStage stage(times, "polygons");
-    const QString tracedPath = siteIndex ? siteIndex->path() : outputPath;
-    const int32_t valueToSite = siteIndex ? 0 : 1;
-    std::vector<QVector<QgsGeometry>> parts(static_cast<size_t>(siteCount));
-    const bool traced = polygonizeRegions(
-      tracedPath,
-      [&](int32_t value, QgsGeometry&& polygon) {
-        const int64_t s = int64_t(value) - valueToSite;
-        if (s >= 0 && s < siteCount)
-          parts[static_cast<size_t>(s)].append(std::move(polygon));
-      },
-      &steps);
-    if (!traced)
-      throw QgsProcessingException(QObject::tr("Canceled; the polygons were not written."));
-
-    QgsFields extra;
-    extra.append(QgsField(QStringLiteral("site_id"), QVariant::LongLong));
-    const QgsFields fields = QgsProcessingUtils::combineFields(source->fields(), extra);
-    QString polygonsId;
-    std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
-                                                         polygonsId, fields, QgsWkbTypes::MultiPolygon, crs));
-    if (!sink)
-      throw QgsProcessingException(invalidSinkError(parameters, QStringLiteral("OUTPUT_POLYGONS")));
-    // A GeoPackage source has a unique "fid" field; the later parts of a multipoint get NULL there,
-    // so that a GeoPackage output assigns them their own.
-    const int fidIndex = source->fields().lookupField(QStringLiteral("fid"));
-    for (int64_t s = 0; s < siteCount; ++s)
-    {
-      QVector<QgsGeometry>& pieces = parts[static_cast<size_t>(s)];
-      if (pieces.isEmpty())
-        continue;
-      QgsGeometry region = pieces.size() == 1 ? pieces.front() : QgsGeometry::collectGeometry(pieces);
-      region.convertToMultiType();
-      pieces.clear();
-      QgsFeature feature(fields);
-      feature.setGeometry(region);
-      QgsAttributes attributes = points.attributes[points.featureOf[s]];
-      if (fidIndex >= 0 && s > 0 && points.featureOf[s] == points.featureOf[s - 1])
-        attributes[fidIndex] = QVariant();
-      attributes.append(QVariant::fromValue<qlonglong>(s + 1));
-      feature.setAttributes(attributes);
-      if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
-        throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("OUTPUT_POLYGONS")));
-    }
-    if (siteIndex)
-      QFile::remove(siteIndex->path());
-    outputs.insert(QStringLiteral("OUTPUT_POLYGONS"), polygonsId);
+    outputs.insert(QStringLiteral("OUTPUT_POLYGONS"),
+                   writeRegions(parameters, context, *source, points, siteIndex ? siteIndex->path() : outputPath,
+                                siteIndex ? 0 : 1, &steps));
   }
-
   logStageTimes(times, feedback);
+  finished.keep();
 
   mAllocationPath = outputPath;
-  mLabels.clear();
   std::set<int32_t> distinct;
   for (int64_t s = 0; s < siteCount; ++s)
-    if (siteUsed[static_cast<size_t>(s)] && labelOfSite[static_cast<size_t>(s)] != kNoData)
-      distinct.insert(labelOfSite[static_cast<size_t>(s)]);
+    if (siteUsed[static_cast<size_t>(s)] && input.labelOfSite[static_cast<size_t>(s)] != kNoData)
+      distinct.insert(input.labelOfSite[static_cast<size_t>(s)]);
   mLabels = QVector<int>(distinct.begin(), distinct.end());
   mDistancePath = distance ? distance->path() : QString();
   mMaxDistance = maxDistance;
   return outputs;
+}
+
+QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsProcessingContext& context,
+                                             QgsProcessingFeatureSource& source, const PointSet& points,
+                                             const QString& tracedPath, int32_t valueOfFirstSite,
+                                             QgsProcessingFeedback* feedback) const
+{
+  const int64_t siteCount = points.siteCount();
+  std::vector<QVector<QgsGeometry>> parts(static_cast<size_t>(siteCount));
+  const bool traced = polygonizeRegions(
+    tracedPath,
+    [&](int32_t value, QgsGeometry&& polygon) {
+      const int64_t s = int64_t(value) - valueOfFirstSite;
+      if (s >= 0 && s < siteCount)
+        parts[static_cast<size_t>(s)].append(std::move(polygon));
+    },
+    feedback);
+  if (!traced)
+    throw Canceled();
+
+  QgsFields extra;
+  extra.append(QgsField(QStringLiteral("site_id"), QVariant::LongLong));
+  const QgsFields fields = QgsProcessingUtils::combineFields(source.fields(), extra);
+  QString polygonsId;
+  std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
+                                                       polygonsId, fields, QgsWkbTypes::MultiPolygon,
+                                                       source.sourceCrs()));
+  if (!sink)
+    throw QgsProcessingException(invalidSinkError(parameters, QStringLiteral("OUTPUT_POLYGONS")));
+  // A GeoPackage source has a unique "fid" field; the later parts of a multipoint get NULL there,
+  // so that a GeoPackage output assigns them their own.
+  const int fidIndex = source.fields().lookupField(QStringLiteral("fid"));
+  for (int64_t s = 0; s < siteCount; ++s)
+  {
+    if ((s & 1023) == 0 && feedback->isCanceled())
+      throw Canceled();
+    QVector<QgsGeometry>& pieces = parts[static_cast<size_t>(s)];
+    if (pieces.isEmpty())
+      continue;
+    QgsGeometry region = pieces.size() == 1 ? pieces.front() : QgsGeometry::collectGeometry(pieces);
+    region.convertToMultiType();
+    pieces.clear();
+    QgsFeature feature(fields);
+    feature.setGeometry(region);
+    QgsAttributes attributes = points.attributes[points.featureOf[s]];
+    if (fidIndex >= 0 && s > 0 && points.featureOf[s] == points.featureOf[s - 1])
+      attributes[fidIndex] = QVariant();
+    attributes.append(QVariant::fromValue<qlonglong>(s + 1));
+    feature.setAttributes(attributes);
+    if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
+      throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("OUTPUT_POLYGONS")));
+  }
+  return polygonsId;
 }
 
 QVariantMap VoronoiRasterAlgorithm::postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback*)

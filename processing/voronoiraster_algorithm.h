@@ -4,7 +4,9 @@
 
 #include <QVector>
 
+#include "adapters/point_reader.h"
 #include "gpugeo_algorithm.h"
+#include "voronoi/voronoi_raster.h"
 
 namespace gpugeo {
 
@@ -25,11 +27,21 @@ public:
 protected:
   QString iconFile() const override;
   void initAlgorithm(const QVariantMap& configuration = QVariantMap()) override;
-  QVariantMap processAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                               QgsProcessingFeedback* feedback) override;
+  QVariantMap execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                      QgsProcessingFeedback* feedback) override;
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
+  // The raster's grid from EXTENT (transformed to `crs`) and PIXEL_SIZE, checked against the limits.
+  voronoi::Grid rasterGrid(const QVariantMap& parameters, QgsProcessingContext& context,
+                           const QgsCoordinateReferenceSystem& crs, const QgsRectangle& pointsExtent,
+                           QgsProcessingFeedback* feedback);
+  // Traces the regions of the raster at `tracedPath` (site s has value s + valueOfFirstSite) and
+  // writes one multipolygon per site to OUTPUT_POLYGONS; returns its destination id.
+  QString writeRegions(const QVariantMap& parameters, QgsProcessingContext& context,
+                       QgsProcessingFeatureSource& source, const PointSet& points, const QString& tracedPath,
+                       int32_t valueOfFirstSite, QgsProcessingFeedback* feedback) const;
+
   // What postProcessAlgorithm() needs to style the rasters once QGIS loads them.
   QString mAllocationPath;
   QVector<int> mLabels;

@@ -33,6 +33,7 @@ std::string cpuDescription(int threads)
 BackendChoice resolveBackend(Backend requested, int cpuThreads)
 {
   BackendChoice choice;
+  choice.requested = requested;
   if (requested != Backend::Cpu)
   {
     const GpuInfo& gpu = probeGpu();

@@ -41,6 +41,7 @@ std::string cpuDescription(int threads);
 
 struct BackendChoice
 {
+  Backend requested = Backend::Auto;
   Backend backend = Backend::Cpu;  // Cpu or Gpu, never Auto
   std::string deviceName;
   std::string note;  // for the log: why Auto chose the CPU, if it did

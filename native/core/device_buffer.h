@@ -104,7 +104,12 @@ public:
   EventTimer()
   {
     GPUGEO_CUDA_CHECK(cudaEventCreate(&mStart));
-    GPUGEO_CUDA_CHECK(cudaEventCreate(&mStop));
+    const cudaError_t status = cudaEventCreate(&mStop);
+    if (status != cudaSuccess)
+    {
+      cudaEventDestroy(mStart);
+      throwError(status, "cudaEventCreate", __FILE__, __LINE__);
+    }
   }
   ~EventTimer()
   {

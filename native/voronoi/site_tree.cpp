@@ -30,9 +30,10 @@ void validate(const Grid& grid, const Sites& sites)
   if (grid.width <= 0 || grid.height <= 0)
     throw InvalidInput("The grid is empty (" + std::to_string(grid.width) + " x " + std::to_string(grid.height) +
                        " pixels): the extent has no area at this pixel size.");
-  if (grid.width > kMaxPixels || grid.height > kMaxPixels || grid.width * grid.height > kMaxPixels)
+  if (grid.width > kMaxSide || grid.height > kMaxSide || grid.width * grid.height > kMaxPixels)
     throw InvalidInput("The grid would have " + std::to_string(grid.width) + " x " + std::to_string(grid.height) +
-                       " pixels, more than the limit of 2^31; use a larger pixel size or a smaller extent.");
+                       " pixels, more than the limits of 2^31 pixels and 2^24 pixels a side; use a larger pixel "
+                       "size or a smaller extent.");
   if (sites.count <= 0)
     throw InvalidInput("There are no sites.");
   if (sites.count > kMaxSites)
@@ -90,16 +91,19 @@ HostTree buildHostTree(const std::vector<Point>& input, int threads)
       order[i] = {detail::curveKey(input[i], bounds, scaleX, scaleY), static_cast<int32_t>(i)};
   });
   std::sort(order.begin(), order.end());
+  std::vector<uint64_t> keys(n);
+  for (int32_t i = 0; i < n; ++i)
+    keys[i] = order[i].first;
+  const auto pointAt = [&](int32_t i) { return input[order[i].second]; };
 
   HostTree tree;
   tree.points.reserve(n);
   tree.siteIndex.reserve(n);
   for (int32_t i = 0; i < n; ++i)
   {
-    const Point& p = input[order[i].second];
-    if (i > 0 && detail::samePoint(p, input[order[i - 1].second]))
+    if (detail::repeatsEarlier(keys.data(), pointAt, i))
       continue;
-    tree.points.push_back(p);
+    tree.points.push_back(pointAt(i));
     tree.siteIndex.push_back(order[i].second);
   }
 

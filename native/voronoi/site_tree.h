@@ -27,8 +27,8 @@ struct HostTree
   detail::TreeView view() const;
 };
 
-// Sorts the sites along the Hilbert curve (ties by input index), drops exact duplicates after the
-// first (lowest index) of each run, and builds the boxes level by level.
+// Sorts the sites along the Hilbert curve (ties by input index), drops each exact duplicate of an
+// earlier site (the lowest index is kept), and builds the boxes level by level.
 HostTree buildHostTree(const std::vector<detail::Point>& points, int threads = 0);
 
 }  // namespace gpugeo::voronoi

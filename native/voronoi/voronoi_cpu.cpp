@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "core/errors.h"
 #include "core/parallel.h"
 #include "site_tree.h"
 #include "voronoi_backends.h"
@@ -40,6 +42,9 @@ public:
 
   void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
   {
+    if (row0 < 0 || rows < 0 || row0 + rows > mGrid.height)
+      throw InvalidInput("rows " + std::to_string(row0) + " to " + std::to_string(row0 + rows) +
+                         " are outside the grid of " + std::to_string(mGrid.height) + " rows");
     ScopedStage stage(mTimes, "compute");
     const int64_t rootsX = (mGrid.width + kRootSpan - 1) / kRootSpan;
     const int64_t rootsY = (rows + kRootSpan - 1) / kRootSpan;
@@ -48,14 +53,19 @@ public:
     parallelFor(
       rootsX * rootsY, 4, mThreads,
       [&](int64_t first, int64_t last) {
-        auto worker = std::make_unique<Worker>();
+        // One scratch per thread, kept between calls.
+        thread_local std::unique_ptr<Worker> scratch;
+        if (!scratch)
+          scratch = std::make_unique<Worker>();
+        Worker& worker = *scratch;
+        worker.stats = LabelStats();
         for (int64_t root = first; root < last; ++root)
-          tile(*worker, band, 0, (root % rootsX) * kRootSpan, row0 + (root / rootsX) * kRootSpan, -1);
-        tiles += worker->stats.tiles;
-        split += worker->stats.splitTiles;
-        dense += worker->stats.denseTiles;
-        candidates += worker->stats.candidates;
-        refined += worker->stats.refinedPixels;
+          tile(worker, band, 0, (root % rootsX) * kRootSpan, row0 + (root / rootsX) * kRootSpan, -1);
+        tiles += worker.stats.tiles;
+        split += worker.stats.splitTiles;
+        dense += worker.stats.denseTiles;
+        candidates += worker.stats.candidates;
+        refined += worker.stats.refinedPixels;
       },
       &control);
     mStats.tiles += tiles;

@@ -46,14 +46,22 @@ __global__ void curveKeysKernel(const Point* points, int32_t n, Box bounds, doub
   index[i] = i;
 }
 
-__global__ void gatherKernel(const Point* points, const int32_t* order, int32_t n, Point* sorted, uint8_t* keep)
+struct SortedPoints
+{
+  const Point* points;
+  const int32_t* order;
+  __device__ Point operator()(int32_t i) const { return points[order[i]]; }
+};
+
+__global__ void gatherKernel(const Point* points, const int32_t* order, const uint64_t* keys, int32_t n, Point* sorted,
+                             uint8_t* keep)
 {
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n)
     return;
-  const Point p = points[order[i]];
-  sorted[i] = p;
-  keep[i] = (i == 0 || !samePoint(p, points[order[i - 1]])) ? 1 : 0;
+  const SortedPoints pointAt{points, order};
+  sorted[i] = pointAt(i);
+  keep[i] = repeatsEarlier(keys, pointAt, i) ? 0 : 1;
 }
 
 __global__ void leafBoxesKernel(const Point* points, int32_t n, int32_t leaves, Box* boxes)
@@ -482,7 +490,8 @@ public:
     if (!gpu.usable)
       throw DeviceUnavailable(gpu.reason);
     mDeviceName = gpu.name;
-    GPUGEO_CUDA_CHECK(cudaSetDevice(gpu.device));
+    mDevice = gpu.device;
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mStream, cudaStreamNonBlocking));
     try
     {
@@ -497,12 +506,19 @@ public:
 
   ~GpuLabeller() override
   {
+    cudaSetDevice(mDevice);
     cudaStreamSynchronize(mStream);
+    for (auto& event : mPhaseEvents)
+      cudaEventDestroy(event.second);
     cudaStreamDestroy(mStream);
   }
 
   void labelRowsOnDevice(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance) override
   {
+    // The CUDA device is a per-thread setting and callers may come from any thread (the
+    // processing layer labels each band on a worker thread).
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    checkRows(row0, rows);
     // Sub-bands of whole root rows, so that the roots fall where the CPU backend puts them.
     const int64_t maxRows = std::max<int64_t>(kRootSpan, kMaxBandPixels / mGrid.width / kRootSpan * kRootSpan);
     for (int64_t done = 0; done < rows; done += maxRows)
@@ -514,12 +530,17 @@ public:
 
   void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
   {
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    checkRows(row0, rows);
     int64_t done = 0;
     while (done < rows)
     {
       if (control.isCanceled())
         throw Canceled();
       const int64_t part = std::min(bandRows(distance != nullptr), rows - done);
+      mCountersSaved.resize(1);
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mCountersSaved.data(), mCounters.data(), sizeof(Counters),
+                                        cudaMemcpyDeviceToDevice, mStream));
       try
       {
         mSiteOut.resize(static_cast<size_t>(part * mGrid.width));
@@ -543,6 +564,10 @@ public:
       }
       catch (const DeviceOutOfMemory&)
       {
+        // What the failed attempt counted does not count.
+        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mCounters.data(), mCountersSaved.data(), sizeof(Counters),
+                                          cudaMemcpyDeviceToDevice, mStream));
+        GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
         releaseBandBuffers();
         if (mBandRows <= kRootSpan)
           throw;
@@ -558,6 +583,7 @@ public:
   void setProfiling(bool on) override { mProfiling = on; }
   StageTimes phaseTimes() override
   {
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
     StageTimes times;
     for (size_t i = 1; i < mPhaseEvents.size(); ++i)
@@ -580,6 +606,7 @@ public:
   const LabelStats& stats() const override
   {
     Counters counters{};
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
     GPUGEO_CUDA_CHECK(cudaMemcpy(&counters, mCounters.data(), sizeof(Counters), cudaMemcpyDeviceToHost));
     mStats.tiles = static_cast<int64_t>(counters.tiles);
@@ -629,19 +656,22 @@ private:
 
     DeviceBuffer<Point> sorted(n);
     DeviceBuffer<uint8_t> keep(n);
-    gatherKernel<<<blocksFor(n, 256), 256, 0, mStream>>>(input.data(), sortedOrder.data(), n, sorted.data(), keep.data());
+    gatherKernel<<<blocksFor(n, 256), 256, 0, mStream>>>(input.data(), sortedOrder.data(), sortedKeys.data(), n,
+                                                          sorted.data(), keep.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
 
     mPoints.resize(n);
     mSiteIndex.resize(n);
     DeviceBuffer<int32_t> selected(1);
-    size_t selectBytes = 0;
-    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, selectBytes, sorted.data(), keep.data(), mPoints.data(),
+    size_t pointBytes = 0, indexBytes = 0;
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, pointBytes, sorted.data(), keep.data(), mPoints.data(),
                                                  selected.data(), n, mStream));
-    temp.resize(std::max(tempBytes, selectBytes));
-    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), selectBytes, sorted.data(), keep.data(), mPoints.data(),
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, indexBytes, sortedOrder.data(), keep.data(),
+                                                 mSiteIndex.data(), selected.data(), n, mStream));
+    temp.resize(std::max(pointBytes, indexBytes));
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), pointBytes, sorted.data(), keep.data(), mPoints.data(),
                                                  selected.data(), n, mStream));
-    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), selectBytes, sortedOrder.data(), keep.data(),
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), indexBytes, sortedOrder.data(), keep.data(),
                                                  mSiteIndex.data(), selected.data(), n, mStream));
     int32_t unique = 0;
     GPUGEO_CUDA_CHECK(cudaMemcpyAsync(&unique, selected.data(), sizeof(unique), cudaMemcpyDeviceToHost, mStream));
@@ -671,6 +701,13 @@ private:
 
     mCounters.resize(1);
     GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCounters.data(), 0, sizeof(Counters), mStream));
+  }
+
+  void checkRows(int64_t row0, int64_t rows) const
+  {
+    if (row0 < 0 || rows < 0 || row0 + rows > mGrid.height)
+      throw InvalidInput("rows " + std::to_string(row0) + " to " + std::to_string(row0 + rows) +
+                         " are outside the grid of " + std::to_string(mGrid.height) + " rows");
   }
 
   // Rows per band for labelRows(): what the memory budget allows, in whole root rows.
@@ -858,6 +895,7 @@ private:
   Grid mGrid;
   LabellerOptions mOptions;
   std::string mDeviceName;
+  int mDevice = 0;
   cudaStream_t mStream = nullptr;
   StageTimes mTimes;
   mutable LabelStats mStats;

@@ -53,9 +53,12 @@ struct Sites
   int64_t count = 0;
 };
 
-// The most pixels a grid may have (2^31), and the most sites.
+// The most pixels a grid may have (2^31), the widest or tallest it may be (2^24: a band of whole
+// rows must fit in memory), and the most sites (a little under 2^31, so that int32 leaf and slot
+// arithmetic cannot overflow).
 constexpr int64_t kMaxPixels = int64_t(1) << 31;
-constexpr int64_t kMaxSites = (int64_t(1) << 31) - 2;
+constexpr int64_t kMaxSide = int64_t(1) << 24;
+constexpr int64_t kMaxSites = (int64_t(1) << 31) - 64;
 // Sites farther than this from the grid, in pixels, are refused (their float64 distances would
 // lose all precision).
 constexpr double kMaxSiteOffsetPixels = 1e15;
@@ -100,7 +103,7 @@ class Labeller
 public:
   virtual ~Labeller() = default;
 
-  // Labels rows [row0, row0 + rows) of the grid. `site` receives rows * width input site indices,
+  // Labels rows [row0, row0 + rows) of the grid (InvalidInput outside it). `site` receives rows * width input site indices,
   // row-major; `distance` (may be null) the distances in CRS units. Throws Canceled when
   // control.isCanceled() turns true (checked many times a second), DeviceOutOfMemory when the GPU
   // cannot hold even one tile row, DeviceError on other CUDA failures.

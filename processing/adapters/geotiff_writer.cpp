@@ -20,6 +20,13 @@ QString lastGdalError()
   return message && *message ? QString::fromUtf8(message) : QObject::tr("unknown GDAL error");
 }
 
+void deleteRaster(const QString& path)
+{
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  GDALDeleteDataset(GDALGetDriverByName("GTiff"), path.toUtf8().constData());
+  CPLPopErrorHandler();
+}
+
 }  // namespace
 
 GeoTiffWriter::GeoTiffWriter(const QString& path, const GridGeometry& grid, GDALDataType type,
@@ -89,28 +96,35 @@ void GeoTiffWriter::writeRows(int64_t row0, int64_t rows, const void* data)
   }
 }
 
-void GeoTiffWriter::finish()
+QString GeoTiffWriter::finish()
 {
   CPLErrorReset();
   GDALFlushCache(mDataset);
-  const bool failed = CPLGetLastErrorType() == CE_Failure;
-  const QString error = lastGdalError();
   GDALClose(mDataset);
   mDataset = nullptr;
-  if (failed || CPLGetLastErrorType() == CE_Failure)
+  if (CPLGetLastErrorType() == CE_Failure)
   {
-    GDALDeleteDataset(GDALGetDriverByName("GTiff"), mPath.toUtf8().constData());
+    const QString error = lastGdalError();
+    deleteRaster(mPath);
     throw QgsProcessingException(QObject::tr("Could not finish %1: %2").arg(mPath, error));
   }
+  return mPath;
 }
 
 void GeoTiffWriter::discard()
 {
   GDALClose(mDataset);
   mDataset = nullptr;
-  CPLPushErrorHandler(CPLQuietErrorHandler);
-  GDALDeleteDataset(GDALGetDriverByName("GTiff"), mPath.toUtf8().constData());
-  CPLPopErrorHandler();
+  deleteRaster(mPath);
+}
+
+FinishedRasters::~FinishedRasters()
+{
+  if (!mKept)
+    for (const QString& path : mOutputs)
+      deleteRaster(path);
+  for (const QString& path : mTemporary)
+    deleteRaster(path);
 }
 
 }  // namespace gpugeo

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <QString>
+#include <QStringList>
 
 #include <gdal.h>
 
@@ -35,8 +36,8 @@ public:
 
   // Writes rows [row0, row0 + rows) from `data` (rows * width values of the raster's type).
   void writeRows(int64_t row0, int64_t rows, const void* data);
-  // Flushes and closes; throws on a write error (and deletes the file).
-  void finish();
+  // Flushes and closes; returns the path. Throws on a write error (and deletes the file).
+  QString finish();
 
   const QString& path() const { return mPath; }
 
@@ -50,6 +51,27 @@ private:
   GDALDatasetH mDataset = nullptr;
   GDALDataType mType;
   int64_t mWidth = 0;
+};
+
+// The rasters a run has finished writing. Unless keep() is called (the run succeeded), they are
+// deleted when the guard goes: a run that fails or is canceled after a raster was complete leaves
+// nothing behind. Temporary rasters are deleted in any case.
+class FinishedRasters
+{
+public:
+  FinishedRasters() = default;
+  ~FinishedRasters();
+  FinishedRasters(const FinishedRasters&) = delete;
+  FinishedRasters& operator=(const FinishedRasters&) = delete;
+
+  void add(const QString& path) { mOutputs << path; }
+  void addTemporary(const QString& path) { mTemporary << path; }
+  void keep() { mKept = true; }
+
+private:
+  QStringList mOutputs;
+  QStringList mTemporary;
+  bool mKept = false;
 };
 
 }  // namespace gpugeo

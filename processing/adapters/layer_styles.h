@@ -8,11 +8,12 @@
 
 namespace gpugeo {
 
-// One class per label value (up to kMaxClasses; beyond that a colour ramp over the value range).
+// One class per label value (up to kMaxClasses, beyond which the legend would be unusable; then a
+// colour ramp over the value range).
 class LabelRasterStyle : public QgsProcessingLayerPostProcessorInterface
 {
 public:
-  static constexpr int kMaxClasses = 65536;
+  static constexpr int kMaxClasses = 1024;
   explicit LabelRasterStyle(QVector<int> labels);
   void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 

@@ -1,17 +1,15 @@
 // Reads a point layer into plain arrays for the native core: multipoints exploded into one site per
-// part, null and empty geometries skipped and counted, coordinates optionally transformed.
+// part, null and empty geometries skipped and counted.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include <qgsattributes.h>
-#include <qgscoordinatereferencesystem.h>
 #include <qgsfeatureid.h>
 #include <qgsrectangle.h>
 
 class QgsProcessingFeatureSource;
-class QgsProcessingContext;
 class QgsProcessingFeedback;
 
 namespace gpugeo {
@@ -22,11 +20,6 @@ struct PointReadOptions
   // attribute length, with only these filled.
   QgsAttributeList attributes;
   bool keepAllAttributes = false;
-  // When valid, the points are transformed to this CRS.
-  QgsCoordinateReferenceSystem destinationCrs;
-  // Progress range taken by the read.
-  double progressStart = 0.0;
-  double progressEnd = 10.0;
 };
 
 struct PointSet
@@ -43,8 +36,8 @@ struct PointSet
   int64_t siteCount() const { return static_cast<int64_t>(x.size()); }
 };
 
-// Throws QgsProcessingException when a coordinate is infinite or a transformation fails.
-PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& options, QgsProcessingContext& context,
-                    QgsProcessingFeedback* feedback);
+// Reports progress from 0 to 100 on `feedback`; stops (canceled = true) when it is canceled.
+// Throws QgsProcessingException when a coordinate is infinite.
+PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& options, QgsProcessingFeedback* feedback);
 
 }  // namespace gpugeo

@@ -10,8 +10,8 @@ BUILD=${GPUGEO_BUILD_DIR:-$ROOT/build}
 OUT=${GPUGEO_DEMO_DIR:-$BUILD/demo}
 "$ROOT/tests/setup.sh"
 
-rm -rf "$OUT"
 mkdir -p "$OUT"
+rm -rf "$OUT/plugin" "$OUT/profile"
 cmake --install "$BUILD" --prefix "$OUT/plugin" > /dev/null
 RUNTIME=$(mktemp -d)
 trap 'rm -rf "$RUNTIME"' EXIT
@@ -19,16 +19,26 @@ export QGIS_CUSTOM_CONFIG_PATH="$OUT/profile" QT_QPA_PLATFORM=offscreen XDG_RUNT
 mkdir -p "$QGIS_CUSTOM_CONFIG_PATH/profiles/default/python/plugins"
 cp -r "$OUT/plugin/gpugeo" "$QGIS_CUSTOM_CONFIG_PATH/profiles/default/python/plugins/"
 QGIS_PROCESS=/usr/bin/qgis_process.bin
-$QGIS_PROCESS plugins enable gpugeo > /dev/null 2>&1
+LOG="$OUT/demo.log"
+: > "$LOG"
+# Runs a step with its output in the log; on failure shows the log's end and stops.
+step() {
+  if ! "$@" >> "$LOG" 2>&1; then
+    echo "Failed: $*" >&2
+    tail -20 "$LOG" >&2
+    exit 1
+  fi
+}
+step $QGIS_PROCESS plugins enable gpugeo
 
-/usr/bin/python3 "$ROOT/tests/demo/tz_cities.py" /usr/share/zoneinfo/zone1970.tab "$OUT/tz_cities.geojson"
-$QGIS_PROCESS run native:reprojectlayer -- INPUT="$OUT/tz_cities.geojson" TARGET_CRS=EPSG:8857 \
-  OUTPUT="$OUT/tz_cities.gpkg" > /dev/null 2>&1
+step /usr/bin/python3 "$ROOT/tests/demo/tz_cities.py" /usr/share/zoneinfo/zone1970.tab "$OUT/tz_cities.geojson"
+step $QGIS_PROCESS run native:reprojectlayer -- INPUT="$OUT/tz_cities.geojson" TARGET_CRS=EPSG:8857 \
+  OUTPUT="$OUT/tz_cities.gpkg"
 # The whole Equal Earth world, in 10 km pixels.
-$QGIS_PROCESS run gpugeo:voronoiraster -- INPUT="$OUT/tz_cities.gpkg" FIELD=zone_id \
+step $QGIS_PROCESS run gpugeo:voronoiraster -- INPUT="$OUT/tz_cities.gpkg" FIELD=zone_id \
   EXTENT="-17243960,17243960,-8392930,8392930 [EPSG:8857]" PIXEL_SIZE=10000 \
-  OUTPUT="$OUT/tz_voronoi.tif" OUTPUT_DISTANCE="$OUT/tz_distance.tif" OUTPUT_POLYGONS="$OUT/tz_regions.gpkg" \
-  2> /dev/null | sed -n '/^Backend\|^Raster\|^Stage\|sites from/p'
-/usr/bin/python3 "$ROOT/tests/demo/render_map.py" "$OUT/tz_voronoi.tif" "$OUT/tz_regions.gpkg" \
-  "$OUT/tz_cities.gpkg" "$OUT/tz_voronoi.png" 2> /dev/null
-echo "Results in $OUT: tz_voronoi.tif, tz_distance.tif, tz_regions.gpkg and the map tz_voronoi.png"
+  OUTPUT="$OUT/tz_voronoi.tif" OUTPUT_DISTANCE="$OUT/tz_distance.tif" OUTPUT_POLYGONS="$OUT/tz_regions.gpkg"
+sed -n '/^Backend\|^Raster\|^Stage\|sites from/p' "$LOG"
+step /usr/bin/python3 "$ROOT/tests/demo/render_map.py" "$OUT/tz_voronoi.tif" "$OUT/tz_regions.gpkg" \
+  "$OUT/tz_cities.gpkg" "$OUT/tz_voronoi.png"
+echo "Results in $OUT: tz_voronoi.tif, tz_distance.tif, tz_regions.gpkg and the map tz_voronoi.png (log: demo.log)"

@@ -206,7 +206,7 @@ class QgisProcessTest(unittest.TestCase):
         cases = [
             ({"INPUT": empty}, "no point to use"),
             ({"INPUT": two, "PIXEL_SIZE": 0}, "greater than zero"),
-            ({"INPUT": two, "PIXEL_SIZE": 0.0001}, "limit of 2^31"),
+            ({"INPUT": two, "PIXEL_SIZE": 0.0001}, "limits of 2^31"),
             ({"INPUT": lines}, "INPUT must be a point layer"),
         ]
         for parameters, words in cases:

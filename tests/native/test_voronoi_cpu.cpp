@@ -127,6 +127,25 @@ TEST(VoronoiCpu, DuplicatesAreDroppedFromTheTreeKeepingTheLowestIndex)
   expectEqualToReference(c, got);
 }
 
+TEST(VoronoiCpu, DuplicatesApartInTheCurveOrderAreDroppedToo)
+{
+  // Sites 0 and 2 are equal, with site 1 (1e-9 pixel away, the same curve key) sorted between them.
+  VoronoiCase c{"duplicates apart", Grid{0.0, 50.0, 1.0, 50, 50}, {10.0, 10.0 + 1e-9, 10.0, 40.0}, {10.0, 10.0, 10.0, 40.0}};
+  LabelStats stats;
+  const Labels got = runCpu(c, 0, 2, &stats);
+  EXPECT_EQ(stats.uniqueSites, 3) << c.name;
+  expectEqualToReference(c, got);
+}
+
+TEST(VoronoiCpu, RowsOutsideTheGridAreRefused)
+{
+  const VoronoiCase c = gpugeo::testing::uniformCase(73, 20, 10, 5);
+  auto labeller = makeLabeller(Backend::Cpu, c.grid, c.sites(), LabellerOptions{2, 0}, RunControl{});
+  std::vector<int32_t> site(400);
+  EXPECT_THROW(labeller->labelRows(5, 6, site.data(), nullptr, RunControl{}), InvalidInput);
+  EXPECT_THROW(labeller->labelRows(-1, 2, site.data(), nullptr, RunControl{}), InvalidInput);
+}
+
 // Against the true Euclidean distances, computed in long double from the CRS coordinates: a label
 // may differ only at a near tie, within the bound stated in voronoi_raster.h.
 TEST(VoronoiCpu, AgreesWithExactDistancesExceptWithinTheNearTieBound)

@@ -132,6 +132,9 @@ inline std::vector<VoronoiCase> standardCases()
   cases.push_back(line);
   cases.push_back(uniformCase(43, 1, 300, 20));
   cases.push_back(uniformCase(44, 300, 1, 20));
+  // Equal sites apart in the curve order (a site 1e-9 pixel away sorts between them).
+  cases.push_back(VoronoiCase{"duplicates apart", voronoi::Grid{0.0, 50.0, 1.0, 50, 50},
+                              {10.0, 10.0 + 1e-9, 10.0, 40.0, 10.0 + 1e-9}, {10.0, 10.0, 10.0, 40.0, 10.0}});
   return cases;
 }
 

@@ -384,7 +384,8 @@ TEST_F(VoronoiRasterAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput
      {},
      "has no area"},
     {"zero-area extent", twoPoints, {{QStringLiteral("EXTENT"), QStringLiteral("0,10,5,5 [EPSG:32633]")}}, "has no area"},
-    {"too many pixels", twoPoints, {{QStringLiteral("PIXEL_SIZE"), 0.0001}}, "limit of 2^31"},
+    {"too many pixels", twoPoints, {{QStringLiteral("PIXEL_SIZE"), 0.0001}}, "limits of 2^31"},
+    {"too wide", twoPoints, {{QStringLiteral("EXTENT"), QStringLiteral("0,20000000,0,1 [EPSG:32633]")}, {QStringLiteral("PIXEL_SIZE"), 1.0}}, "2^24 pixels a side"},
     {"fractional label", [](QgsVectorLayer& l) {
        QgsVectorLayer* layer = &l;
        layer->dataProvider()->addAttributes({QgsField(QStringLiteral("real"), QVariant::Double)});

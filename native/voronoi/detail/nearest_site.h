@@ -95,19 +95,19 @@ GPUGEO_HD double maxSquaredDistance(const Box& a, const Box& b)
   return exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
 }
 
-GPUGEO_HD double squaredMagnitude(const Box& a, const Box& b)
+// True when a squared distance bound `lower` is certainly above `bound`, whatever the rounding in
+// either. Every squared distance here comes from exact coordinates (the sites as stored, pixel
+// centres, their midpoints) through one difference per axis, two squares and a sum: within
+// 2^-51 of its true value, relatively. The margin, 2^-44 of the bound, is a hundred times that.
+GPUGEO_HD bool certainlyAbove(double lower, double bound)
 {
-  const double m = maxOf(maxOf(maxOf(absOf(a.x0), absOf(a.x1)), maxOf(absOf(a.y0), absOf(a.y1))),
-                         maxOf(maxOf(absOf(b.x0), absOf(b.x1)), maxOf(absOf(b.y0), absOf(b.y1))));
-  return exact::mul(m, m);
+  return lower > exact::mul(bound, 1.0 + 0x1p-44);
 }
 
-// True when a squared distance bound `lower` is certainly above `bound`, whatever the rounding in
-// either: float64 differences of coordinates of magnitude m err by about 2^-52 m, so squared
-// distances err by about 2^-51 (m d + d^2); the margin is 2^-44 (bound + m^2), over 100 times that.
-GPUGEO_HD bool certainlyAbove(double lower, double bound, double magnitude2)
+// True when `value` is certainly at most `bound` whatever the rounding (the mirror of certainlyAbove).
+GPUGEO_HD bool certainlyWithin(double value, double bound)
 {
-  return lower > exact::add(bound, exact::mul(exact::add(bound, magnitude2), 0x1p-44));
+  return value <= exact::mul(bound, 1.0 - 0x1p-44);
 }
 
 GPUGEO_HD Box pointBox(const Point& p)
@@ -125,10 +125,17 @@ GPUGEO_HD double farthestSquaredDistance(const Box& box, const Box& region)
                      minSquaredDistance(Box{box.x1, box.y1, box.x1, box.y1}, region)));
 }
 
-// True when `value` is certainly at most `bound` whatever the rounding (the mirror of certainlyAbove).
-GPUGEO_HD bool certainlyWithin(double value, double bound, double magnitude2)
+// The bound a site proves for a region: every point of the region is at most this far (squared).
+GPUGEO_HD double siteBound(const Point& site, const Box& region)
 {
-  return value <= exact::sub(bound, exact::mul(exact::add(bound, magnitude2), 0x1p-44));
+  return maxSquaredDistance(pointBox(site), region);
+}
+
+// Whether a site can be the nearest to some point of the region, given the region's bound.
+GPUGEO_HD bool mayBeNearest(const Point& site, const Box& region, double bound)
+{
+  const Box box = pointBox(site);
+  return !certainlyAbove(minSquaredDistance(box, region), bound);
 }
 
 // --- Tree traversal ------------------------------------------------------------------------
@@ -140,7 +147,7 @@ GPUGEO_HD bool certainlyWithin(double value, double bound, double magnitude2)
 //                                 without opening it; false: open it as usual
 //   void enter(const Box&)        an inner node or leaf is about to be opened
 //   void visit(int32_t slot)      a site
-//   double priority(const Box&)   smaller is visited first
+//   double priority(const Box&)   smaller is visited first (only with kOrderChildren)
 //   bool done()                   stop the whole traversal
 //   kOrderChildren                whether to sort children by priority (searches that tighten a
 //                                 bound gain from it; a plain collection does not)
@@ -163,6 +170,7 @@ GPUGEO_HD void traverse(const TreeView& tree, Visitor& visitor)
     if (visitor.prune(box))
       continue;
     // A node's sites are the consecutive slots of its leaves.
+    static_assert(kFanout == 4, "a node of level l holds 4^l leaves");
     const int64_t sitesPerNode = int64_t(kLeafSize) << (2 * level);
     const int32_t firstSlot = static_cast<int32_t>(node * sitesPerNode);
     const int32_t lastSlot = static_cast<int32_t>(minOf<int64_t>(firstSlot + sitesPerNode, tree.pointCount));
@@ -177,12 +185,10 @@ GPUGEO_HD void traverse(const TreeView& tree, Visitor& visitor)
         visitor.visit(slot);
       continue;
     }
-    static_assert(kFanout == 4, "sitesPerNode above counts 4^level leaves");
     const int32_t childLevelSize = tree.levelStart[level] - tree.levelStart[level - 1];
     const int32_t firstChild = node * kFanout;
     const int children = static_cast<int>(minOf(firstChild + kFanout, childLevelSize) - firstChild);
     int order[kFanout] = {0, 1, 2, 3};
-    static_assert(kFanout == 4, "order[] above lists the children");
     if constexpr (Visitor::kOrderChildren)
     {
       // Insertion sort of the children by priority; the farthest is pushed first.
@@ -235,7 +241,7 @@ struct RegionBoundVisitor
 
   GPUGEO_HD bool prune(const Box& box) const
   {
-    return certainlyAbove(minSquaredDistance(box, centre), nearestToCentre, squaredMagnitude(box, centre));
+    return certainlyAbove(minSquaredDistance(box, centre), nearestToCentre);
   }
   GPUGEO_HD bool takeWhole(const Box&, int32_t, int32_t) const { return false; }
   GPUGEO_HD void enter(const Box& box) { bound = minOf(bound, maxSquaredDistance(box, region)); }
@@ -243,7 +249,7 @@ struct RegionBoundVisitor
   {
     const Point& site = tree->points[slot];
     nearestToCentre = minOf(nearestToCentre, squaredDistance(centre.x0, centre.y0, site));
-    bound = minOf(bound, maxSquaredDistance(pointBox(site), region));
+    bound = minOf(bound, siteBound(site, region));
   }
   GPUGEO_HD double priority(const Box& box) const { return minSquaredDistance(box, centre); }
   GPUGEO_HD bool done() const { return false; }
@@ -264,13 +270,13 @@ struct RegionCandidateVisitor
 
   GPUGEO_HD bool prune(const Box& box) const
   {
-    return certainlyAbove(minSquaredDistance(box, region), bound, squaredMagnitude(box, region));
+    return certainlyAbove(minSquaredDistance(box, region), bound);
   }
   // A subtree whose every point certainly qualifies is taken whole, in slot order: the same sites,
   // in the same order, as visiting its leaves one by one.
   GPUGEO_HD bool takeWhole(const Box& box, int32_t firstSlot, int32_t lastSlot)
   {
-    if (!certainlyWithin(farthestSquaredDistance(box, region), bound, squaredMagnitude(box, region)))
+    if (!certainlyWithin(farthestSquaredDistance(box, region), bound))
       return false;
     for (int32_t slot = firstSlot; slot < lastSlot && count <= limit; ++slot)
     {
@@ -283,15 +289,13 @@ struct RegionCandidateVisitor
   GPUGEO_HD void enter(const Box&) {}
   GPUGEO_HD void visit(int32_t slot)
   {
-    const Box site = pointBox(tree->points[slot]);
-    if (count <= limit && !certainlyAbove(minSquaredDistance(site, region), bound, squaredMagnitude(site, region)))
+    if (count <= limit && mayBeNearest(tree->points[slot], region, bound))
     {
       if (count < limit)
         emit(count, slot);
       ++count;
     }
   }
-  GPUGEO_HD double priority(const Box& box) const { return minSquaredDistance(box, region); }
   GPUGEO_HD bool done() const { return count > limit; }
 };
 
@@ -302,14 +306,13 @@ struct NearestSiteVisitor
   const TreeView* tree;
   double px, py;
   double best;
-  int32_t bestSlot;
   int32_t bestSite;
 
   GPUGEO_HD Box query() const { return Box{px, py, px, py}; }
   GPUGEO_HD bool prune(const Box& box) const
   {
     const Box q = query();
-    return certainlyAbove(minSquaredDistance(box, q), best, squaredMagnitude(box, q));
+    return certainlyAbove(minSquaredDistance(box, q), best);
   }
   GPUGEO_HD bool takeWhole(const Box&, int32_t, int32_t) const { return false; }
   GPUGEO_HD void enter(const Box&) {}
@@ -320,7 +323,6 @@ struct NearestSiteVisitor
     if (e < best || (e == best && site < bestSite))
     {
       best = e;
-      bestSlot = slot;
       bestSite = site;
     }
   }
@@ -438,7 +440,7 @@ GPUGEO_HD PixelAnswer nearestCandidate(const List& list, int64_t column, int64_t
 // The exact nearest site by a search of the whole tree (tiles whose candidate list is too long).
 GPUGEO_HD PixelAnswer nearestByTree(const TreeView& tree, int64_t column, int64_t row)
 {
-  NearestSiteVisitor visitor{&tree, double(column) + 0.5, double(row) + 0.5, 1.79769313486231570e308, -1, 0x7fffffff};
+  NearestSiteVisitor visitor{&tree, double(column) + 0.5, double(row) + 0.5, 1.79769313486231570e308, 0x7fffffff};
   traverse(tree, visitor);
   return PixelAnswer{visitor.bestSite, visitor.best, false};
 }
@@ -485,6 +487,18 @@ GPUGEO_HD double curveScale(double low, double high)
 GPUGEO_HD bool samePoint(const Point& a, const Point& b)
 {
   return a.x == b.x && a.y == b.y;
+}
+
+// Whether site i of the curve order repeats an earlier site: exact duplicates share a curve key,
+// so only the run of equal keys before i is searched (it stops at the first repeat).
+template <class PointAt>
+GPUGEO_HD bool repeatsEarlier(const uint64_t* keys, const PointAt& pointAt, int32_t i)
+{
+  const Point p = pointAt(i);
+  for (int32_t j = i - 1; j >= 0 && keys[j] == keys[i]; --j)
+    if (samePoint(pointAt(j), p))
+      return true;
+  return false;
 }
 
 GPUGEO_HD Box boxOfPoints(const Point* points, int32_t first, int32_t last)
@@ -555,19 +569,6 @@ GPUGEO_HD bool shouldSplit(int span, int count)
   if (count < 0)
     return true;
   return count > (span >= 8 ? kRootLeafMaxList : 2 * kRootLeafMaxList);
-}
-
-// The bound a site proves for a region: every point of the region is at most this far (squared).
-GPUGEO_HD double siteBound(const Point& site, const Box& region)
-{
-  return maxSquaredDistance(pointBox(site), region);
-}
-
-// Whether a site can be the nearest to some point of the region, given the region's bound.
-GPUGEO_HD bool mayBeNearest(const Point& site, const Box& region, double bound)
-{
-  const Box box = pointBox(site);
-  return !certainlyAbove(minSquaredDistance(box, region), bound, squaredMagnitude(box, region));
 }
 
 // The bound of a tile from a list that holds all its possible nearest sites: the smallest bound

@@ -217,6 +217,27 @@ class QgisProcessTest(unittest.TestCase):
             self.assertIn(words, text, parameters)
             self.assertFalse(os.path.exists(output), parameters)
 
+    def test_plugin_zip(self):
+        """The zip for the plugin manager: extracted into a profile (what "Install from ZIP" does), the
+        plugin loads and its algorithm runs."""
+        archive = os.environ.get("GPUGEO_PLUGIN_ZIP", "")
+        self.assertTrue(os.path.isfile(archive), f"GPUGEO_PLUGIN_ZIP={archive!r} is not the plugin zip")
+        import zipfile
+        with zipfile.ZipFile(archive) as z:
+            names = set(z.namelist())
+            for needed in ("gpugeo/metadata.txt", "gpugeo/__init__.py", "gpugeo/gpugeo_plugin.py",
+                           "gpugeo/icons/gpugeo.svg", "gpugeo/lib/libgpugeo_provider.so", "gpugeo/lib/libgpugeo_native.so"):
+                self.assertIn(needed, names)
+            plugins = os.path.join(self.profile, "profiles", "default", "python", "plugins")
+            shutil.rmtree(os.path.join(plugins, "gpugeo"))
+            z.extractall(plugins)  # as Python's zipfile in the plugin manager: file modes are not restored
+        two = self.path("two.gpkg")
+        write_points(two, [(0.0, 0.0), (10.0, 10.0)])
+        rc, out = self.run_voronoi({"INPUT": two, "DEVICE": 1, "OUTPUT": self.path("zip.tif")})
+        self.assertEqual(rc, 0, out)
+        labels = read_raster(self.path("zip.tif"))[0]
+        self.assertEqual(set(np.unique(labels)), {1, 2})
+
     def test_desktop(self):
         """The QGIS desktop, under Xvfb: the plugin starts through initGui(), its algorithm shows in the
         Processing toolbox and in the graphical modeler, and unload() takes the provider away."""

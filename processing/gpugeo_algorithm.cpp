@@ -56,8 +56,7 @@ BackendChoice Algorithm::resolveDevice(const QVariantMap& parameters, QgsProcess
 {
   const int option = parameterAsEnum(parameters, QStringLiteral("DEVICE"), context);
   const Backend requested = option == 1 ? Backend::Cpu : option == 2 ? Backend::Gpu : Backend::Auto;
-  BackendChoice choice;
-  callNative([&] { choice = resolveBackend(requested, cpuThreads()); });
+  const BackendChoice choice = resolveBackend(requested, cpuThreads());
   if (!choice.note.empty())
     feedback->pushInfo(QObject::tr("Device: %1.").arg(QString::fromStdString(choice.note)));
   feedback->pushInfo(QObject::tr("Backend: %1 on %2")

@@ -45,9 +45,6 @@ protected:
   // The native core's cancel flag: feedback->isCanceled().
   static RunControl runControl(QgsFeedback* feedback);
 
-  // Runs `work`, turning every exception other than QgsProcessingException into one.
-  static void callNative(const std::function<void()>& work);
-
   static void logStageTimes(const StageTimes& times, QgsProcessingFeedback* feedback);
 
   // Refuses a source parameter that is not a point layer, with a message naming what it is. The
@@ -55,6 +52,10 @@ protected:
   bool checkPointSource(const QVariantMap& parameters, const QString& name, QgsProcessingContext& context,
                         QString* message) const;
   void requirePointSource(const QgsProcessingFeatureSource& source, const QString& name) const;
+
+private:
+  // Runs `work`, turning every exception other than QgsProcessingException into one.
+  static void callNative(const std::function<void()>& work);
 };
 
 }  // namespace gpugeo

@@ -41,6 +41,15 @@ GPUGEO_HD double mul(double a, double b)
 #endif
 }
 
+GPUGEO_HD double div(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
 GPUGEO_HD double sqrt(double a)
 {
 #ifdef __CUDA_ARCH__

@@ -1,0 +1,11 @@
+#include "core/errors.h"
+#include "sphere/detail/labeller_base.h"
+
+namespace gpugeo::sphere::detail {
+
+std::unique_ptr<SphereLabeller> makeCudaSphereLabeller(const SiteSet&, const SphereOptions&, const RunControl&)
+{
+  throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
+}
+
+}  // namespace gpugeo::sphere::detail

@@ -16,7 +16,7 @@ public:
     : mThreads(options.threads > 0 ? options.threads : defaultThreadCount())
   {
     ScopedStage stage(mTimes, "prepare");
-    mSites = prepareSites(sites, control);
+    mSites = prepareSites(sites, mThreads, control);
     mMethod = resolveMethod(options.method, false, sites.count);
     mStats.uniqueSites = int64_t(mSites.treeSites.size());
   }

@@ -3,6 +3,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/device_buffer.h"
 #include "core/errors.h"
@@ -264,19 +265,42 @@ public:
     mDeviceName = gpu.name;
     {
       ScopedStage stage(mTimes, "prepare");
-      mSites = prepareSites(sites, control);
+      mSites = prepareSites(sites, options.threads, control);
     }
     mMethod = resolveMethod(options.method, true, sites.count);
     mStats.uniqueSites = int64_t(mSites.treeSites.size());
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    // One pinned staging buffer and one copy: the site arrays are small, so separate pageable
+    // copies would cost more in latency than in bytes.
+    const bool brute = mMethod != NearestMethod::Indexed;
+    std::size_t offsets[4];
+    std::size_t total = 0;
+    const std::size_t sizes[4] = {brute ? mSites.vectors.size() * sizeof(Vec3) : 0, mSites.treeSites.size() * sizeof(Vec3),
+                                  mSites.boxes.size() * sizeof(Box), mSites.treeOriginal.size() * sizeof(int32_t)};
+    for (int k = 0; k < 4; ++k)
+    {
+      offsets[k] = total;
+      total += (sizes[k] + 255) / 256 * 256;
+    }
+    cuda::PinnedBuffer<char> staging;
+    {
+      ScopedStage stage(mTimes, "prepare");
+      staging.resize(total);
+      std::memcpy(staging.data() + offsets[0], mSites.vectors.data(), sizes[0]);
+      std::memcpy(staging.data() + offsets[1], mSites.treeSites.data(), sizes[1]);
+      std::memcpy(staging.data() + offsets[2], mSites.boxes.data(), sizes[2]);
+      std::memcpy(staging.data() + offsets[3], mSites.treeOriginal.data(), sizes[3]);
+    }
+    mBlob.resize(total);
     cuda::EventTimer upload;
     upload.start(nullptr);
-    copyUp(mVectors, mSites.vectors);
-    copyUp(mTreeSites, mSites.treeSites);
-    copyUp(mTreeOriginal, mSites.treeOriginal);
-    copyUp(mBoxes, mSites.boxes);
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mBlob.data(), staging.data(), total, cudaMemcpyHostToDevice, nullptr));
     upload.stop(nullptr);
     mTimes.add("upload", upload.milliseconds());
+    mVectors = reinterpret_cast<const Vec3*>(mBlob.data() + offsets[0]);
+    mTreeSites = reinterpret_cast<const Vec3*>(mBlob.data() + offsets[1]);
+    mBoxes = reinterpret_cast<const Box*>(mBlob.data() + offsets[2]);
+    mTreeOriginal = reinterpret_cast<const int32_t*>(mBlob.data() + offsets[3]);
   }
 
   void labelQtm(int level, uint64_t first, int64_t count, int32_t* site, float* distanceKm,
@@ -356,11 +380,11 @@ private:
     switch (mMethod)
     {
       case NearestMethod::BruteGlobal:
-        bruteGlobalKernel<<<blocksFor(slots), kThreads>>>(q, mVectors.data(), siteCount, mSiteOut.data(), dist);
+        bruteGlobalKernel<<<blocksFor(slots), kThreads>>>(q, mVectors, siteCount, mSiteOut.data(), dist);
         GPUGEO_CUDA_CHECK_LAUNCH();
         break;
       case NearestMethod::BruteShared:
-        bruteSharedKernel<<<blocksFor(slots), kThreads>>>(q, mVectors.data(), siteCount, mSiteOut.data(), dist);
+        bruteSharedKernel<<<blocksFor(slots), kThreads>>>(q, mVectors, siteCount, mSiteOut.data(), dist);
         GPUGEO_CUDA_CHECK_LAUNCH();
         break;
       case NearestMethod::BruteConstant:
@@ -371,7 +395,7 @@ private:
         for (int32_t base = 0; base < siteCount; base += kConstantSites)
         {
           const int32_t n = std::min(kConstantSites, siteCount - base);
-          GPUGEO_CUDA_CHECK(cudaMemcpyToSymbolAsync(cSites, mVectors.data() + base, std::size_t(n) * sizeof(Vec3), 0,
+          GPUGEO_CUDA_CHECK(cudaMemcpyToSymbolAsync(cSites, mVectors + base, std::size_t(n) * sizeof(Vec3), 0,
                                                     cudaMemcpyDeviceToDevice, nullptr));
           const bool last = base + n >= siteCount;
           if (mMethod == NearestMethod::BruteConstant)
@@ -386,7 +410,7 @@ private:
       }
       default:
       {
-        const SiteTreeView tree = mSites.view(mTreeSites.data(), mTreeOriginal.data(), mBoxes.data());
+        const SiteTreeView tree = mSites.view(mTreeSites, mTreeOriginal, mBoxes);
         mCandidates.resize(std::size_t(blocks) * kBlockCandidates);
         mCounts.resize(std::size_t(blocks));
         mTotals.resize(2);
@@ -415,9 +439,12 @@ private:
 
   int mDevice = 0;
   std::string mDeviceName;
-  cuda::DeviceBuffer<Vec3> mVectors, mTreeSites;
-  cuda::DeviceBuffer<int32_t> mTreeOriginal, mCandidates, mCounts, mSiteOut, mBestSite;
-  cuda::DeviceBuffer<Box> mBoxes;
+  cuda::DeviceBuffer<char> mBlob;
+  const Vec3* mVectors = nullptr;
+  const Vec3* mTreeSites = nullptr;
+  const Box* mBoxes = nullptr;
+  const int32_t* mTreeOriginal = nullptr;
+  cuda::DeviceBuffer<int32_t> mCandidates, mCounts, mSiteOut, mBestSite;
   cuda::DeviceBuffer<float> mDistanceOut;
   cuda::DeviceBuffer<double> mBestD2;
   cuda::DeviceBuffer<unsigned long long> mTotals;

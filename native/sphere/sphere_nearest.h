@@ -27,7 +27,7 @@
 //   radius rho (farthest point), gathers every site within 2 rho + d0 of c (no other site can be
 //   nearest to any of its points) and each point scans that short list; a block with more than 128
 //   candidates searches the tree per point.
-// - Auto: brute force up to kBruteForceSites sites, Indexed above (from the benchmark).
+// - Auto: brute force up to kBruteForceSitesGpu / kBruteForceSitesCpu sites, Indexed above.
 #pragma once
 
 #include <cstdint>
@@ -75,9 +75,10 @@ enum class NearestMethod
 };
 const char* methodName(NearestMethod method);
 
-// Auto's choice: brute force (the register-blocked kernel on the GPU) up to this many sites.
-constexpr int64_t kBruteForceSitesGpu = 256;
-constexpr int64_t kBruteForceSitesCpu = 32;
+// Auto's choice, from the benchmark (QTM level 9 on an H200; level 8 on 2 CPU cores): brute force
+// (on the GPU the shared-memory kernel, the fastest of the four today) up to this many sites.
+constexpr int64_t kBruteForceSitesGpu = 192;
+constexpr int64_t kBruteForceSitesCpu = 8;
 
 // A north-up grid in EPSG:4326 degrees; pixel (c, r) has its centre at
 // (west + (c + 0.5) * pixelWidth, north - (r + 0.5) * pixelHeight).

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "sphere/detail/site_prep.h"
 
 namespace gpugeo::sphere {
@@ -79,8 +80,39 @@ SiteTreeView PreparedSites::view(const Vec3* sites, const int32_t* original, con
   return v;
 }
 
-PreparedSites prepareSites(const SiteSet& sites, const RunControl& control)
+namespace {
+
+// Sorts in `threads` slices at once, then merges them pairwise (the keys are unique: key, index).
+void parallelSort(std::vector<std::pair<uint64_t, int32_t>>& v, int threads, const RunControl& control)
 {
+  const int64_t n = int64_t(v.size());
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, n / 65536));
+  std::vector<int64_t> bounds;
+  for (int64_t k = 0; k <= parts; ++k)
+    bounds.push_back(n * k / parts);
+  parallelFor(parts, 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k)
+      std::sort(v.begin() + bounds[std::size_t(k)], v.begin() + bounds[std::size_t(k + 1)]);
+  }, &control);
+  for (int64_t width = 1; width < parts; width *= 2)
+  {
+    const int64_t merges = (parts + 2 * width - 1) / (2 * width);
+    parallelFor(merges, 1, threads, [&](int64_t b, int64_t e) {
+      for (int64_t m = b; m < e; ++m)
+      {
+        const int64_t lo = m * 2 * width, mid = std::min(parts, lo + width), hi = std::min(parts, lo + 2 * width);
+        std::inplace_merge(v.begin() + bounds[std::size_t(lo)], v.begin() + bounds[std::size_t(mid)],
+                           v.begin() + bounds[std::size_t(hi)]);
+      }
+    }, &control);
+  }
+}
+
+}  // namespace
+
+PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& control)
+{
+  threads = threads > 0 ? threads : defaultThreadCount();
   if (sites.count < 1)
     throw InvalidInput("there are no sites");
   if (sites.count > kMaxSites)
@@ -94,22 +126,19 @@ PreparedSites prepareSites(const SiteSet& sites, const RunControl& control)
   const int64_t n = sites.count;
   prep.vectors.resize(std::size_t(n));
   constexpr double toRad = M_PI / 180.0;
-  for (int64_t i = 0; i < n; ++i)
-  {
-    const double lat = sites.lat[i] * toRad;
-    const double lon = sites.lon[i] * toRad;
-    prep.vectors[std::size_t(i)] = {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
-  }
-  if (control.isCanceled())
-    throw Canceled();
-
   std::vector<std::pair<uint64_t, int32_t>> keyed;
   keyed.resize(std::size_t(n));
-  for (int64_t i = 0; i < n; ++i)
-    keyed[std::size_t(i)] = {mortonKey(prep.vectors[std::size_t(i)]), int32_t(i)};
-  std::sort(keyed.begin(), keyed.end());
-  if (control.isCanceled())
-    throw Canceled();
+  parallelFor(n, 16384, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+    {
+      const double lat = sites.lat[i] * toRad;
+      const double lon = sites.lon[i] * toRad;
+      const Vec3 v{std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
+      prep.vectors[std::size_t(i)] = v;
+      keyed[std::size_t(i)] = {mortonKey(v), int32_t(i)};
+    }
+  }, &control);
+  parallelSort(keyed, threads, control);
 
   // Exact duplicates can never win (an identical vector with a lower index always does): drop them.
   // They share a key, and within a run of equal keys the lowest index comes first.
@@ -241,7 +270,7 @@ NearestMethod resolveMethod(NearestMethod requested, bool gpu, int64_t sites)
   if (requested != NearestMethod::Auto)
     return requested;
   if (gpu)
-    return sites <= kBruteForceSitesGpu ? NearestMethod::BruteRegister : NearestMethod::Indexed;
+    return sites <= kBruteForceSitesGpu ? NearestMethod::BruteShared : NearestMethod::Indexed;
   return sites <= kBruteForceSitesCpu ? NearestMethod::BruteGlobal : NearestMethod::Indexed;
 }
 

@@ -27,7 +27,8 @@ struct PreparedSites
   SiteTreeView hostView() const { return view(treeSites.data(), treeOriginal.data(), boxes.data()); }
 };
 
-PreparedSites prepareSites(const SiteSet& sites, const RunControl& control);
+// threads <= 0: defaultThreadCount().
+PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& control);
 
 // sin(pi/2 * m / n), m = 0..n, n = 2^level, rounded once from long double; exact at 0 and 1.
 std::vector<double> qtmSineTable(int level);

@@ -1,0 +1,1238 @@
+// Spherical Voronoi polygons: see spherical_voronoi.h for the method and the guarantees.
+#include "sphere/spherical_voronoi.h"
+
+#include <libqhull_r/qhull_ra.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "core/errors.h"
+
+namespace gpugeo::sphere {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kTwoPi = 2.0 * kPi;
+constexpr double kDegPerRad = 180.0 / kPi;
+constexpr double kRadPerDeg = kPi / 180.0;
+
+// Unique sites whose spread-relative distance from a common plane is at most this are coplanar.
+constexpr double kCoplanarRel = 1e-12;
+// An edge is flipped when the opposite point lies beyond a triangle's plane by more than this, as a
+// determinant of unit difference vectors (the error of that determinant is about 1e-15).
+constexpr double kFlipRel = 1e-13;
+// Consecutive Voronoi vertices closer than this (chord, radians) are one vertex.
+constexpr double kMergeChord = 1e-13;
+// A ring point whose distance from the polar axis is at most this is the pole itself.
+constexpr double kPoleSnap = 1e-12;
+// Pieces shorter than this (radians) are not cut further for their longitude span.
+constexpr double kMinPiece = 1e-9;
+// The most unique sites: Qhull counts points in int, and the mesh uses int32 triangle indices.
+constexpr int64_t kMaxUniqueSites = int64_t(1) << 29;
+
+void pollCancel(const RunControl& control, int64_t i)
+{
+  if ((i & 1023) == 0 && control.isCanceled())
+    throw Canceled();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vectors
+
+struct V3
+{
+  double x = 0, y = 0, z = 0;
+};
+
+V3 operator+(V3 a, V3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+V3 operator-(V3 a, V3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
+V3 operator-(V3 a) { return {-a.x, -a.y, -a.z}; }
+V3 operator*(double s, V3 a) { return {s * a.x, s * a.y, s * a.z}; }
+double dot(V3 a, V3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+V3 cross(V3 a, V3 b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; }
+
+// Unit vector along a, scaled first so that tiny or huge vectors neither underflow nor overflow;
+// the zero vector stays zero.
+V3 normalized(V3 a)
+{
+  const double m = std::max({std::fabs(a.x), std::fabs(a.y), std::fabs(a.z)});
+  if (!(m > 0))
+    return {0, 0, 0};
+  a = (1.0 / m) * a;
+  return (1.0 / std::sqrt(dot(a, a))) * a;
+}
+
+double chord(V3 a, V3 b)
+{
+  const V3 d = a - b;
+  return std::sqrt(dot(d, d));
+}
+
+// sin and cos of an angle in degrees, reduced exactly (std::remainder is exact) so that multiples
+// of 90 degrees give exact zeros and ones, and x and x + 360 k give the same values.
+void sinCosDeg(double deg, double& s, double& c)
+{
+  const double r = std::remainder(deg, 360.0);  // [-180, 180]
+  const double q = std::nearbyint(r / 90.0);    // -2 .. 2
+  const double a = (r - 90.0 * q) * kRadPerDeg; // exact subtraction (Sterbenz), |a| <= 45 degrees
+  const double sa = std::sin(a);
+  const double ca = std::cos(a);
+  switch ((static_cast<int>(q) + 4) % 4)
+  {
+    case 0: s = sa; c = ca; break;
+    case 1: s = ca; c = -sa; break;
+    case 2: s = -sa; c = -ca; break;
+    default: s = -ca; c = sa; break;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sites
+
+struct Site
+{
+  double lon = 0, lat = 0;  // degrees; lon reduced to [-180, 180]
+  double sinLon = 0, cosLon = 1, sinLat = 0, cosLat = 1;
+  V3 p;
+  int64_t input = 0;  // index in the caller's arrays
+};
+
+Site makeSite(double lonDeg, double latDeg, int64_t input)
+{
+  Site s;
+  s.lon = std::remainder(lonDeg, 360.0);
+  s.lat = latDeg;
+  sinCosDeg(s.lon, s.sinLon, s.cosLon);
+  sinCosDeg(s.lat, s.sinLat, s.cosLat);
+  s.p = {s.cosLat * s.cosLon, s.cosLat * s.sinLon, s.sinLat};
+  s.input = input;
+  return s;
+}
+
+// a.p - b.p to full relative precision, from the degrees by sum-to-product identities:
+// sin A - sin B = 2 cos((A+B)/2) sin((A-B)/2), cos A - cos B = -2 sin((A+B)/2) sin((A-B)/2), and
+// cos a cos b - cos c cos d = (cos a - cos c) cos b + cos c (cos b - cos d).
+V3 accurateDiff(const Site& a, const Site& b)
+{
+  double sLatSum, cLatSum, sLatDif, cLatDif, sLonSum, cLonSum, sLonDif, cLonDif;
+  sinCosDeg(0.5 * (a.lat + b.lat), sLatSum, cLatSum);
+  sinCosDeg(0.5 * (a.lat - b.lat), sLatDif, cLatDif);
+  sinCosDeg(0.5 * (a.lon + b.lon), sLonSum, cLonSum);
+  sinCosDeg(0.5 * (a.lon - b.lon), sLonDif, cLonDif);
+  const double dSinLat = 2.0 * cLatSum * sLatDif;
+  const double dCosLat = -2.0 * sLatSum * sLatDif;
+  const double dCosLon = -2.0 * sLonSum * sLonDif;
+  const double dSinLon = 2.0 * cLonSum * sLonDif;
+  return {dCosLat * a.cosLon + b.cosLat * dCosLon, dCosLat * a.sinLon + b.cosLat * dSinLon, dSinLat};
+}
+
+class Geometry
+{
+public:
+  explicit Geometry(std::vector<Site> sites) : sites_(std::move(sites)) {}
+
+  int32_t count() const { return static_cast<int32_t>(sites_.size()); }
+  const Site& site(int32_t i) const { return sites_[static_cast<size_t>(i)]; }
+  V3 p(int32_t i) const { return site(i).p; }
+  V3 diff(int32_t a, int32_t b) const { return accurateDiff(site(a), site(b)); }
+  V3 dir(int32_t a, int32_t b) const { return normalized(diff(a, b)); }
+
+  // Unit normal of triangle (a, b, c), outward when it is counter-clockwise seen from outside.
+  V3 normal(int32_t a, int32_t b, int32_t c) const { return normalized(cross(dir(b, a), dir(c, a))); }
+
+  // > 0 when d lies beyond the plane of the counter-clockwise triangle (a, b, c): a determinant of
+  // unit vectors, so it is scale-free and its rounding error is about 1e-15.
+  double orient(int32_t a, int32_t b, int32_t c, int32_t d) const
+  {
+    return dot(cross(dir(b, a), dir(c, a)), dir(d, a));
+  }
+
+private:
+  std::vector<Site> sites_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// A spherical polygon: vertex i to vertex i+1 runs along the great circle of normal[i], with the
+// region on the side normal[i] points to (normal[i] = site - neighbour).
+
+struct SphereRing
+{
+  std::vector<V3> vert;
+  std::vector<V3> normal;
+  std::vector<int32_t> neighbor;  // unique-site index
+};
+
+// The arc from u to v on the great circle of unit normal m, leaving u towards the side the region
+// is on the left of: tangent w = m x u; sweep in [0, 2 pi). Voronoi edges are at most pi long, so a
+// sweep above 1.5 pi is a zero-length edge whose end fell a rounding error behind its start.
+struct Arc
+{
+  V3 u, w;
+  double sweep = 0;
+  V3 at(double phi) const { return normalized(std::cos(phi) * u + std::sin(phi) * w); }
+};
+
+Arc makeArc(V3 u, V3 v, V3 mUnit)
+{
+  Arc arc;
+  arc.u = u;
+  arc.w = normalized(cross(mUnit, u));
+  double sweep = std::atan2(dot(v, arc.w), dot(v, u));
+  if (sweep < 0)
+    sweep += kTwoPi;
+  if (sweep > 1.5 * kPi)
+    sweep = 0;
+  arc.sweep = sweep;
+  return arc;
+}
+
+// Area of a region on the unit sphere (see the header, step 5).
+double ringArea(V3 s, const SphereRing& ring)
+{
+  const size_t k = ring.vert.size();
+  bool near = true;
+  for (const V3& v : ring.vert)
+    near = near && dot(s, v) >= 0;
+  if (near)
+  {
+    double area = 0;
+    for (size_t i = 0; i < k; ++i)
+    {
+      const V3 u = ring.vert[i];
+      const V3 v = ring.vert[(i + 1) % k];
+      const Arc arc = makeArc(u, v, normalized(ring.normal[i]));
+      const int pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / (0.5 * kPi))));
+      V3 a = u;
+      for (int j = 1; j <= pieces; ++j)
+      {
+        const V3 b = j == pieces ? v : arc.at(arc.sweep * j / pieces);
+        // s.(a x b) = s.((a - s) x (b - s)): the differences keep small triangles precise.
+        const double num = dot(s, cross(a - s, b - s));
+        const double den = 1.0 + dot(s, a) + dot(a, b) + dot(b, s);
+        area += 2.0 * std::atan2(num, den);
+        a = b;
+      }
+    }
+    return area;
+  }
+  // Gauss-Bonnet: the exterior angle at vertex i+1 is the angle between the bisector normals of the
+  // edges meeting there. A convex polygon turns by (0, pi); near pi (a sharp spike) the sign of the
+  // tiny cross product is rounding, so there the angle is taken unsigned.
+  double turning = 0;
+  for (size_t i = 0; i < k; ++i)
+  {
+    const V3 m0 = normalized(ring.normal[i]);
+    const V3 m1 = normalized(ring.normal[(i + 1) % k]);
+    const double c = dot(cross(m0, m1), ring.vert[(i + 1) % k]);
+    const double d = dot(m0, m1);
+    turning += d < 0 ? std::atan2(std::fabs(c), d) : std::atan2(c, d);
+  }
+  return kTwoPi - turning;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lon/lat polygons
+
+struct RingPoint
+{
+  V3 p;
+  V3 m;  // unit normal of the great circle of the piece from this point to the next
+};
+
+double lonSpanRad(V3 a, V3 b)
+{
+  return std::fabs(std::atan2(a.x * b.y - a.y * b.x, a.x * b.x + a.y * b.y));
+}
+
+bool isPolePoint(V3 p) { return std::hypot(p.x, p.y) <= kPoleSnap; }
+
+// Appends the points strictly inside [a, b] of an arc, cutting until pieces span at most stepRad of
+// longitude (or are shorter than kMinPiece).
+void refineByLongitude(const Arc& arc, double a, V3 pa, double b, V3 pb, V3 m, double stepRad,
+                       std::vector<RingPoint>& out, int depth)
+{
+  if (depth > 60 || b - a <= kMinPiece || isPolePoint(pa) || isPolePoint(pb) || lonSpanRad(pa, pb) <= stepRad)
+    return;
+  const double c = 0.5 * (a + b);
+  const V3 pc = arc.at(c);
+  refineByLongitude(arc, a, pa, c, pc, m, stepRad, out, depth + 1);
+  out.push_back({pc, m});
+  refineByLongitude(arc, c, pc, b, pb, m, stepRad, out, depth + 1);
+}
+
+std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
+{
+  std::vector<RingPoint> out;
+  const size_t k = ring.vert.size();
+  for (size_t i = 0; i < k; ++i)
+  {
+    const V3 u = ring.vert[i];
+    const V3 v = ring.vert[(i + 1) % k];
+    const V3 m = normalized(ring.normal[i]);
+    const Arc arc = makeArc(u, v, m);
+    out.push_back({u, m});
+    if (arc.sweep <= 0)
+      continue;
+    const int pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / stepRad)));
+    double a = 0;
+    V3 pa = u;
+    for (int j = 1; j <= pieces; ++j)
+    {
+      const double b = j == pieces ? arc.sweep : arc.sweep * j / pieces;
+      const V3 pb = j == pieces ? v : arc.at(b);
+      refineByLongitude(arc, a, pa, b, pb, m, stepRad, out, 0);
+      if (j < pieces)
+        out.push_back({pb, m});
+      a = b;
+      pa = pb;
+    }
+  }
+  return out;
+}
+
+struct XY
+{
+  double x, y;
+};
+
+double shoelace(const std::vector<XY>& r)
+{
+  double s = 0;
+  for (size_t i = 0, n = r.size(); i < n; ++i)
+  {
+    const XY& a = r[i];
+    const XY& b = r[(i + 1) % n];
+    s += a.x * b.y - b.x * a.y;
+  }
+  return 0.5 * s;
+}
+
+// Sutherland-Hodgman against the vertical line x = c, keeping x <= c (keepLeft) or x >= c. Points on
+// the line get x = c exactly.
+std::vector<XY> clipVertical(const std::vector<XY>& in, double c, bool keepLeft)
+{
+  std::vector<XY> out;
+  const size_t n = in.size();
+  auto inside = [&](const XY& p) { return keepLeft ? p.x <= c : p.x >= c; };
+  for (size_t i = 0; i < n; ++i)
+  {
+    const XY& a = in[i];
+    const XY& b = in[(i + 1) % n];
+    const bool ia = inside(a);
+    const bool ib = inside(b);
+    if (ia)
+      out.push_back(a);
+    if (ia != ib && a.x != c && b.x != c)
+      out.push_back({c, a.y + (c - a.x) * (b.y - a.y) / (b.x - a.x)});
+  }
+  return out;
+}
+
+// Shifts a ring by dx, clamps it into the lon/lat rectangle, drops consecutive duplicates and closes
+// it; appends it to out when it still has an area.
+void emitPolygon(const std::vector<XY>& ring, double dx, std::vector<LonLatPolygon>& out)
+{
+  std::vector<XY> r;
+  r.reserve(ring.size());
+  for (const XY& p : ring)
+  {
+    const XY q{std::clamp(p.x + dx, -180.0, 180.0), std::clamp(p.y, -90.0, 90.0)};
+    if (r.empty() || q.x != r.back().x || q.y != r.back().y)
+      r.push_back(q);
+  }
+  while (r.size() > 1 && r.front().x == r.back().x && r.front().y == r.back().y)
+    r.pop_back();
+  if (r.size() < 3 || !(shoelace(r) > 0))
+    return;
+  LonLatPolygon poly;
+  for (const XY& p : r)
+  {
+    poly.outer.lon.push_back(p.x);
+    poly.outer.lat.push_back(p.y);
+  }
+  poly.outer.lon.push_back(r.front().x);
+  poly.outer.lat.push_back(r.front().y);
+  out.push_back(std::move(poly));
+}
+
+// A pole-containing ring, unwrapped monotonically over 360 degrees of longitude, re-started where it
+// crosses the antimeridian and closed along the pole's latitude: one polygon over [-180, 180].
+void emitPolarRing(const std::vector<XY>& ring, int winding, std::vector<LonLatPolygon>& out)
+{
+  const size_t n = ring.size();
+  const double turn = 360.0 * winding;
+  auto at = [&](size_t i) { return XY{ring[i % n].x + (i >= n ? turn : 0.0), ring[i % n].y}; };
+  // The ring starts within [-180, 180]; find the first crossing of x = X, X = 180 going east
+  // (north pole) or -180 going west (south pole).
+  const double X = winding > 0 ? 180.0 : -180.0;
+  auto reached = [&](double x) { return winding > 0 ? x >= X : x <= X; };
+  size_t i = 0;
+  while (i < 2 * n && !reached(at(i).x))
+    ++i;
+  if (i == 2 * n)
+    throw Error("spherical Voronoi: internal error: a polar ring does not cross the antimeridian");
+  std::vector<XY> r;
+  XY start = at(i);
+  if (at(i).x != X)
+  {
+    const XY a = at(i - 1);
+    const XY b = at(i);
+    start = {X, a.y + (X - a.x) * (b.y - a.y) / (b.x - a.x)};
+  }
+  r.push_back(start);
+  for (size_t j = i; j < i + n; ++j)
+  {
+    const XY p = at(j);
+    if (reached(p.x - turn))
+      break;
+    r.push_back(p);
+  }
+  r.push_back({start.x + turn, start.y});
+  const double pole = winding > 0 ? 90.0 : -90.0;
+  r.push_back({start.x + turn, pole});
+  r.push_back({start.x, pole});
+  emitPolygon(r, -turn, out);
+}
+
+std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
+{
+  // Drop consecutive duplicates (and consecutive points at the same pole).
+  std::vector<RingPoint> pts;
+  for (const RingPoint& q : raw)
+  {
+    if (!pts.empty())
+    {
+      const V3 b = pts.back().p;
+      const bool samePole = isPolePoint(b) && isPolePoint(q.p) && (b.z > 0) == (q.p.z > 0);
+      if (samePole || (b.x == q.p.x && b.y == q.p.y && b.z == q.p.z))
+      {
+        pts.back().m = q.m;
+        continue;
+      }
+    }
+    pts.push_back(q);
+  }
+  while (pts.size() > 1)
+  {
+    const V3 a = pts.front().p;
+    const V3 b = pts.back().p;
+    const bool samePole = isPolePoint(a) && isPolePoint(b) && (a.z > 0) == (b.z > 0);
+    if (!samePole && !(a.x == b.x && a.y == b.y && a.z == b.z))
+      break;
+    pts.pop_back();
+  }
+  const size_t n = pts.size();
+  if (n < 2)
+    return {};
+  size_t s0 = 0;
+  while (s0 < n && isPolePoint(pts[s0].p))
+    ++s0;
+  if (s0 == n)
+    return {};
+
+  auto lonOf = [](V3 p) { return std::clamp(std::atan2(p.y, p.x) * kDegPerRad, -180.0, 180.0); };
+  auto latOf = [](V3 p) { return std::atan2(p.z, std::hypot(p.x, p.y)) * kDegPerRad; };
+
+  // Unwrapped longitude = lon + 360 k, with k integer so that the winding comes out exact.
+  struct Unwrapped
+  {
+    double lon;
+    int64_t k;
+    double lat;
+  };
+  std::vector<Unwrapped> u;
+  size_t prev = s0;
+  int64_t prevK = 0;
+  u.push_back({lonOf(pts[s0].p), 0, latOf(pts[s0].p)});
+  int pendingPole = 0;
+  auto kFor = [](double target, double lon) { return static_cast<int64_t>(std::llround((target - lon) / 360.0)); };
+  for (size_t j = 1; j <= n; ++j)
+  {
+    const size_t idx = (s0 + j) % n;
+    const V3 p = pts[idx].p;
+    if (isPolePoint(p))
+    {
+      pendingPole = p.z > 0 ? 1 : -1;
+      continue;
+    }
+    const double lonP = lonOf(pts[prev].p);
+    const double lonI = lonOf(p);
+    const double lPrev = lonP + 360.0 * static_cast<double>(prevK);
+    int64_t k;
+    if (pendingPole != 0)
+    {
+      // Through a pole: the ring arrives on one meridian and leaves on another. A region is convex, so
+      // seen from outside it turns by at most 180 degrees there, west at the north pole, east at the south.
+      double turn = std::remainder(lonI - lonP, 360.0);
+      if (pendingPole > 0 && turn > 90.0)
+        turn -= 360.0;
+      if (pendingPole < 0 && turn < -90.0)
+        turn += 360.0;
+      const double polarLat = 90.0 * pendingPole;
+      u.push_back({lonP, prevK, polarLat});
+      k = kFor(lPrev + turn, lonI);
+      u.push_back({lonI, k, polarLat});
+      pendingPole = 0;
+    }
+    else
+    {
+      // The longitude of a point moving along a great circle of normal m always turns with sign
+      // m.z; only a piece passing (almost) through a pole has a step near +-180 whose sign rounding
+      // could flip. On a meridian (m.z == 0) the pole is on the boundary: west at north, east at south.
+      const V3 a = pts[prev].p;
+      double step = std::atan2(a.x * p.y - a.y * p.x, a.x * p.x + a.y * p.y);
+      if (std::fabs(step) > 0.5 * kPi)
+      {
+        const double mz = pts[prev].m.z;
+        const int want = mz > 0 ? 1 : mz < 0 ? -1 : (a.z + p.z > 0 ? -1 : 1);
+        if (step > 0 && want < 0)
+          step -= kTwoPi;
+        else if (step < 0 && want > 0)
+          step += kTwoPi;
+      }
+      k = kFor(lPrev + step * kDegPerRad, lonI);
+    }
+    u.push_back({lonI, k, latOf(p)});
+    prev = idx;
+    prevK = k;
+  }
+  // The last point is the first one again, after one trip around the ring.
+  const int64_t winding = u.back().k - u.front().k;
+  u.pop_back();
+  std::vector<XY> ring;
+  ring.reserve(u.size());
+  for (const Unwrapped& q : u)
+    ring.push_back({q.lon + 360.0 * static_cast<double>(q.k), q.lat});
+
+  std::vector<LonLatPolygon> out;
+  if (winding == 1 || winding == -1)
+  {
+    emitPolarRing(ring, static_cast<int>(winding), out);
+    return out;
+  }
+  if (winding != 0)
+    throw Error("spherical Voronoi: internal error: a region's boundary winds more than once around a pole");
+  double minX = ring.front().x, maxX = ring.front().x;
+  for (const XY& q : ring)
+  {
+    minX = std::min(minX, q.x);
+    maxX = std::max(maxX, q.x);
+  }
+  for (int shift = -1; shift <= 1; ++shift)
+  {
+    const double lo = -180.0 + 360.0 * shift;
+    const double hi = 180.0 + 360.0 * shift;
+    if (maxX <= lo || minX >= hi)
+      continue;
+    if (minX >= lo && maxX <= hi)
+      emitPolygon(ring, -360.0 * shift, out);
+    else
+      emitPolygon(clipVertical(clipVertical(ring, lo, false), hi, true), -360.0 * shift, out);
+  }
+  return out;
+}
+
+std::vector<LonLatPolygon> wholeSphere()
+{
+  LonLatPolygon poly;
+  poly.outer.lon = {-180.0, 180.0, 180.0, -180.0, -180.0};
+  poly.outer.lat = {-90.0, -90.0, 90.0, 90.0, -90.0};
+  return {poly};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coplanar sites: lunes
+
+struct Plane
+{
+  bool coplanar = false;
+  V3 axis;        // unit normal of the sites' plane
+  int32_t i0 = 0; // three well-spread sites spanning it
+  int32_t i1 = 0;
+  int32_t i2 = 0;
+};
+
+// The plane through site 0, the site farthest from it and the site farthest from their line; the
+// sites are coplanar when none is farther from it than kCoplanarRel times the spread.
+Plane findPlane(const Geometry& g, const RunControl& control)
+{
+  Plane pl;
+  const int32_t k = g.count();
+  double best = -1;
+  for (int32_t i = 1; i < k; ++i)
+  {
+    pollCancel(control, i);
+    const V3 d = g.diff(i, 0);
+    const double l = dot(d, d);
+    if (l > best)
+    {
+      best = l;
+      pl.i1 = i;
+    }
+  }
+  const double spread = std::sqrt(best);
+  const V3 e1 = normalized(g.diff(pl.i1, 0));
+  best = -1;
+  pl.i2 = pl.i1;
+  for (int32_t i = 1; i < k; ++i)
+  {
+    pollCancel(control, i);
+    if (i == pl.i1)
+      continue;
+    const V3 c = cross(e1, normalized(g.diff(i, 0)));
+    const double l = dot(c, c);
+    if (l > best)
+    {
+      best = l;
+      pl.i2 = i;
+    }
+  }
+  pl.axis = normalized(cross(g.diff(pl.i1, 0), g.diff(pl.i2, 0)));
+  if (k <= 3)
+  {
+    pl.coplanar = true;
+    return pl;
+  }
+  double dev = 0;
+  for (int32_t i = 1; i < k; ++i)
+  {
+    pollCancel(control, i);
+    dev = std::max(dev, std::fabs(dot(g.diff(i, 0), pl.axis)));
+  }
+  pl.coplanar = dev <= kCoplanarRel * spread;
+  return pl;
+}
+
+// Some unit vector perpendicular to m.
+V3 perpendicular(V3 m)
+{
+  const V3 ax = std::fabs(m.x) <= std::fabs(m.y) && std::fabs(m.x) <= std::fabs(m.z) ? V3{1, 0, 0}
+                : std::fabs(m.y) <= std::fabs(m.z)                                   ? V3{0, 1, 0}
+                                                                                     : V3{0, 0, 1};
+  return normalized(cross(m, ax));
+}
+
+void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, std::vector<double>& areas,
+           const RunControl& control)
+{
+  const int32_t k = g.count();
+  rings.assign(static_cast<size_t>(k), {});
+  areas.assign(static_cast<size_t>(k), 0.0);
+  if (k == 2)
+  {
+    // Two hemispheres; their boundary is the bisector, drawn as two half circles between a pair of
+    // antipodal points on it.
+    const V3 a = perpendicular(g.diff(1, 0));
+    for (int32_t s = 0; s < 2; ++s)
+    {
+      const V3 m = g.diff(s, 1 - s);
+      rings[static_cast<size_t>(s)] = {{-a, a}, {m, m}, {1 - s, 1 - s}};
+      areas[static_cast<size_t>(s)] = kTwoPi;
+    }
+    return;
+  }
+  // Azimuths around the axis, from in-plane coordinates relative to site i0 (accurate differences)
+  // and the circumcentre of the three spanning sites in those coordinates: precise even when the
+  // sites' circle is tiny.
+  const V3 a = pl.axis;
+  const V3 e1 = perpendicular(a);
+  const V3 e2 = cross(a, e1);
+  auto planar = [&](int32_t i) {
+    const V3 d = g.diff(i, pl.i0);
+    return XY{dot(d, e1), dot(d, e2)};
+  };
+  const XY b = planar(pl.i1);
+  const XY c = planar(pl.i2);
+  const double den = 2.0 * (b.x * c.y - b.y * c.x);
+  const double bb = b.x * b.x + b.y * b.y;
+  const double cc = c.x * c.x + c.y * c.y;
+  const XY centre{(c.y * bb - b.y * cc) / den, (b.x * cc - c.x * bb) / den};
+  std::vector<double> azimuth(static_cast<size_t>(k));
+  for (int32_t i = 0; i < k; ++i)
+  {
+    pollCancel(control, i);
+    const XY q = planar(i);
+    azimuth[static_cast<size_t>(i)] = std::atan2(q.y - centre.y, q.x - centre.x);
+  }
+  std::vector<int32_t> order(static_cast<size_t>(k));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+    return azimuth[static_cast<size_t>(x)] < azimuth[static_cast<size_t>(y)];
+  });
+  for (int32_t r = 0; r < k; ++r)
+  {
+    const int32_t s = order[static_cast<size_t>(r)];
+    const int32_t next = order[static_cast<size_t>((r + 1) % k)];
+    const int32_t prev = order[static_cast<size_t>((r + k - 1) % k)];
+    auto gap = [&](int32_t from, int32_t to) {
+      double d = azimuth[static_cast<size_t>(to)] - azimuth[static_cast<size_t>(from)];
+      if (d < 0)
+        d += kTwoPi;
+      return d;
+    };
+    const double w = 0.5 * (gap(prev, s) + gap(s, next));
+    // From -a up the bisector with the next site to a, back down the one with the previous site:
+    // counter-clockwise around the lune seen from outside.
+    rings[static_cast<size_t>(s)] = {{-a, a}, {g.diff(s, next), g.diff(s, prev)}, {next, prev}};
+    areas[static_cast<size_t>(s)] = 2.0 * w;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Delaunay mesh: Qhull's hull, repaired with this module's predicates
+
+struct Mesh
+{
+  std::vector<std::array<int32_t, 3>> tri;  // counter-clockwise seen from outside
+  std::vector<std::array<int32_t, 3>> nbr;  // nbr[t][i]: the triangle across the edge opposite tri[t][i]
+  std::vector<int32_t> vertexTri;           // a triangle incident to each site, -1 if none
+
+  int slot(int32_t t, int32_t v) const
+  {
+    const auto& x = tri[static_cast<size_t>(t)];
+    return x[0] == v ? 0 : x[1] == v ? 1 : x[2] == v ? 2 : -1;
+  }
+  int slotOfNeighbor(int32_t t, int32_t u) const
+  {
+    const auto& x = nbr[static_cast<size_t>(t)];
+    return x[0] == u ? 0 : x[1] == u ? 1 : x[2] == u ? 2 : -1;
+  }
+};
+
+// Owns one Qhull run; the error stream is a temporary file so that a failure's message can be
+// reported (and Qhull's own warnings do not reach the user's console).
+class QhullRun
+{
+public:
+  QhullRun()
+  {
+    err_ = std::tmpfile();
+    qh_zero(&qh_, err_ ? err_ : stderr);
+  }
+  ~QhullRun()
+  {
+    int curlong = 0, totlong = 0;
+    qh_freeqhull(&qh_, !qh_ALL);
+    qh_memfreeshort(&qh_, &curlong, &totlong);
+    if (err_)
+      std::fclose(err_);
+  }
+  QhullRun(const QhullRun&) = delete;
+  QhullRun& operator=(const QhullRun&) = delete;
+
+  int run(std::vector<double>& coords, int numPoints)
+  {
+    char options[] = "qhull Qt Qc";
+    return qh_new_qhull(&qh_, 3, numPoints, coords.data(), False, options, nullptr, err_ ? err_ : stderr);
+  }
+
+  std::string errorText()
+  {
+    if (!err_)
+      return "(see standard error)";
+    std::fflush(err_);
+    std::rewind(err_);
+    std::string text(2000, '\0');
+    text.resize(std::fread(&text[0], 1, text.size(), err_));
+    const size_t end = text.find("\n\n");
+    return end == std::string::npos ? text : text.substr(0, end);
+  }
+
+  qhT* qh() { return &qh_; }
+
+private:
+  qhT qh_;
+  FILE* err_ = nullptr;
+};
+
+// Neighbour links from matching each directed edge (a, b) with its twin (b, a).
+void linkNeighbors(Mesh& mesh)
+{
+  const size_t nt = mesh.tri.size();
+  std::vector<std::pair<uint64_t, int64_t>> edges;  // key (a, b) -> 3 t + i, i opposite the edge
+  edges.reserve(3 * nt);
+  for (size_t t = 0; t < nt; ++t)
+    for (int i = 0; i < 3; ++i)
+    {
+      const uint64_t a = static_cast<uint32_t>(mesh.tri[t][static_cast<size_t>((i + 1) % 3)]);
+      const uint64_t b = static_cast<uint32_t>(mesh.tri[t][static_cast<size_t>((i + 2) % 3)]);
+      edges.push_back({(a << 32) | b, static_cast<int64_t>(3 * t + static_cast<size_t>(i))});
+    }
+  std::sort(edges.begin(), edges.end());
+  for (size_t e = 1; e < edges.size(); ++e)
+    if (edges[e].first == edges[e - 1].first)
+      throw Error("spherical Voronoi: internal error: the hull from Qhull is not a closed oriented surface");
+  mesh.nbr.assign(nt, {-1, -1, -1});
+  for (const auto& [key, ti] : edges)
+  {
+    const uint64_t twin = (key << 32) | (key >> 32);
+    const auto it = std::lower_bound(edges.begin(), edges.end(), std::make_pair(twin, int64_t(-1)));
+    if (it == edges.end() || it->first != twin)
+      throw Error("spherical Voronoi: internal error: the hull from Qhull is not a closed oriented surface");
+    mesh.nbr[static_cast<size_t>(ti / 3)][static_cast<size_t>(ti % 3)] = static_cast<int32_t>(it->second / 3);
+  }
+}
+
+enum class HullResult
+{
+  Ok,
+  Flat
+};
+
+// The convex hull of the sites, triangulated and oriented counter-clockwise from outside. hint[i]:
+// for a site Qhull left out as coplanar, a triangle near it (else -1).
+HullResult qhullMesh(const Geometry& g, Mesh& mesh, std::vector<int32_t>& hint, const RunControl& control)
+{
+  const int32_t k = g.count();
+  std::vector<double> coords(3 * static_cast<size_t>(k));
+  for (int32_t i = 0; i < k; ++i)
+  {
+    pollCancel(control, i);
+    const V3 d = g.diff(i, 0);
+    coords[3 * static_cast<size_t>(i)] = d.x;
+    coords[3 * static_cast<size_t>(i) + 1] = d.y;
+    coords[3 * static_cast<size_t>(i) + 2] = d.z;
+  }
+  QhullRun run;
+  const int code = run.run(coords, k);
+  if (code == qh_ERRsingular)
+    return HullResult::Flat;
+  if (code != 0)
+    throw Error("spherical Voronoi: Qhull failed (code " + std::to_string(code) + "): " + run.errorText());
+  qhT* qh = run.qh();
+  hint.assign(static_cast<size_t>(k), -1);
+  facetT* facet;
+  FORALLfacets
+  {
+    if (facet->visible)
+      continue;
+    std::array<int32_t, 3> v{};
+    int n = 0;
+    vertexT *vertex, **vertexp;
+    FOREACHvertex_(facet->vertices)
+    {
+      if (n < 3)
+        v[static_cast<size_t>(n)] = static_cast<int32_t>(qh_pointid(qh, vertex->point));
+      ++n;
+    }
+    if (n != 3)
+      throw Error("spherical Voronoi: internal error: Qhull returned a facet that is not a triangle");
+    // With top orientation, Qhull's vertex order is clockwise about the outward normal
+    // (qh_ORIENTclock is 0: inward normals in the Geomview convention).
+    if (facet->toporient)
+      std::swap(v[0], v[1]);
+    const int32_t t = static_cast<int32_t>(mesh.tri.size());
+    mesh.tri.push_back(v);
+    pointT *point, **pointp;
+    FOREACHpoint_(facet->coplanarset)
+    {
+      const int id = qh_pointid(qh, point);
+      if (id >= 0 && id < k)
+        hint[static_cast<size_t>(id)] = t;
+    }
+  }
+  linkNeighbors(mesh);
+  return HullResult::Ok;
+}
+
+class MeshRepair
+{
+public:
+  MeshRepair(const Geometry& g, Mesh& mesh, const RunControl& control) : g_(g), mesh_(mesh), control_(control)
+  {
+    mesh_.vertexTri.assign(static_cast<size_t>(g_.count()), -1);
+    for (size_t t = 0; t < mesh_.tri.size(); ++t)
+      for (int32_t v : mesh_.tri[t])
+        mesh_.vertexTri[static_cast<size_t>(v)] = static_cast<int32_t>(t);
+  }
+
+  // Flips every reflex edge until none is left (each flip adds a tetrahedron to the hull's volume, so
+  // this ends; a cap guards against a predicate that contradicts itself).
+  void flipAll()
+  {
+    for (int32_t t = 0; t < static_cast<int32_t>(mesh_.tri.size()); ++t)
+      for (int i = 0; i < 3; ++i)
+        stack_.push_back({t, i});
+    legalize();
+  }
+
+  // Inserts a site that is no vertex yet into the triangle above which it lies, then restores the
+  // Delaunay property around it.
+  void insert(int32_t q, int32_t hintTri)
+  {
+    int32_t t = locate(q, hintTri);
+    split(t, q);
+    legalize();
+  }
+
+private:
+  struct EdgeRef
+  {
+    int32_t t;
+    int i;
+  };
+
+  const Geometry& g_;
+  Mesh& mesh_;
+  const RunControl& control_;
+  std::vector<EdgeRef> stack_;
+  int64_t work_ = 0;
+
+  int32_t vtx(int32_t t, int i) const { return mesh_.tri[static_cast<size_t>(t)][static_cast<size_t>(((i % 3) + 3) % 3)]; }
+
+  // How q sits over triangle t: the smallest signed distance (on the unit scale of directions) of
+  // its projection inside the edges, and its height above the plane.
+  void position(int32_t t, int32_t q, double& inside, int& worst, double& height) const
+  {
+    const int32_t a = vtx(t, 0), b = vtx(t, 1), c = vtx(t, 2);
+    const V3 n = g_.normal(a, b, c);
+    inside = std::numeric_limits<double>::infinity();
+    worst = 0;
+    for (int i = 0; i < 3; ++i)
+    {
+      const int32_t from = vtx(t, i + 1);
+      const int32_t to = vtx(t, i + 2);
+      const double side = dot(cross(g_.dir(to, from), g_.dir(q, from)), n);
+      if (side < inside)
+      {
+        inside = side;
+        worst = i;
+      }
+    }
+    height = dot(g_.dir(q, a), n);
+  }
+
+  // A visibility walk from the hint; when it wanders or ends below the surface, a search of all
+  // triangles for the one whose plane q is highest above among those it projects into.
+  int32_t locate(int32_t q, int32_t start)
+  {
+    const int32_t nt = static_cast<int32_t>(mesh_.tri.size());
+    int32_t t = start >= 0 && start < nt ? start : 0;
+    const int32_t maxSteps = std::min<int32_t>(nt, 100000) + 10;
+    for (int32_t step = 0; step < maxSteps; ++step)
+    {
+      double inside, height;
+      int worst;
+      position(t, q, inside, worst, height);
+      if (inside >= 0)
+      {
+        if (height > 0)
+          return t;
+        break;
+      }
+      t = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(worst)];
+    }
+    int32_t best = -1, fallback = 0;
+    double bestHeight = -std::numeric_limits<double>::infinity();
+    double bestInside = -std::numeric_limits<double>::infinity();
+    for (int32_t u = 0; u < nt; ++u)
+    {
+      pollCancel(control_, u);
+      double inside, height;
+      int worst;
+      position(u, q, inside, worst, height);
+      if (inside >= -1e-15 && height > bestHeight)
+      {
+        bestHeight = height;
+        best = u;
+      }
+      if (inside > bestInside)
+      {
+        bestInside = inside;
+        fallback = u;
+      }
+    }
+    return best >= 0 ? best : fallback;
+  }
+
+  void setNeighborLink(int32_t t, int32_t oldNbr, int32_t newNbr)
+  {
+    if (t < 0)
+      return;
+    const int s = mesh_.slotOfNeighbor(t, oldNbr);
+    if (s >= 0)
+      mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(s)] = newNbr;
+  }
+
+  // (a, b, c) -> (a, b, q), (b, c, q), (c, a, q); pushes the three outer edges.
+  void split(int32_t t, int32_t q)
+  {
+    const auto v = mesh_.tri[static_cast<size_t>(t)];
+    const auto nb = mesh_.nbr[static_cast<size_t>(t)];
+    const int32_t a = v[0], b = v[1], c = v[2];
+    const int32_t na = nb[0], nbB = nb[1], nc = nb[2];
+    const int32_t t1 = static_cast<int32_t>(mesh_.tri.size());
+    const int32_t t2 = t1 + 1;
+    mesh_.tri[static_cast<size_t>(t)] = {a, b, q};
+    mesh_.nbr[static_cast<size_t>(t)] = {t1, t2, nc};
+    mesh_.tri.push_back({b, c, q});
+    mesh_.nbr.push_back({t2, t, na});
+    mesh_.tri.push_back({c, a, q});
+    mesh_.nbr.push_back({t, t1, nbB});
+    setNeighborLink(na, t, t1);
+    setNeighborLink(nbB, t, t2);
+    mesh_.vertexTri[static_cast<size_t>(q)] = t;
+    mesh_.vertexTri[static_cast<size_t>(a)] = t;
+    mesh_.vertexTri[static_cast<size_t>(b)] = t;
+    mesh_.vertexTri[static_cast<size_t>(c)] = t1;
+    stack_.push_back({t, 2});
+    stack_.push_back({t1, 2});
+    stack_.push_back({t2, 2});
+  }
+
+  // Whether sites c and d are already joined by an edge (then a flip would duplicate it).
+  bool joined(int32_t c, int32_t d) const
+  {
+    const int32_t t0 = mesh_.vertexTri[static_cast<size_t>(c)];
+    int32_t t = t0;
+    for (size_t guard = 0; guard <= mesh_.tri.size(); ++guard)
+    {
+      const int i = mesh_.slot(t, c);
+      if (vtx(t, i + 1) == d || vtx(t, i + 2) == d)
+        return true;
+      t = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
+      if (t == t0)
+        return false;
+    }
+    return false;
+  }
+
+  void legalize()
+  {
+    const int64_t cap = 64 * static_cast<int64_t>(mesh_.tri.size()) + 1000;
+    int64_t flips = 0;
+    while (!stack_.empty())
+    {
+      const EdgeRef e = stack_.back();
+      stack_.pop_back();
+      pollCancel(control_, ++work_);
+      // Triangle t = (c, a, b) with c opposite the edge (a, b); neighbour u = (d, b, a).
+      const int32_t t = e.t;
+      const int32_t c = vtx(t, e.i), a = vtx(t, e.i + 1), b = vtx(t, e.i + 2);
+      const int32_t u = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(e.i)];
+      const int j = mesh_.slotOfNeighbor(u, t);
+      if (j < 0)
+        continue;
+      const int32_t d = vtx(u, j);
+      if (vtx(u, j + 1) != b || vtx(u, j + 2) != a || c == d)
+        continue;
+      if (!(g_.orient(c, a, b, d) > kFlipRel) || flips >= cap || joined(c, d))
+        continue;
+      ++flips;
+      const int32_t tBC = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>((e.i + 1) % 3)];  // across (b, c)
+      const int32_t tCA = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>((e.i + 2) % 3)];  // across (c, a)
+      const int32_t uAD = mesh_.nbr[static_cast<size_t>(u)][static_cast<size_t>((j + 1) % 3)];    // across (a, d)
+      const int32_t uDB = mesh_.nbr[static_cast<size_t>(u)][static_cast<size_t>((j + 2) % 3)];    // across (d, b)
+      // t becomes (c, a, d), u becomes (d, b, c).
+      mesh_.tri[static_cast<size_t>(t)] = {c, a, d};
+      mesh_.nbr[static_cast<size_t>(t)] = {uAD, u, tCA};
+      mesh_.tri[static_cast<size_t>(u)] = {d, b, c};
+      mesh_.nbr[static_cast<size_t>(u)] = {tBC, t, uDB};
+      setNeighborLink(tBC, t, u);
+      setNeighborLink(uAD, u, t);
+      mesh_.vertexTri[static_cast<size_t>(a)] = t;
+      mesh_.vertexTri[static_cast<size_t>(b)] = u;
+      mesh_.vertexTri[static_cast<size_t>(c)] = t;
+      mesh_.vertexTri[static_cast<size_t>(d)] = t;
+      stack_.push_back({t, 0});
+      stack_.push_back({t, 2});
+      stack_.push_back({u, 0});
+      stack_.push_back({u, 2});
+    }
+  }
+};
+
+// Builds the Delaunay mesh; Flat when Qhull finds the sites coplanar after all.
+HullResult delaunay(const Geometry& g, Mesh& mesh, const RunControl& control)
+{
+  std::vector<int32_t> hint;
+  if (qhullMesh(g, mesh, hint, control) == HullResult::Flat)
+    return HullResult::Flat;
+  if (control.isCanceled())
+    throw Canceled();
+  MeshRepair repair(g, mesh, control);
+  repair.flipAll();
+  for (int32_t i = 0; i < g.count(); ++i)
+    if (mesh.vertexTri[static_cast<size_t>(i)] < 0)
+      repair.insert(i, hint[static_cast<size_t>(i)]);
+  if (mesh.tri.size() != 2 * static_cast<size_t>(g.count()) - 4)
+    throw Error("spherical Voronoi: internal error: the Delaunay mesh does not cover every site");
+  return HullResult::Ok;
+}
+
+// The Voronoi polygon of every site from the mesh, consecutive coincident vertices merged.
+void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& rings, std::vector<double>& areas,
+                 const RunControl& control)
+{
+  const int32_t k = g.count();
+  std::vector<V3> centre(mesh.tri.size());
+  for (size_t t = 0; t < mesh.tri.size(); ++t)
+  {
+    pollCancel(control, static_cast<int64_t>(t));
+    centre[t] = g.normal(mesh.tri[t][0], mesh.tri[t][1], mesh.tri[t][2]);
+  }
+  rings.assign(static_cast<size_t>(k), {});
+  areas.assign(static_cast<size_t>(k), 0.0);
+  SphereRing raw;
+  for (int32_t s = 0; s < k; ++s)
+  {
+    pollCancel(control, s);
+    raw.vert.clear();
+    raw.normal.clear();
+    raw.neighbor.clear();
+    const int32_t t0 = mesh.vertexTri[static_cast<size_t>(s)];
+    int32_t t = t0;
+    do
+    {
+      const int i = mesh.slot(t, s);
+      const int32_t c = mesh.tri[static_cast<size_t>(t)][static_cast<size_t>((i + 2) % 3)];
+      raw.vert.push_back(centre[static_cast<size_t>(t)]);
+      raw.normal.push_back(g.diff(s, c));
+      raw.neighbor.push_back(c);
+      t = mesh.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
+      if (raw.vert.size() > mesh.tri.size())
+        throw Error("spherical Voronoi: internal error: the triangles around a site do not close");
+    } while (t != t0);
+
+    // Merge runs of coincident vertices: a run keeps its first vertex and the edge leaving its last.
+    const size_t n = raw.vert.size();
+    size_t start = 0;  // a vertex that differs from its predecessor, so no run wraps around
+    while (start < n && chord(raw.vert[start], raw.vert[(start + n - 1) % n]) <= kMergeChord)
+      ++start;
+    SphereRing& ring = rings[static_cast<size_t>(s)];
+    if (start == n)
+      continue;  // every vertex the same point: no area left (degenerate beyond float64)
+    for (size_t j = 0; j < n; ++j)
+    {
+      const size_t idx = (start + j) % n;
+      if (j > 0 && chord(raw.vert[idx], ring.vert.back()) <= kMergeChord)
+      {
+        ring.normal.back() = raw.normal[idx];
+        ring.neighbor.back() = raw.neighbor[idx];
+        continue;
+      }
+      ring.vert.push_back(raw.vert[idx]);
+      ring.normal.push_back(raw.normal[idx]);
+      ring.neighbor.push_back(raw.neighbor[idx]);
+    }
+    if (ring.vert.size() < 2 || (ring.vert.size() == 2 && dot(ring.vert[0], ring.vert[1]) > -0.5))
+    {
+      ring = {};
+      continue;
+    }
+    areas[static_cast<size_t>(s)] = ringArea(g.p(s), ring);
+  }
+}
+
+void validate(const double* lonDeg, const double* latDeg, int64_t n, const SphericalVoronoiOptions& options)
+{
+  if (n < 1)
+    throw InvalidInput("spherical Voronoi: there must be at least one site (got " + std::to_string(n) + ")");
+  if (!lonDeg || !latDeg)
+    throw InvalidInput("spherical Voronoi: the longitude and latitude arrays must not be null");
+  if (!(options.densifyStepDeg > 0 && options.densifyStepDeg <= 10))
+    throw InvalidInput("spherical Voronoi: the densification step must be in (0, 10] degrees (got " +
+                       std::to_string(options.densifyStepDeg) + ")");
+  for (int64_t i = 0; i < n; ++i)
+  {
+    if (!std::isfinite(lonDeg[i]) || !std::isfinite(latDeg[i]))
+      throw InvalidInput("spherical Voronoi: site " + std::to_string(i) + " has a coordinate that is not finite");
+    if (std::fabs(latDeg[i]) > 90.0)
+      throw InvalidInput("spherical Voronoi: site " + std::to_string(i) + " has latitude " +
+                         std::to_string(latDeg[i]) + ", outside [-90, 90]");
+  }
+}
+
+}  // namespace
+
+std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double* latDeg, int64_t n,
+                                              const SphericalVoronoiOptions& options, const RunControl& control)
+{
+  validate(lonDeg, latDeg, n, options);
+  std::vector<SphericalRegion> result(static_cast<size_t>(n));
+
+  // Unit vectors, and exact duplicates: the lowest index of each group of equal vectors is unique.
+  std::vector<Site> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+  {
+    pollCancel(control, i);
+    all[static_cast<size_t>(i)] = makeSite(lonDeg[i], latDeg[i], i);
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  auto key = [&](int64_t i) {
+    const V3& p = all[static_cast<size_t>(i)].p;
+    return std::make_tuple(p.x, p.y, p.z);
+  };
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const auto ka = key(a), kb = key(b);
+    return ka < kb || (ka == kb && a < b);
+  });
+  std::vector<Site> unique;
+  for (size_t r = 0; r < order.size(); ++r)
+  {
+    const int64_t i = order[r];
+    if (r > 0 && key(order[r - 1]) == key(i))
+    {
+      int64_t first = order[r - 1];
+      while (result[static_cast<size_t>(first)].duplicateOf >= 0)
+        first = result[static_cast<size_t>(first)].duplicateOf;
+      result[static_cast<size_t>(i)].duplicateOf = first;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (result[static_cast<size_t>(i)].duplicateOf < 0)
+      unique.push_back(all[static_cast<size_t>(i)]);
+  all.clear();
+  all.shrink_to_fit();
+  if (static_cast<int64_t>(unique.size()) > kMaxUniqueSites)
+    throw InvalidInput("spherical Voronoi: too many distinct sites (" + std::to_string(unique.size()) +
+                       ", at most " + std::to_string(kMaxUniqueSites) + ")");
+
+  if (unique.size() == 1)
+  {
+    SphericalRegion& r = result[static_cast<size_t>(unique[0].input)];
+    r.parts = wholeSphere();
+    r.areaSteradians = 2.0 * kTwoPi;
+    return result;
+  }
+
+  const Geometry g(std::move(unique));
+  std::vector<SphereRing> rings;
+  std::vector<double> areas;
+  const Plane plane = findPlane(g, control);
+  bool flat = plane.coplanar;
+  if (!flat)
+  {
+    Mesh mesh;
+    flat = delaunay(g, mesh, control) == HullResult::Flat;
+    if (!flat)
+      meshRegions(g, mesh, rings, areas, control);
+  }
+  if (flat)
+    lunes(g, plane, rings, areas, control);
+
+  const double stepRad = options.densifyStepDeg * kRadPerDeg;
+  for (int32_t s = 0; s < g.count(); ++s)
+  {
+    pollCancel(control, s);
+    const SphereRing& ring = rings[static_cast<size_t>(s)];
+    SphericalRegion& r = result[static_cast<size_t>(g.site(s).input)];
+    r.areaSteradians = areas[static_cast<size_t>(s)];
+    for (size_t i = 0; i < ring.vert.size(); ++i)
+    {
+      r.vertices.push_back({ring.vert[i].x, ring.vert[i].y, ring.vert[i].z});
+      r.neighbors.push_back(g.site(ring.neighbor[i]).input);
+    }
+    if (!ring.vert.empty())
+      r.parts = ringToLonLat(densify(ring, stepRad));
+  }
+  return result;
+}
+
+}  // namespace gpugeo::sphere

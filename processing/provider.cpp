@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QIcon>
 
+#include "qtmvoronoi_algorithm.h"
 #include "voronoiraster_algorithm.h"
 
 namespace gpugeo {
@@ -63,6 +64,7 @@ QString Provider::defaultRasterFileExtension() const
 void Provider::loadAlgorithms()
 {
   addAlgorithm(new VoronoiRasterAlgorithm());
+  addAlgorithm(new QtmVoronoiAlgorithm());
 }
 
 }  // namespace gpugeo

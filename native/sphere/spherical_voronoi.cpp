@@ -118,13 +118,29 @@ Site makeSite(double lonDeg, double latDeg, int64_t input)
 // a.p - b.p to full relative precision, from the degrees by sum-to-product identities:
 // sin A - sin B = 2 cos((A+B)/2) sin((A-B)/2), cos A - cos B = -2 sin((A+B)/2) sin((A-B)/2), and
 // cos a cos b - cos c cos d = (cos a - cos c) cos b + cos c (cos b - cos d).
+// Across the antimeridian the longitude difference is taken as (a - 180) - (b + 180) (or mirrored):
+// both inner subtractions are exact there (Sterbenz), so a small true difference keeps its relative
+// precision instead of being the rounded complement of 360. Shifting the half difference by 180
+// while shifting the half sum by 180 the other way leaves both half-angle identities intact.
 V3 accurateDiff(const Site& a, const Site& b)
 {
+  double lonDif = a.lon - b.lon;
+  double lonSum = a.lon + b.lon;
+  if (lonDif > 180.0)
+  {
+    lonDif = (a.lon - 180.0) - (b.lon + 180.0);
+    lonSum += 360.0;
+  }
+  else if (lonDif < -180.0)
+  {
+    lonDif = (a.lon + 180.0) - (b.lon - 180.0);
+    lonSum -= 360.0;
+  }
   double sLatSum, cLatSum, sLatDif, cLatDif, sLonSum, cLonSum, sLonDif, cLonDif;
   sinCosDeg(0.5 * (a.lat + b.lat), sLatSum, cLatSum);
   sinCosDeg(0.5 * (a.lat - b.lat), sLatDif, cLatDif);
-  sinCosDeg(0.5 * (a.lon + b.lon), sLonSum, cLonSum);
-  sinCosDeg(0.5 * (a.lon - b.lon), sLonDif, cLonDif);
+  sinCosDeg(0.5 * lonSum, sLonSum, cLonSum);
+  sinCosDeg(0.5 * lonDif, sLonDif, cLonDif);
   const double dSinLat = 2.0 * cLatSum * sLatDif;
   const double dCosLat = -2.0 * sLatSum * sLatDif;
   const double dCosLon = -2.0 * sLonSum * sLonDif;
@@ -266,9 +282,13 @@ void refineByLongitude(const Arc& arc, double a, V3 pa, double b, V3 pb, V3 m, d
   refineByLongitude(arc, c, pc, b, pb, m, stepRad, out, depth + 1);
 }
 
+// Pieces of at most stepRad, graded towards both ends: next to a vertex the pieces halve down to
+// about the spacing of the two sites the edge separates, so that where a region has small features
+// (close sites) its lon/lat edges stay within a small fraction of that spacing of the great circle.
 std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
 {
   std::vector<RingPoint> out;
+  std::vector<double> params;
   const size_t k = ring.vert.size();
   for (size_t i = 0; i < k; ++i)
   {
@@ -280,14 +300,26 @@ std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
     if (arc.sweep <= 0)
       continue;
     const int pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / stepRad)));
+    const double first = arc.sweep / pieces;
+    const double finest = std::max(0.5 * std::sqrt(dot(ring.normal[i], ring.normal[i])), kMinPiece);
+    params.clear();
+    for (double h = 0.5 * first; h > finest; h *= 0.5)
+      params.push_back(h);
+    std::reverse(params.begin(), params.end());
+    for (int j = 1; j < pieces; ++j)
+      params.push_back(arc.sweep * j / pieces);
+    for (double h = 0.5 * first; h > finest; h *= 0.5)
+      params.push_back(arc.sweep - h);
+    params.push_back(arc.sweep);
     double a = 0;
     V3 pa = u;
-    for (int j = 1; j <= pieces; ++j)
+    for (size_t j = 0; j < params.size(); ++j)
     {
-      const double b = j == pieces ? arc.sweep : arc.sweep * j / pieces;
-      const V3 pb = j == pieces ? v : arc.at(b);
+      const double b = params[j];
+      const bool last = j + 1 == params.size();
+      const V3 pb = last ? v : arc.at(b);
       refineByLongitude(arc, a, pa, b, pb, m, stepRad, out, 0);
-      if (j < pieces)
+      if (!last)
         out.push_back({pb, m});
       a = b;
       pa = pb;

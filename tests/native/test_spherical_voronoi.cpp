@@ -311,7 +311,8 @@ TEST(SphericalVoronoi, SitesOnTheAntimeridian)
   EXPECT_EQ(r[19].duplicateOf, 16);
   for (size_t i : {15u, 16u, 17u})
   {
-    EXPECT_EQ(r[i].parts.size(), 2u) << "antimeridian region " << i << " should be cut in two";
+    // Cut in two, or (site 17 here, the nearest to the north pole) one polar polygon over [-180, 180].
+    EXPECT_EQ(r[i].parts.size(), i == 17 ? 1u : 2u) << "antimeridian region " << i;
     bool west = false, east = false;
     for (const auto& part : r[i].parts)
       for (double x : part.outer.lon)

@@ -115,7 +115,7 @@ void checkRings(const std::vector<SphericalRegion>& regions, const std::string& 
         EXPECT_TRUE(x[k] >= -180.0 && x[k] <= 180.0) << name << " region " << i << " lon " << x[k];
         EXPECT_TRUE(y[k] >= -90.0 && y[k] <= 90.0) << name << " region " << i << " lat " << y[k];
         EXPECT_FALSE(x[k] == x[k + 1] && y[k] == y[k + 1]) << name << " region " << i << ": repeated point " << k;
-        area2 += x[k] * y[k + 1] - x[k + 1] * y[k];
+        area2 += (x[k] - x[0]) * (y[k + 1] - y[0]) - (x[k + 1] - x[0]) * (y[k] - y[0]);
       }
       EXPECT_GT(area2, 0.0) << name << " region " << i << ": ring not counter-clockwise";
     }

@@ -110,6 +110,7 @@ class QgisProcessTest(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertIn("GPU Geoprocessing", out)
         self.assertIn("gpugeo:voronoiraster", out)
+        self.assertIn("gpugeo:qtmvoronoi", out)
 
     def test_help(self):
         rc, out = self.qgis(["help", "gpugeo:voronoiraster"], parse_json=False)
@@ -253,7 +254,8 @@ class QgisProcessTest(unittest.TestCase):
         with open(result_path) as f:
             result = json.load(f)
         self.assertEqual(result, {"active": True, "provider": "GPU Geoprocessing",
-                                  "toolbox": ["gpugeo:voronoiraster"], "modeler": ["gpugeo:voronoiraster"],
+                                  "toolbox": ["gpugeo:qtmvoronoi", "gpugeo:voronoiraster"],
+                                  "modeler": ["gpugeo:qtmvoronoi", "gpugeo:voronoiraster"],
                                   "provider_after_unload": None, "provider_after_reload": "GPU Geoprocessing"})
 
     def test_gpu_requested(self):

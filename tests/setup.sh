@@ -9,7 +9,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${GPUGEO_BUILD_DIR:-$ROOT/build}
 
 PACKAGES=(cmake g++ make libqgis-dev qgis qgis-providers python3-qgis libgdal-dev gdal-bin python3-gdal
-          python3-numpy libgtest-dev xvfb xauth)
+          python3-numpy libgtest-dev libqhull-dev xvfb xauth)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

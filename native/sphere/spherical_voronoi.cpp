@@ -24,15 +24,13 @@ constexpr double kRadPerDeg = kPi / 180.0;
 
 // Unique sites whose spread-relative distance from a common plane is at most this are coplanar.
 constexpr double kCoplanarRel = 1e-12;
-// An edge is flipped when the opposite point lies beyond a triangle's plane by more than this, as a
-// determinant of unit difference vectors (the error of that determinant is about 1e-15).
-constexpr double kFlipRel = 1e-13;
+// An edge is flipped when the opposite point lies inside a triangle's circumscribed cap by more than
+// this, relative to the in-circle determinant's terms (Geometry::inCap; its rounding error is ~1e-15).
+constexpr double kFlipRel = 1e-12;
 // Consecutive Voronoi vertices closer than this (chord, radians) are one vertex.
 constexpr double kMergeChord = 1e-13;
 // A ring point whose distance from the polar axis is at most this is the pole itself.
 constexpr double kPoleSnap = 1e-12;
-// Pieces shorter than this (radians) are not cut further for their longitude span.
-constexpr double kMinPiece = 1e-9;
 // The most unique sites: Qhull counts points in int, and the mesh uses int32 triangle indices.
 constexpr int64_t kMaxUniqueSites = int64_t(1) << 29;
 
@@ -91,6 +89,20 @@ void sinCosDeg(double deg, double& s, double& c)
     default: s = -ca; c = sa; break;
   }
 }
+
+// Some unit vector perpendicular to m.
+V3 perpendicular(V3 m)
+{
+  const V3 ax = std::fabs(m.x) <= std::fabs(m.y) && std::fabs(m.x) <= std::fabs(m.z) ? V3{1, 0, 0}
+                : std::fabs(m.y) <= std::fabs(m.z)                                   ? V3{0, 1, 0}
+                                                                                     : V3{0, 0, 1};
+  return normalized(cross(m, ax));
+}
+
+struct XY
+{
+  double x, y;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Sites
@@ -159,14 +171,130 @@ public:
   V3 diff(int32_t a, int32_t b) const { return accurateDiff(site(a), site(b)); }
   V3 dir(int32_t a, int32_t b) const { return normalized(diff(a, b)); }
 
-  // Unit normal of triangle (a, b, c), outward when it is counter-clockwise seen from outside.
-  V3 normal(int32_t a, int32_t b, int32_t c) const { return normalized(cross(dir(b, a), dir(c, a))); }
-
-  // > 0 when d lies beyond the plane of the counter-clockwise triangle (a, b, c): a determinant of
-  // unit vectors, so it is scale-free and its rounding error is about 1e-15.
-  double orient(int32_t a, int32_t b, int32_t c, int32_t d) const
+  // Unit normal of triangle (a, b, c), outward when it is counter-clockwise seen from outside. The
+  // cross product is taken at the vertex opposite the longest edge (the largest angle): at a vertex
+  // with a tiny angle (two long, nearly parallel edges) it would lose precision.
+  V3 normal(int32_t a, int32_t b, int32_t c) const
   {
-    return dot(cross(dir(b, a), dir(c, a)), dir(d, a));
+    const V3 ab = diff(b, a);
+    const V3 bc = diff(c, b);
+    const V3 ca = diff(a, c);
+    const double lab = dot(ab, ab), lbc = dot(bc, bc), lca = dot(ca, ca);
+    if (lbc >= lab && lbc >= lca)
+      return normalized(cross(normalized(ab), -normalized(ca)));
+    if (lca >= lab)
+      return normalized(cross(normalized(bc), -normalized(ab)));
+    return normalized(cross(normalized(ca), -normalized(bc)));
+  }
+
+  // > 0 when d lies inside the circumscribed cap of the counter-clockwise triangle (a, b, c) (beyond
+  // its plane): the in-circle determinant of a, b, c, d after the stereographic projection from d's
+  // antipode onto the tangent plane at d, which maps circles to circles. In that plane d inside the
+  // cap is exactly det > 0 whether or not the cap contains the antipode (if it does, its image is the
+  // outside of the circle and a, b, c turn clockwise; the two sign changes cancel). The determinant
+  // is taken relative to one of the two closest of the four points, from projected differences that
+  // are themselves computed from accurate differences: so it keeps full relative precision however
+  // small the configuration, or a part of it, is (the 3D test, elevation above the plane, would lose
+  // it to the sphere's curvature, the square of the configuration's size). Returns the determinant
+  // relative to the sum of its terms' magnitudes, in [-1, 1].
+  double inCap(int32_t a, int32_t b, int32_t c, int32_t d) const
+  {
+    const V3 pd = p(d);
+    const V3 e1 = perpendicular(pd);
+    const V3 e2 = cross(pd, e1);
+    const int32_t v[4] = {a, b, c, d};
+    V3 delta[4];    // v - d
+    double den[4];  // 1 + v.d: twice the projection's scale factor
+    for (int i = 0; i < 4; ++i)
+    {
+      delta[i] = i == 3 ? V3{0, 0, 0} : diff(v[i], d);
+      den[i] = 2.0 + dot(delta[i], pd);
+      if (!(den[i] > 0.02))  // within about 10 degrees of d's antipode the projection loses precision
+        return beyond(a, b, c, d);
+    }
+    // The base: an end of the closest pair.
+    int base = 3;
+    double closest = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 4; ++i)
+      for (int j = i + 1; j < 4; ++j)
+      {
+        const V3 dij = i == 3 || j == 3 ? delta[i] - delta[j] : diff(v[i], v[j]);
+        const double l = dot(dij, dij);
+        if (l < closest)
+        {
+          closest = l;
+          base = i;
+        }
+      }
+    // Projected v[i] - v[base]: (T(x - y) D_y - T(y - d) (x - y).d) / (D_x D_y) with T the tangent
+    // coordinates; every factor is accurate.
+    auto projectedDiff = [&](int i, int j) {
+      const V3 dxy = i == 3 || j == 3 ? delta[i] - delta[j] : diff(v[i], v[j]);
+      const double t = dot(dxy, pd);
+      const double sx = dot(dxy, e1) * den[j] - dot(delta[j], e1) * t;
+      const double sy = dot(dxy, e2) * den[j] - dot(delta[j], e2) * t;
+      const double k = 1.0 / (den[i] * den[j]);
+      return XY{sx * k, sy * k};
+    };
+    // Rows in the order that keeps the orientation: incircle(a, b, c, d) equals the 3x3 determinant
+    // on base d of (a, b, c), on base b of (a, c, d), minus that on base a of (b, c, d), minus that
+    // on base c of (a, b, d) (the 4x4 form is alternating).
+    static const int kRows[4][3] = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
+    auto l3d = [&](int row) {
+      const int x = kRows[base][row];
+      const V3 dxy = x == 3 || base == 3 ? delta[x] - delta[base] : diff(v[x], v[base]);
+      return dot(dxy, dxy);
+    };
+    static const double kSign[4] = {-1.0, 1.0, -1.0, 1.0};
+    XY r[3];
+    double l[3];
+    for (int i = 0; i < 3; ++i)
+    {
+      r[i] = projectedDiff(kRows[base][i], base);
+      l[i] = r[i].x * r[i].x + r[i].y * r[i].y;
+    }
+    // When two of the other points are closer to each other than to the base (two separate close
+    // pairs), the row of the later one is replaced by its difference from the earlier one (the 4x4
+    // form's rows minus each other: the determinant is unchanged), computed directly, so that their
+    // small separation is not lost in the difference of two long rows.
+    double pairLen[3];
+    for (int i = 0; i < 3; ++i)
+    {
+      const int x = kRows[base][(i + 1) % 3], y = kRows[base][(i + 2) % 3];
+      const V3 dxy = x == 3 || y == 3 ? delta[x] - delta[y] : diff(v[x], v[y]);
+      pairLen[i] = dot(dxy, dxy);
+    }
+    const int skip = static_cast<int>(std::min_element(pairLen, pairLen + 3) - pairLen);  // the row not in the pair
+    const int first = std::min((skip + 1) % 3, (skip + 2) % 3);
+    const int second = std::max((skip + 1) % 3, (skip + 2) % 3);
+    if (pairLen[skip] < std::min(l3d(first), l3d(second)))
+    {
+      const XY dr = projectedDiff(kRows[base][second], kRows[base][first]);
+      l[second] = dr.x * (r[second].x + r[first].x) + dr.y * (r[second].y + r[first].y);
+      r[second] = dr;
+    }
+    const double l0 = l[0], l1 = l[1], l2 = l[2];
+    const double det = r[0].x * (r[1].y * l2 - r[2].y * l1) - r[0].y * (r[1].x * l2 - r[2].x * l1) +
+                       l0 * (r[1].x * r[2].y - r[2].x * r[1].y);
+    const double mag = std::fabs(r[0].x) * (std::fabs(r[1].y * l2) + std::fabs(r[2].y * l1)) +
+                       std::fabs(r[0].y) * (std::fabs(r[1].x * l2) + std::fabs(r[2].x * l1)) +
+                       std::fabs(l0) * (std::fabs(r[1].x * r[2].y) + std::fabs(r[2].x * r[1].y));
+    return mag > 0 ? kSign[base] * det / mag : 0.0;
+  }
+
+  // The same question in 3D, for configurations that reach d's antipode: the sine of d's elevation
+  // above the triangle's plane seen from the triangle's vertex nearest to it.
+  double beyond(int32_t a, int32_t b, int32_t c, int32_t d) const
+  {
+    const V3 n = normal(a, b, c);
+    V3 best = diff(d, a);
+    for (const int32_t v : {b, c})
+    {
+      const V3 e = diff(d, v);
+      if (dot(e, e) < dot(best, best))
+        best = e;
+    }
+    return dot(n, normalized(best));
   }
 
 private:
@@ -268,59 +396,111 @@ double lonSpanRad(V3 a, V3 b)
 
 bool isPolePoint(V3 p) { return std::hypot(p.x, p.y) <= kPoleSnap; }
 
-// Appends the points strictly inside [a, b] of an arc, cutting until pieces span at most stepRad of
-// longitude (or are shorter than kMinPiece).
-void refineByLongitude(const Arc& arc, double a, V3 pa, double b, V3 pb, V3 m, double stepRad,
-                       std::vector<RingPoint>& out, int depth)
+// How far the straight lon/lat segment from pa to pb passes from the arc's point pc between them, at
+// its middle: the lon/lat difference converted to radians on the ground.
+double chordDeviation(V3 pa, V3 pb, V3 pc)
 {
-  if (depth > 60 || b - a <= kMinPiece || isPolePoint(pa) || isPolePoint(pb) || lonSpanRad(pa, pb) <= stepRad)
+  const double la = std::atan2(pa.y, pa.x);
+  const double lb = la + std::remainder(std::atan2(pb.y, pb.x) - la, kTwoPi);
+  const double lc = la + std::remainder(std::atan2(pc.y, pc.x) - la, kTwoPi);
+  const double fa = std::atan2(pa.z, std::hypot(pa.x, pa.y));
+  const double fb = std::atan2(pb.z, std::hypot(pb.x, pb.y));
+  const double fc = std::atan2(pc.z, std::hypot(pc.x, pc.y));
+  return std::hypot((lc - 0.5 * (la + lb)) * std::cos(fc), fc - 0.5 * (fa + fb));
+}
+
+// How one edge is cut beyond its uniform and graded pieces.
+struct EdgeRefinement
+{
+  Arc arc;
+  V3 m;
+  double stepRad = 0;  // the most longitude a piece may span
+  double floor = 0;    // pieces shorter than this are not cut
+  int64_t budget = 0;  // the most points refinement may add to this edge
+  const std::vector<V3>* others = nullptr;  // unit normals of the ring's other edges' great circles
+};
+
+// A lower bound of the region's width at p: its distance to the nearest great circle of another edge.
+double widthAt(const EdgeRefinement& e, V3 p)
+{
+  double w = 1.0;
+  for (const V3& n : *e.others)
+    w = std::min(w, std::fabs(dot(p, n)));
+  return w;
+}
+
+// Appends the points strictly inside [a, b] of an arc, cutting while a piece spans more than stepRad
+// of longitude, or its lon/lat chord strays from the arc by more than a fifth of the region's width
+// there (so that the ring cannot cross itself where the region is thin: near a vertex with a small
+// angle, or along a long thin region; lon/lat curvature grows without bound near the poles).
+void refinePiece(EdgeRefinement& e, double a, V3 pa, double b, V3 pb, std::vector<RingPoint>& out, int depth)
+{
+  if (depth > 60 || b - a <= e.floor || e.budget <= 0 || isPolePoint(pa) || isPolePoint(pb))
     return;
   const double c = 0.5 * (a + b);
-  const V3 pc = arc.at(c);
-  refineByLongitude(arc, a, pa, c, pc, m, stepRad, out, depth + 1);
-  out.push_back({pc, m});
-  refineByLongitude(arc, c, pc, b, pb, m, stepRad, out, depth + 1);
+  const V3 pc = e.arc.at(c);
+  if (lonSpanRad(pa, pb) <= e.stepRad && chordDeviation(pa, pb, pc) <= 0.2 * widthAt(e, pc))
+    return;
+  --e.budget;
+  refinePiece(e, a, pa, c, pc, out, depth + 1);
+  out.push_back({pc, e.m});
+  refinePiece(e, c, pc, b, pb, out, depth + 1);
 }
 
 // Pieces of at most stepRad, graded towards both ends: next to a vertex the pieces halve down to
 // about the spacing of the two sites the edge separates, so that where a region has small features
 // (close sites) its lon/lat edges stay within a small fraction of that spacing of the great circle.
+// Then refinePiece.
 std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
 {
   std::vector<RingPoint> out;
   std::vector<double> params;
+  std::vector<V3> others;
   const size_t k = ring.vert.size();
   for (size_t i = 0; i < k; ++i)
   {
     const V3 u = ring.vert[i];
     const V3 v = ring.vert[(i + 1) % k];
-    const V3 m = normalized(ring.normal[i]);
-    const Arc arc = makeArc(u, v, m);
-    out.push_back({u, m});
-    if (arc.sweep <= 0)
+    EdgeRefinement e;
+    e.m = normalized(ring.normal[i]);
+    others.clear();
+    for (size_t j = 0; j < k; ++j)
+    {
+      const V3 n = normalized(ring.normal[j]);
+      if (j != i && std::fabs(dot(n, e.m)) < 1.0 - 1e-12)  // a hemisphere's two edges share one circle
+        others.push_back(n);
+    }
+    e.others = &others;
+    e.arc = makeArc(u, v, e.m);
+    out.push_back({u, e.m});
+    if (e.arc.sweep <= 0)
       continue;
-    const int pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / stepRad)));
-    const double first = arc.sweep / pieces;
-    const double finest = std::max(0.5 * std::sqrt(dot(ring.normal[i], ring.normal[i])), kMinPiece);
+    const double spacing = std::sqrt(dot(ring.normal[i], ring.normal[i]));  // |site - neighbour|
+    const double finest = std::max(0.5 * spacing, 1e-12);
+    e.stepRad = stepRad;
+    e.floor = std::min(1e-9, 1e-3 * finest);
+    e.budget = 4096;
+    const int pieces = std::max(1, static_cast<int>(std::ceil(e.arc.sweep / stepRad)));
+    const double first = e.arc.sweep / pieces;
     params.clear();
     for (double h = 0.5 * first; h > finest; h *= 0.5)
       params.push_back(h);
     std::reverse(params.begin(), params.end());
     for (int j = 1; j < pieces; ++j)
-      params.push_back(arc.sweep * j / pieces);
+      params.push_back(e.arc.sweep * j / pieces);
     for (double h = 0.5 * first; h > finest; h *= 0.5)
-      params.push_back(arc.sweep - h);
-    params.push_back(arc.sweep);
+      params.push_back(e.arc.sweep - h);
+    params.push_back(e.arc.sweep);
     double a = 0;
     V3 pa = u;
     for (size_t j = 0; j < params.size(); ++j)
     {
       const double b = params[j];
       const bool last = j + 1 == params.size();
-      const V3 pb = last ? v : arc.at(b);
-      refineByLongitude(arc, a, pa, b, pb, m, stepRad, out, 0);
+      const V3 pb = last ? v : e.arc.at(b);
+      refinePiece(e, a, pa, b, pb, out, 0);
       if (!last)
-        out.push_back({pb, m});
+        out.push_back({pb, e.m});
       a = b;
       pa = pb;
     }
@@ -328,20 +508,13 @@ std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
   return out;
 }
 
-struct XY
-{
-  double x, y;
-};
-
+// Signed area, taken relative to the first point so that tiny rings far from (0, 0) keep their sign.
 double shoelace(const std::vector<XY>& r)
 {
   double s = 0;
-  for (size_t i = 0, n = r.size(); i < n; ++i)
-  {
-    const XY& a = r[i];
-    const XY& b = r[(i + 1) % n];
-    s += a.x * b.y - b.x * a.y;
-  }
+  const XY o = r.front();
+  for (size_t i = 1; i + 1 < r.size(); ++i)
+    s += (r[i].x - o.x) * (r[i + 1].y - o.y) - (r[i + 1].x - o.x) * (r[i].y - o.y);
   return 0.5 * s;
 }
 
@@ -549,7 +722,7 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
     return out;
   }
   if (winding != 0)
-    throw Error("spherical Voronoi: internal error: a region's boundary winds more than once around a pole");
+    return out;  // a folded ring (sites too close to order in float64): no valid polygon exists
   double minX = ring.front().x, maxX = ring.front().x;
   for (const XY& q : ring)
   {
@@ -639,15 +812,6 @@ Plane findPlane(const Geometry& g, const RunControl& control)
   }
   pl.coplanar = dev <= kCoplanarRel * spread;
   return pl;
-}
-
-// Some unit vector perpendicular to m.
-V3 perpendicular(V3 m)
-{
-  const V3 ax = std::fabs(m.x) <= std::fabs(m.y) && std::fabs(m.x) <= std::fabs(m.z) ? V3{1, 0, 0}
-                : std::fabs(m.y) <= std::fabs(m.z)                                   ? V3{0, 1, 0}
-                                                                                     : V3{0, 0, 1};
-  return normalized(cross(m, ax));
 }
 
 void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, std::vector<double>& areas,
@@ -894,12 +1058,15 @@ public:
     legalize();
   }
 
-  // Inserts a site that is no vertex yet into the triangle above which it lies, then restores the
-  // Delaunay property around it.
+  // Inserts a site that is no vertex yet (Bowyer-Watson): the triangles whose circumscribed caps hold
+  // it are the hull facets it sees; they are replaced by the fan from it to their boundary. If
+  // rounding makes that region other than a disk whose vertices all lie on its boundary, the site
+  // goes into the one triangle above which it lies, and flips restore the Delaunay property.
   void insert(int32_t q, int32_t hintTri)
   {
-    int32_t t = locate(q, hintTri);
-    split(t, q);
+    const int32_t t = locate(q, hintTri);
+    if (!(capOf(t, q) > 0 && fillCavity(t, q)))
+      split(t, q);
     legalize();
   }
 
@@ -915,33 +1082,136 @@ private:
   const RunControl& control_;
   std::vector<EdgeRef> stack_;
   int64_t work_ = 0;
+  std::vector<uint32_t> mark_;  // mark_[t] == stamp_: t is in the current cavity
+  uint32_t stamp_ = 0;
+
+  struct BoundaryEdge
+  {
+    int32_t a, b;     // the cavity triangle's edge a -> b
+    int32_t outside;  // the triangle across it
+  };
+
+  bool fillCavity(int32_t t0, int32_t q)
+  {
+    mark_.resize(mesh_.tri.size(), 0);
+    if (++stamp_ == 0)
+    {
+      std::fill(mark_.begin(), mark_.end(), 0u);
+      stamp_ = 1;
+    }
+    std::vector<int32_t> cavity{t0};
+    mark_[static_cast<size_t>(t0)] = stamp_;
+    for (size_t k = 0; k < cavity.size(); ++k)
+      for (int i = 0; i < 3; ++i)
+      {
+        const int32_t u = mesh_.nbr[static_cast<size_t>(cavity[k])][static_cast<size_t>(i)];
+        if (mark_[static_cast<size_t>(u)] != stamp_ && capOf(u, q) > 0)
+        {
+          mark_[static_cast<size_t>(u)] = stamp_;
+          cavity.push_back(u);
+        }
+      }
+    std::vector<BoundaryEdge> boundary;
+    for (const int32_t t : cavity)
+      for (int i = 0; i < 3; ++i)
+      {
+        const int32_t u = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(i)];
+        if (mark_[static_cast<size_t>(u)] != stamp_)
+          boundary.push_back({vtx(t, i + 1), vtx(t, i + 2), u});
+      }
+    // A disk: the boundary is one cycle through every vertex of the cavity once.
+    if (boundary.size() != cavity.size() + 2)
+      return false;
+    std::vector<std::pair<int32_t, size_t>> from;  // a -> boundary index
+    for (size_t k = 0; k < boundary.size(); ++k)
+      from.push_back({boundary[k].a, k});
+    std::sort(from.begin(), from.end());
+    for (size_t k = 1; k < from.size(); ++k)
+      if (from[k].first == from[k - 1].first)
+        return false;
+    auto next = [&](int32_t b) {
+      const auto it = std::lower_bound(from.begin(), from.end(), std::make_pair(b, size_t(0)));
+      return it != from.end() && it->first == b ? static_cast<int64_t>(it->second) : int64_t(-1);
+    };
+    size_t steps = 0;
+    for (int64_t k = 0; steps < boundary.size(); ++steps)
+    {
+      k = next(boundary[static_cast<size_t>(k)].b);
+      if (k < 0)
+        return false;
+      if (k == 0)
+        break;
+    }
+    if (steps + 1 != boundary.size())
+      return false;
+    for (const int32_t t : cavity)
+      for (int i = 0; i < 3; ++i)
+        if (next(vtx(t, i)) < 0)
+          return false;  // a vertex inside the cavity would lose all its triangles
+
+    // The fan: boundary edge k becomes triangle (a, b, q) in slot k.
+    std::vector<int32_t> slot(cavity);
+    slot.push_back(static_cast<int32_t>(mesh_.tri.size()));
+    slot.push_back(static_cast<int32_t>(mesh_.tri.size()) + 1);
+    mesh_.tri.resize(mesh_.tri.size() + 2);
+    mesh_.nbr.resize(mesh_.nbr.size() + 2);
+    mark_.resize(mesh_.tri.size(), 0);
+    std::vector<size_t> endingAt(boundary.size());  // the boundary edge that ends at boundary[k].a
+    for (size_t k = 0; k < boundary.size(); ++k)
+      endingAt[static_cast<size_t>(next(boundary[k].b))] = k;
+    for (size_t k = 0; k < boundary.size(); ++k)
+    {
+      const BoundaryEdge& e = boundary[k];
+      const int32_t t = slot[k];
+      mesh_.tri[static_cast<size_t>(t)] = {e.a, e.b, q};
+      mesh_.nbr[static_cast<size_t>(t)] = {slot[static_cast<size_t>(next(e.b))], slot[endingAt[k]], e.outside};
+      const int j = edgeSlot(e.outside, e.b, e.a);
+      mesh_.nbr[static_cast<size_t>(e.outside)][static_cast<size_t>(j)] = t;
+      mesh_.vertexTri[static_cast<size_t>(e.a)] = t;
+      stack_.push_back({t, 2});
+    }
+    mesh_.vertexTri[static_cast<size_t>(q)] = slot[0];
+    return true;
+  }
+
+  // The slot of triangle t opposite its edge from a to b.
+  int edgeSlot(int32_t t, int32_t a, int32_t b) const
+  {
+    for (int i = 0; i < 3; ++i)
+      if (vtx(t, i + 1) == a && vtx(t, i + 2) == b)
+        return i;
+    throw Error("spherical Voronoi: internal error: broken triangle neighbours");
+  }
 
   int32_t vtx(int32_t t, int i) const { return mesh_.tri[static_cast<size_t>(t)][static_cast<size_t>(((i % 3) + 3) % 3)]; }
 
-  // How q sits over triangle t: the smallest signed distance (on the unit scale of directions) of
-  // its projection inside the edges, and its height above the plane.
-  void position(int32_t t, int32_t q, double& inside, int& worst, double& height) const
+  // How far inside triangle t q projects along the triangle's normal: the smallest of the sines of
+  // its angles inside the three edges (negative outside), and which edge that is.
+  double inside(int32_t t, int32_t q, int& worst) const
   {
-    const int32_t a = vtx(t, 0), b = vtx(t, 1), c = vtx(t, 2);
-    const V3 n = g_.normal(a, b, c);
-    inside = std::numeric_limits<double>::infinity();
+    const V3 n = g_.normal(vtx(t, 0), vtx(t, 1), vtx(t, 2));
+    double in = std::numeric_limits<double>::infinity();
     worst = 0;
     for (int i = 0; i < 3; ++i)
     {
       const int32_t from = vtx(t, i + 1);
       const int32_t to = vtx(t, i + 2);
       const double side = dot(cross(g_.dir(to, from), g_.dir(q, from)), n);
-      if (side < inside)
+      if (side < in)
       {
-        inside = side;
+        in = side;
         worst = i;
       }
     }
-    height = dot(g_.dir(q, a), n);
+    return in;
   }
 
-  // A visibility walk from the hint; when it wanders or ends below the surface, a search of all
-  // triangles for the one whose plane q is highest above among those it projects into.
+  double capOf(int32_t t, int32_t q) const { return g_.inCap(vtx(t, 0), vtx(t, 1), vtx(t, 2), q); }
+
+  // A triangle whose circumscribed cap holds q (a hull facet q sees), found by a visibility walk from
+  // the hint towards the triangle q projects into; when the walk wanders, or q lies off the end of a
+  // thin hull where it projects into no facet it sees, the triangle of all whose cap holds q most.
+  // If none does (q within rounding of the hull), the triangle it projects into most deeply.
   int32_t locate(int32_t q, int32_t start)
   {
     const int32_t nt = static_cast<int32_t>(mesh_.tri.size());
@@ -949,38 +1219,34 @@ private:
     const int32_t maxSteps = std::min<int32_t>(nt, 100000) + 10;
     for (int32_t step = 0; step < maxSteps; ++step)
     {
-      double inside, height;
+      if (capOf(t, q) > 0)
+        return t;
       int worst;
-      position(t, q, inside, worst, height);
-      if (inside >= 0)
-      {
-        if (height > 0)
-          return t;
+      if (inside(t, q, worst) >= 0)
         break;
-      }
       t = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(worst)];
     }
-    int32_t best = -1, fallback = 0;
-    double bestHeight = -std::numeric_limits<double>::infinity();
+    int32_t best = 0, deepest = 0;
+    double bestCap = -std::numeric_limits<double>::infinity();
     double bestInside = -std::numeric_limits<double>::infinity();
     for (int32_t u = 0; u < nt; ++u)
     {
       pollCancel(control_, u);
-      double inside, height;
-      int worst;
-      position(u, q, inside, worst, height);
-      if (inside >= -1e-15 && height > bestHeight)
+      const double cap = capOf(u, q);
+      if (cap > bestCap)
       {
-        bestHeight = height;
+        bestCap = cap;
         best = u;
       }
-      if (inside > bestInside)
+      int worst;
+      const double in = inside(u, q, worst);
+      if (in > bestInside)
       {
-        bestInside = inside;
-        fallback = u;
+        bestInside = in;
+        deepest = u;
       }
     }
-    return best >= 0 ? best : fallback;
+    return bestCap > 0 ? best : deepest;
   }
 
   void setNeighborLink(int32_t t, int32_t oldNbr, int32_t newNbr)
@@ -1054,7 +1320,7 @@ private:
       const int32_t d = vtx(u, j);
       if (vtx(u, j + 1) != b || vtx(u, j + 2) != a || c == d)
         continue;
-      if (!(g_.orient(c, a, b, d) > kFlipRel) || flips >= cap || joined(c, d))
+      if (!(g_.inCap(c, a, b, d) > kFlipRel) || flips >= cap || joined(c, d))
         continue;
       ++flips;
       const int32_t tBC = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>((e.i + 1) % 3)];  // across (b, c)
@@ -1090,9 +1356,12 @@ HullResult delaunay(const Geometry& g, Mesh& mesh, const RunControl& control)
     throw Canceled();
   MeshRepair repair(g, mesh, control);
   repair.flipAll();
+  bool inserted = false;
   for (int32_t i = 0; i < g.count(); ++i)
-    if (mesh.vertexTri[static_cast<size_t>(i)] < 0)
+    if (mesh.vertexTri[static_cast<size_t>(i)] < 0 && (inserted = true))
       repair.insert(i, hint[static_cast<size_t>(i)]);
+  if (inserted)
+    repair.flipAll();  // insertion legalizes around each new site; this catches what a thin hull left
   if (mesh.tri.size() != 2 * static_cast<size_t>(g.count()) - 4)
     throw Error("spherical Voronoi: internal error: the Delaunay mesh does not cover every site");
   return HullResult::Ok;

@@ -59,6 +59,9 @@ V3 cross(V3 a, V3 b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x
 // the zero vector stays zero.
 V3 normalized(V3 a)
 {
+  const double l2 = dot(a, a);
+  if (l2 > 1e-200 && l2 < 1e200)
+    return (1.0 / std::sqrt(l2)) * a;
   const double m = std::max({std::fabs(a.x), std::fabs(a.y), std::fabs(a.z)});
   if (!(m > 0))
     return {0, 0, 0};
@@ -76,7 +79,7 @@ double chord(V3 a, V3 b)
 // of 90 degrees give exact zeros and ones, and x and x + 360 k give the same values.
 void sinCosDeg(double deg, double& s, double& c)
 {
-  const double r = std::remainder(deg, 360.0);  // [-180, 180]
+  const double r = std::fabs(deg) <= 180.0 ? deg : std::remainder(deg, 360.0);  // [-180, 180]
   const double q = std::nearbyint(r / 90.0);    // -2 .. 2
   const double a = (r - 90.0 * q) * kRadPerDeg; // exact subtraction (Sterbenz), |a| <= 45 degrees
   const double sa = std::sin(a);
@@ -282,6 +285,31 @@ public:
     return mag > 0 ? kSign[base] * det / mag : 0.0;
   }
 
+  // The in-cap question first in plain float64 on the rounded vectors, with a bound on the error of
+  // that determinant (each vector is within 6e-16 of the exact one, and the arithmetic): +1 or -1
+  // when it settles the question (and clearly beyond kFlipRel), 0 when inCap must decide. Most
+  // questions in a mesh are not close, and this is some twenty times cheaper.
+  int inCapQuick(int32_t a, int32_t b, int32_t c, int32_t d) const
+  {
+    const V3 pa = p(a);
+    const V3 u = p(b) - pa, v = p(c) - pa, w = p(d) - pa;
+    const double det = dot(w, cross(u, v));
+    const double lu = std::sqrt(dot(u, u)), lv = std::sqrt(dot(v, v)), lw = std::sqrt(dot(w, w));
+    const double bound = 4e-15 * (lu * lv + lv * lw + lw * lu) + 1e-15 * lu * lv * lw;
+    if (det > bound + 1e-9 * lu * lv * lw)
+      return 1;
+    if (det < -bound)
+      return -1;
+    return 0;
+  }
+
+  // Whether d is inside the cap by more than tolerance: the quick test, else inCap.
+  bool holds(int32_t a, int32_t b, int32_t c, int32_t d, double tolerance) const
+  {
+    const int quick = inCapQuick(a, b, c, d);
+    return quick > 0 || (quick == 0 && inCap(a, b, c, d) > tolerance);
+  }
+
   // The same question in 3D, for configurations that reach d's antipode: the sine of d's elevation
   // above the triangle's plane seen from the triangle's vertex nearest to it.
   double beyond(int32_t a, int32_t b, int32_t c, int32_t d) const
@@ -389,24 +417,24 @@ struct RingPoint
   V3 m;  // unit normal of the great circle of the piece from this point to the next
 };
 
-double lonSpanRad(V3 a, V3 b)
-{
-  return std::fabs(std::atan2(a.x * b.y - a.y * b.x, a.x * b.x + a.y * b.y));
-}
+double horizontal(V3 p) { return std::sqrt(p.x * p.x + p.y * p.y); }
 
-bool isPolePoint(V3 p) { return std::hypot(p.x, p.y) <= kPoleSnap; }
+bool isPolePoint(V3 p) { return horizontal(p) <= kPoleSnap; }
 
 // How far the straight lon/lat segment from pa to pb passes from the arc's point pc between them, at
 // its middle: the lon/lat difference converted to radians on the ground.
 double chordDeviation(V3 pa, V3 pb, V3 pc)
 {
   const double la = std::atan2(pa.y, pa.x);
-  const double lb = la + std::remainder(std::atan2(pb.y, pb.x) - la, kTwoPi);
-  const double lc = la + std::remainder(std::atan2(pc.y, pc.x) - la, kTwoPi);
-  const double fa = std::atan2(pa.z, std::hypot(pa.x, pa.y));
-  const double fb = std::atan2(pb.z, std::hypot(pb.x, pb.y));
-  const double fc = std::atan2(pc.z, std::hypot(pc.x, pc.y));
-  return std::hypot((lc - 0.5 * (la + lb)) * std::cos(fc), fc - 0.5 * (fa + fb));
+  auto unwrap = [la](double l) { return l - la > kPi ? l - kTwoPi : l - la < -kPi ? l + kTwoPi : l; };
+  const double lb = unwrap(std::atan2(pb.y, pb.x));
+  const double lc = unwrap(std::atan2(pc.y, pc.x));
+  const double fa = std::atan2(pa.z, horizontal(pa));
+  const double fb = std::atan2(pb.z, horizontal(pb));
+  const double fc = std::atan2(pc.z, horizontal(pc));
+  const double dx = (lc - 0.5 * (la + lb)) * std::cos(fc);
+  const double dy = fc - 0.5 * (fa + fb);
+  return std::sqrt(dx * dx + dy * dy);
 }
 
 // How one edge is cut beyond its uniform and graded pieces.
@@ -414,9 +442,9 @@ struct EdgeRefinement
 {
   Arc arc;
   V3 m;
-  double stepRad = 0;  // the most longitude a piece may span
-  double floor = 0;    // pieces shorter than this are not cut
-  int64_t budget = 0;  // the most points refinement may add to this edge
+  double tanStep2 = 0;  // tan^2 of the most longitude a piece may span
+  double floor = 0;     // pieces shorter than this are not cut
+  int64_t budget = 0;   // the most points refinement may add to this edge
   const std::vector<V3>* others = nullptr;  // unit normals of the ring's other edges' great circles
 };
 
@@ -429,17 +457,29 @@ double widthAt(const EdgeRefinement& e, V3 p)
   return w;
 }
 
-// Appends the points strictly inside [a, b] of an arc, cutting while a piece spans more than stepRad
-// of longitude, or its lon/lat chord strays from the arc by more than a fifth of the region's width
+// Appends the points strictly inside [a, b] of an arc, cutting while a piece spans more than the step
+// in longitude, or its lon/lat chord strays from the arc by more than a fifth of the region's width
 // there (so that the ring cannot cross itself where the region is thin: near a vertex with a small
-// angle, or along a long thin region; lon/lat curvature grows without bound near the poles).
+// angle, or along a long thin region; lon/lat curvature grows without bound near the poles). The
+// deviation is at most L^2 / (4 cos^2 lat) for a piece of length L (a checked bound, about 3.5 times
+// the worst case), which settles most pieces without trigonometry.
 void refinePiece(EdgeRefinement& e, double a, V3 pa, double b, V3 pb, std::vector<RingPoint>& out, int depth)
 {
   if (depth > 60 || b - a <= e.floor || e.budget <= 0 || isPolePoint(pa) || isPolePoint(pb))
     return;
   const double c = 0.5 * (a + b);
   const V3 pc = e.arc.at(c);
-  if (lonSpanRad(pa, pb) <= e.stepRad && chordDeviation(pa, pb, pc) <= 0.2 * widthAt(e, pc))
+  const double dotH = pa.x * pb.x + pa.y * pb.y;
+  const double crossH = pa.x * pb.y - pa.y * pb.x;
+  bool fine = dotH > 0 && crossH * crossH <= e.tanStep2 * dotH * dotH;
+  if (fine)
+  {
+    const double width = widthAt(e, pc);
+    const double cosLat = std::min({horizontal(pa), horizontal(pb), horizontal(pc)});
+    const double l = b - a;
+    fine = l * l <= 0.8 * width * cosLat * cosLat || chordDeviation(pa, pb, pc) <= 0.2 * width;
+  }
+  if (fine)
     return;
   --e.budget;
   refinePiece(e, a, pa, c, pc, out, depth + 1);
@@ -477,7 +517,7 @@ std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
       continue;
     const double spacing = std::sqrt(dot(ring.normal[i], ring.normal[i]));  // |site - neighbour|
     const double finest = std::max(0.5 * spacing, 1e-12);
-    e.stepRad = stepRad;
+    e.tanStep2 = std::tan(stepRad) * std::tan(stepRad);
     e.floor = std::min(1e-9, 1e-3 * finest);
     e.budget = 4096;
     const int pieces = std::max(1, static_cast<int>(std::ceil(e.arc.sweep / stepRad)));
@@ -641,8 +681,14 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   if (s0 == n)
     return {};
 
-  auto lonOf = [](V3 p) { return std::clamp(std::atan2(p.y, p.x) * kDegPerRad, -180.0, 180.0); };
-  auto latOf = [](V3 p) { return std::atan2(p.z, std::hypot(p.x, p.y)) * kDegPerRad; };
+  std::vector<double> lon(n), lat(n);
+  for (size_t i = 0; i < n; ++i)
+  {
+    const V3 p = pts[i].p;
+    lon[i] = std::clamp(std::atan2(p.y, p.x) * kDegPerRad, -180.0, 180.0);
+    lat[i] = std::atan2(p.z, horizontal(p)) * kDegPerRad;
+  }
+  auto wrap180 = [](double d) { return d > 180.0 ? d - 360.0 : d < -180.0 ? d + 360.0 : d; };
 
   // Unwrapped longitude = lon + 360 k, with k integer so that the winding comes out exact.
   struct Unwrapped
@@ -652,11 +698,12 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
     double lat;
   };
   std::vector<Unwrapped> u;
+  u.reserve(n + 4);
   size_t prev = s0;
   int64_t prevK = 0;
-  u.push_back({lonOf(pts[s0].p), 0, latOf(pts[s0].p)});
+  u.push_back({lon[s0], 0, lat[s0]});
   int pendingPole = 0;
-  auto kFor = [](double target, double lon) { return static_cast<int64_t>(std::llround((target - lon) / 360.0)); };
+  auto kFor = [](double target, double l) { return static_cast<int64_t>(std::llround((target - l) / 360.0)); };
   for (size_t j = 1; j <= n; ++j)
   {
     const size_t idx = (s0 + j) % n;
@@ -666,15 +713,15 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
       pendingPole = p.z > 0 ? 1 : -1;
       continue;
     }
-    const double lonP = lonOf(pts[prev].p);
-    const double lonI = lonOf(p);
+    const double lonP = lon[prev];
+    const double lonI = lon[idx];
     const double lPrev = lonP + 360.0 * static_cast<double>(prevK);
     int64_t k;
     if (pendingPole != 0)
     {
       // Through a pole: the ring arrives on one meridian and leaves on another. A region is convex, so
       // seen from outside it turns by at most 180 degrees there, west at the north pole, east at the south.
-      double turn = std::remainder(lonI - lonP, 360.0);
+      double turn = wrap180(lonI - lonP);
       if (pendingPole > 0 && turn > 90.0)
         turn -= 360.0;
       if (pendingPole < 0 && turn < -90.0)
@@ -690,20 +737,19 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
       // The longitude of a point moving along a great circle of normal m always turns with sign
       // m.z; only a piece passing (almost) through a pole has a step near +-180 whose sign rounding
       // could flip. On a meridian (m.z == 0) the pole is on the boundary: west at north, east at south.
-      const V3 a = pts[prev].p;
-      double step = std::atan2(a.x * p.y - a.y * p.x, a.x * p.x + a.y * p.y);
-      if (std::fabs(step) > 0.5 * kPi)
+      double step = wrap180(lonI - lonP);
+      if (std::fabs(step) > 90.0)
       {
         const double mz = pts[prev].m.z;
-        const int want = mz > 0 ? 1 : mz < 0 ? -1 : (a.z + p.z > 0 ? -1 : 1);
+        const int want = mz > 0 ? 1 : mz < 0 ? -1 : (pts[prev].p.z + p.z > 0 ? -1 : 1);
         if (step > 0 && want < 0)
-          step -= kTwoPi;
+          step -= 360.0;
         else if (step < 0 && want > 0)
-          step += kTwoPi;
+          step += 360.0;
       }
-      k = kFor(lPrev + step * kDegPerRad, lonI);
+      k = kFor(lPrev + step, lonI);
     }
-    u.push_back({lonI, k, latOf(p)});
+    u.push_back({lonI, k, lat[idx]});
     prev = idx;
     prevK = k;
   }
@@ -1105,7 +1151,7 @@ private:
       for (int i = 0; i < 3; ++i)
       {
         const int32_t u = mesh_.nbr[static_cast<size_t>(cavity[k])][static_cast<size_t>(i)];
-        if (mark_[static_cast<size_t>(u)] != stamp_ && capOf(u, q) > 0)
+        if (mark_[static_cast<size_t>(u)] != stamp_ && g_.holds(vtx(u, 0), vtx(u, 1), vtx(u, 2), q, 0.0))
         {
           mark_[static_cast<size_t>(u)] = stamp_;
           cavity.push_back(u);
@@ -1320,7 +1366,7 @@ private:
       const int32_t d = vtx(u, j);
       if (vtx(u, j + 1) != b || vtx(u, j + 2) != a || c == d)
         continue;
-      if (!(g_.inCap(c, a, b, d) > kFlipRel) || flips >= cap || joined(c, d))
+      if (!g_.holds(c, a, b, d, kFlipRel) || flips >= cap || joined(c, d))
         continue;
       ++flips;
       const int32_t tBC = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>((e.i + 1) % 3)];  // across (b, c)
@@ -1526,6 +1572,8 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
     const SphereRing& ring = rings[static_cast<size_t>(s)];
     SphericalRegion& r = result[static_cast<size_t>(g.site(s).input)];
     r.areaSteradians = areas[static_cast<size_t>(s)];
+    r.vertices.reserve(ring.vert.size());
+    r.neighbors.reserve(ring.vert.size());
     for (size_t i = 0; i < ring.vert.size(); ++i)
     {
       r.vertices.push_back({ring.vert[i].x, ring.vert[i].y, ring.vert[i].z});

@@ -27,7 +27,7 @@ constexpr double kCoplanarRel = 1e-12;
 // An edge is flipped when the opposite point lies inside a triangle's circumscribed cap by more than
 // this, relative to the in-circle determinant's terms (Geometry::inCap; its rounding error is ~1e-15).
 constexpr double kFlipRel = 1e-12;
-// Consecutive Voronoi vertices closer than this (chord, radians) are one vertex.
+// Voronoi vertices of adjacent triangles closer than this (chord, radians) are one vertex.
 constexpr double kMergeChord = 1e-13;
 // A ring point whose distance from the polar axis is at most this is the pole itself.
 constexpr double kPoleSnap = 1e-12;
@@ -80,8 +80,8 @@ double chord(V3 a, V3 b)
 void sinCosDeg(double deg, double& s, double& c)
 {
   const double r = std::fabs(deg) <= 180.0 ? deg : std::remainder(deg, 360.0);  // [-180, 180]
-  const double q = std::nearbyint(r / 90.0);    // -2 .. 2
-  const double a = (r - 90.0 * q) * kRadPerDeg; // exact subtraction (Sterbenz), |a| <= 45 degrees
+  const double q = std::nearbyint(r / 90.0);                                     // -2 .. 2
+  const double a = (r - 90.0 * q) * kRadPerDeg;  // exact subtraction (Sterbenz); |a| <= 45 degrees
   const double sa = std::sin(a);
   const double ca = std::cos(a);
   switch ((static_cast<int>(q) + 4) % 4)
@@ -437,33 +437,42 @@ double chordDeviation(V3 pa, V3 pb, V3 pc)
   return std::sqrt(dx * dx + dy * dy);
 }
 
-// How one edge is cut beyond its uniform and graded pieces.
+// How one Voronoi edge is cut beyond its uniform and graded pieces. All of it depends on the edge
+// alone (its two sites, its ends, and the other edges of the two regions it separates), and it is
+// always computed in the direction that has the lower-indexed site on its left: so the two regions
+// sharing an edge get bitwise the same points, and the polygons form a clean coverage.
 struct EdgeRefinement
 {
   Arc arc;
-  V3 m;
-  double tanStep2 = 0;  // tan^2 of the most longitude a piece may span
-  double floor = 0;     // pieces shorter than this are not cut
-  int64_t budget = 0;   // the most points refinement may add to this edge
-  const std::vector<V3>* others = nullptr;  // unit normals of the ring's other edges' great circles
+  double tanStep2 = 0;     // tan^2 of the most longitude a piece may span
+  double floor = 0;        // pieces shorter than this are not cut
+  int64_t budget = 0;      // the most points refinement may add to this edge
+  double foot = 0;         // arc parameter of the bisector's point nearest to the two sites
+  double halfSpacing = 0;  // their distance from it there (chord)
+  std::vector<V3> others;  // unit normals of the other edges' great circles of both regions
 };
 
-// A lower bound of the region's width at p: its distance to the nearest great circle of another edge.
-double widthAt(const EdgeRefinement& e, V3 p)
+// How far the lon/lat chord of the piece [a, b] (middle p) may stray from its arc: a fifth of the
+// smaller of the regions' width there (the distance to the other edges' great circles, so that a
+// ring cannot cross itself near a vertex with a small angle, along a thin region, or where lon/lat
+// curvature is large near a pole) and the distance from the two sites (so that they stay inside
+// their polygons; at least their distance from the piece along the bisector).
+double chordTolerance(const EdgeRefinement& e, double a, double b, V3 p)
 {
   double w = 1.0;
-  for (const V3& n : *e.others)
+  for (const V3& n : e.others)
     w = std::min(w, std::fabs(dot(p, n)));
-  return w;
+  double alongToFoot = kPi;
+  for (const double f : {e.foot, e.foot - kTwoPi})
+    alongToFoot = std::min(alongToFoot, std::max({0.0, a - f, f - b}));
+  return 0.2 * std::min(w, std::max(e.halfSpacing, alongToFoot));
 }
 
-// Appends the points strictly inside [a, b] of an arc, cutting while a piece spans more than the step
-// in longitude, or its lon/lat chord strays from the arc by more than a fifth of the region's width
-// there (so that the ring cannot cross itself where the region is thin: near a vertex with a small
-// angle, or along a long thin region; lon/lat curvature grows without bound near the poles). The
+// Appends the points strictly inside [a, b] of the arc, cutting while a piece spans more than the
+// step in longitude or its lon/lat chord strays from the arc by more than chordTolerance. The
 // deviation is at most L^2 / (4 cos^2 lat) for a piece of length L (a checked bound, about 3.5 times
 // the worst case), which settles most pieces without trigonometry.
-void refinePiece(EdgeRefinement& e, double a, V3 pa, double b, V3 pb, std::vector<RingPoint>& out, int depth)
+void refinePiece(EdgeRefinement& e, double a, V3 pa, double b, V3 pb, std::vector<V3>& out, int depth)
 {
   if (depth > 60 || b - a <= e.floor || e.budget <= 0 || isPolePoint(pa) || isPolePoint(pb))
     return;
@@ -474,76 +483,113 @@ void refinePiece(EdgeRefinement& e, double a, V3 pa, double b, V3 pb, std::vecto
   bool fine = dotH > 0 && crossH * crossH <= e.tanStep2 * dotH * dotH;
   if (fine)
   {
-    const double width = widthAt(e, pc);
+    const double tol = chordTolerance(e, a, b, pc);
     const double cosLat = std::min({horizontal(pa), horizontal(pb), horizontal(pc)});
     const double l = b - a;
-    fine = l * l <= 0.8 * width * cosLat * cosLat || chordDeviation(pa, pb, pc) <= 0.2 * width;
+    fine = l * l <= 4.0 * tol * cosLat * cosLat || chordDeviation(pa, pb, pc) <= tol;
   }
   if (fine)
     return;
   --e.budget;
   refinePiece(e, a, pa, c, pc, out, depth + 1);
-  out.push_back({pc, e.m});
+  out.push_back(pc);
   refinePiece(e, c, pc, b, pb, out, depth + 1);
 }
 
-// Pieces of at most stepRad, graded towards both ends: next to a vertex the pieces halve down to
-// about the spacing of the two sites the edge separates, so that where a region has small features
-// (close sites) its lon/lat edges stay within a small fraction of that spacing of the great circle.
-// Then refinePiece.
-std::vector<RingPoint> densify(const SphereRing& ring, double stepRad)
+// The interior points of an edge from u to v: pieces of at most stepRad, graded towards both ends
+// (next to a vertex they halve down to about the sites' half spacing, where a region has its small
+// features), then refinePiece. An edge whose great circle passes through a pole (within kPoleSnap)
+// gets the pole itself as a point: both regions then meet the pole on their boundary, and in lon/lat
+// both run along lat +-90 there, leaving no sliver under the pole uncovered.
+void densifyEdge(EdgeRefinement& e, V3 u, V3 v, double stepRad, std::vector<V3>& out)
+{
+  if (e.arc.sweep <= 0)
+    return;
+  const double sweep = e.arc.sweep;
+  const double finest = std::max(e.halfSpacing, 1e-12);
+  const int pieces = std::max(1, static_cast<int>(std::ceil(sweep / stepRad)));
+  const double first = sweep / pieces;
+  std::vector<std::pair<double, V3>> breaks;  // (arc parameter, point), the end last
+  for (double h = 0.5 * first; h > finest; h *= 0.5)
+    breaks.push_back({h, e.arc.at(h)});
+  std::reverse(breaks.begin(), breaks.end());
+  for (int j = 1; j < pieces; ++j)
+    breaks.push_back({sweep * j / pieces, e.arc.at(sweep * j / pieces)});
+  for (double h = 0.5 * first; h > finest; h *= 0.5)
+    if (breaks.empty() || sweep - h > breaks.back().first)  // one piece: both gradings meet at its middle
+      breaks.push_back({sweep - h, e.arc.at(sweep - h)});
+  const V3 n = normalized(cross(e.arc.u, e.arc.w));
+  if (std::fabs(n.z) <= kPoleSnap)
+    for (const double pole : {1.0, -1.0})
+    {
+      double phi = std::atan2(pole * e.arc.w.z, pole * e.arc.u.z);  // where the circle is nearest the pole
+      if (phi < 0)
+        phi += kTwoPi;
+      if (phi > 0 && phi < sweep)
+        breaks.push_back({phi, V3{0.0, 0.0, pole}});
+    }
+  std::stable_sort(breaks.begin(), breaks.end(),
+                   [](const std::pair<double, V3>& x, const std::pair<double, V3>& y) { return x.first < y.first; });
+  breaks.push_back({sweep, v});
+  double a = 0;
+  V3 pa = u;
+  for (size_t j = 0; j < breaks.size(); ++j)
+  {
+    const auto& [b, pb] = breaks[j];
+    refinePiece(e, a, pa, b, pb, out, 0);
+    if (j + 1 < breaks.size())
+      out.push_back(pb);
+    a = b;
+    pa = pb;
+  }
+}
+
+// Site s's ring, densified edge by edge (see EdgeRefinement).
+std::vector<RingPoint> densifyRegion(const Geometry& g, const std::vector<SphereRing>& rings, int32_t s,
+                                     double stepRad)
 {
   std::vector<RingPoint> out;
-  std::vector<double> params;
-  std::vector<V3> others;
+  std::vector<V3> inner;
+  const SphereRing& ring = rings[static_cast<size_t>(s)];
   const size_t k = ring.vert.size();
-  for (size_t i = 0; i < k; ++i)
+  const double tanStep = std::tan(stepRad);
+  for (size_t j = 0; j < k; ++j)
   {
-    const V3 u = ring.vert[i];
-    const V3 v = ring.vert[(i + 1) % k];
+    const int32_t t = ring.neighbor[j];
+    const int32_t lo = std::min(s, t), hi = std::max(s, t);
+    const V3 u = ring.vert[j];
+    const V3 v = ring.vert[(j + 1) % k];
+    const V3 mc = g.diff(lo, hi);
+    const V3 mUnit = normalized(mc);
     EdgeRefinement e;
-    e.m = normalized(ring.normal[i]);
-    others.clear();
-    for (size_t j = 0; j < k; ++j)
+    e.arc = s == lo ? makeArc(u, v, mUnit) : makeArc(v, u, mUnit);
+    e.tanStep2 = tanStep * tanStep;
+    e.halfSpacing = 0.5 * std::sqrt(dot(mc, mc));
+    e.floor = std::min(1e-9, 1e-3 * std::max(e.halfSpacing, 1e-12));
+    e.budget = int64_t(1) << 14;
+    const V3 foot = normalized(g.p(lo) + g.p(hi));
+    e.foot = std::atan2(dot(foot, e.arc.w), dot(foot, e.arc.u));
+    if (e.foot < 0)
+      e.foot += kTwoPi;
+    for (const int32_t side : {lo, hi})
     {
-      const V3 n = normalized(ring.normal[j]);
-      if (j != i && std::fabs(dot(n, e.m)) < 1.0 - 1e-12)  // a hemisphere's two edges share one circle
-        others.push_back(n);
+      const SphereRing& r = rings[static_cast<size_t>(side)];
+      for (size_t q = 0; q < r.neighbor.size(); ++q)
+        if (r.neighbor[q] != lo + hi - side)  // not this edge (nor, for two hemispheres, its other half)
+          e.others.push_back(normalized(r.normal[q]));
     }
-    e.others = &others;
-    e.arc = makeArc(u, v, e.m);
-    out.push_back({u, e.m});
-    if (e.arc.sweep <= 0)
-      continue;
-    const double spacing = std::sqrt(dot(ring.normal[i], ring.normal[i]));  // |site - neighbour|
-    const double finest = std::max(0.5 * spacing, 1e-12);
-    e.tanStep2 = std::tan(stepRad) * std::tan(stepRad);
-    e.floor = std::min(1e-9, 1e-3 * finest);
-    e.budget = 4096;
-    const int pieces = std::max(1, static_cast<int>(std::ceil(e.arc.sweep / stepRad)));
-    const double first = e.arc.sweep / pieces;
-    params.clear();
-    for (double h = 0.5 * first; h > finest; h *= 0.5)
-      params.push_back(h);
-    std::reverse(params.begin(), params.end());
-    for (int j = 1; j < pieces; ++j)
-      params.push_back(e.arc.sweep * j / pieces);
-    for (double h = 0.5 * first; h > finest; h *= 0.5)
-      params.push_back(e.arc.sweep - h);
-    params.push_back(e.arc.sweep);
-    double a = 0;
-    V3 pa = u;
-    for (size_t j = 0; j < params.size(); ++j)
+    inner.clear();
+    if (s == lo)
+      densifyEdge(e, u, v, stepRad, inner);
+    else
     {
-      const double b = params[j];
-      const bool last = j + 1 == params.size();
-      const V3 pb = last ? v : e.arc.at(b);
-      refinePiece(e, a, pa, b, pb, out, 0);
-      if (!last)
-        out.push_back({pb, e.m});
-      a = b;
-      pa = pb;
+      densifyEdge(e, v, u, stepRad, inner);
+      std::reverse(inner.begin(), inner.end());
     }
+    const V3 m = s == lo ? mUnit : -mUnit;
+    out.push_back({u, m});
+    for (const V3& p : inner)
+      out.push_back({p, m});
   }
   return out;
 }
@@ -558,36 +604,15 @@ double shoelace(const std::vector<XY>& r)
   return 0.5 * s;
 }
 
-// Sutherland-Hodgman against the vertical line x = c, keeping x <= c (keepLeft) or x >= c. Points on
-// the line get x = c exactly.
-std::vector<XY> clipVertical(const std::vector<XY>& in, double c, bool keepLeft)
-{
-  std::vector<XY> out;
-  const size_t n = in.size();
-  auto inside = [&](const XY& p) { return keepLeft ? p.x <= c : p.x >= c; };
-  for (size_t i = 0; i < n; ++i)
-  {
-    const XY& a = in[i];
-    const XY& b = in[(i + 1) % n];
-    const bool ia = inside(a);
-    const bool ib = inside(b);
-    if (ia)
-      out.push_back(a);
-    if (ia != ib && a.x != c && b.x != c)
-      out.push_back({c, a.y + (c - a.x) * (b.y - a.y) / (b.x - a.x)});
-  }
-  return out;
-}
-
-// Shifts a ring by dx, clamps it into the lon/lat rectangle, drops consecutive duplicates and closes
-// it; appends it to out when it still has an area.
-void emitPolygon(const std::vector<XY>& ring, double dx, std::vector<LonLatPolygon>& out)
+// Clamps a ring into the lon/lat rectangle, drops consecutive duplicates and closes it; appends it
+// to out when it still has an area.
+void emitPolygon(const std::vector<XY>& ring, std::vector<LonLatPolygon>& out)
 {
   std::vector<XY> r;
   r.reserve(ring.size());
   for (const XY& p : ring)
   {
-    const XY q{std::clamp(p.x + dx, -180.0, 180.0), std::clamp(p.y, -90.0, 90.0)};
+    const XY q{std::clamp(p.x, -180.0, 180.0), std::clamp(p.y, -90.0, 90.0)};
     if (r.empty() || q.x != r.back().x || q.y != r.back().y)
       r.push_back(q);
   }
@@ -596,6 +621,8 @@ void emitPolygon(const std::vector<XY>& ring, double dx, std::vector<LonLatPolyg
   if (r.size() < 3 || !(shoelace(r) > 0))
     return;
   LonLatPolygon poly;
+  poly.outer.lon.reserve(r.size() + 1);
+  poly.outer.lat.reserve(r.size() + 1);
   for (const XY& p : r)
   {
     poly.outer.lon.push_back(p.x);
@@ -606,49 +633,107 @@ void emitPolygon(const std::vector<XY>& ring, double dx, std::vector<LonLatPolyg
   out.push_back(std::move(poly));
 }
 
-// A pole-containing ring, unwrapped monotonically over 360 degrees of longitude, re-started where it
-// crosses the antimeridian and closed along the pole's latitude: one polygon over [-180, 180].
-void emitPolarRing(const std::vector<XY>& ring, int winding, std::vector<LonLatPolygon>& out)
+// A ring point with its longitude unwrapped as lon + 360 k: kept apart so that a point shifted back
+// by exactly the turns it was unwrapped by gets its longitude back bitwise.
+struct Unwrapped
+{
+  double lon;
+  int64_t k;
+  double lat;
+  double x() const { return lon + 360.0 * static_cast<double>(k); }
+  XY shifted(int64_t turns) const { return {lon + 360.0 * static_cast<double>(k - turns), lat}; }
+};
+
+// The latitude where a piece crosses the antimeridian, given its end east of it (lon near 180) and its
+// end west of it (lon near -180): from the raw longitudes, whose distances to the antimeridian are
+// exact (Sterbenz), in a fixed order, so that the regions sharing the piece get the same point.
+double antimeridianLat(const Unwrapped& east, const Unwrapped& west)
+{
+  const double de = 180.0 - east.lon;
+  const double dw = west.lon + 180.0;
+  return de + dw > 0 ? east.lat + (west.lat - east.lat) * (de / (de + dw)) : east.lat;
+}
+
+// A ring point being clipped: shifted coordinates, and the ring point it is (-1: a cut point).
+struct ClipPoint
+{
+  XY xy;
+  int64_t src;
+};
+
+// Sutherland-Hodgman against the vertical line x = c (+-180 in shifted coordinates), keeping
+// x <= c (keepLeft) or x >= c. A ring that spans less than 360 degrees crosses at most one of the two
+// lines in each piece, so every piece cut here joins two ring points; its end with the smaller x is
+// east of the antimeridian.
+std::vector<ClipPoint> clipVertical(const std::vector<ClipPoint>& in, const std::vector<Unwrapped>& u, double c,
+                                    bool keepLeft)
+{
+  std::vector<ClipPoint> out;
+  const size_t n = in.size();
+  auto inside = [&](const ClipPoint& p) { return keepLeft ? p.xy.x <= c : p.xy.x >= c; };
+  for (size_t i = 0; i < n; ++i)
+  {
+    const ClipPoint& a = in[i];
+    const ClipPoint& b = in[(i + 1) % n];
+    const bool ia = inside(a);
+    if (ia)
+      out.push_back(a);
+    if (ia == inside(b) || a.xy.x == c || b.xy.x == c)
+      continue;
+    const ClipPoint& east = a.xy.x < b.xy.x ? a : b;
+    const ClipPoint& west = a.xy.x < b.xy.x ? b : a;
+    const double lat = east.src >= 0 && west.src >= 0
+                           ? antimeridianLat(u[static_cast<size_t>(east.src)], u[static_cast<size_t>(west.src)])
+                           : east.xy.y + (c - east.xy.x) * (west.xy.y - east.xy.y) / (west.xy.x - east.xy.x);
+    out.push_back({{c, lat}, -1});
+  }
+  return out;
+}
+
+// A pole-containing ring (winding +1: north, -1: south), monotonic over 360 degrees of longitude:
+// re-started where it crosses the antimeridian, shifted into [-180, 180] and closed along the pole's
+// latitude, one polygon.
+void emitPolarRing(const std::vector<Unwrapped>& ring, int winding, std::vector<LonLatPolygon>& out)
 {
   const size_t n = ring.size();
-  const double turn = 360.0 * winding;
-  auto at = [&](size_t i) { return XY{ring[i % n].x + (i >= n ? turn : 0.0), ring[i % n].y}; };
-  // The ring starts within [-180, 180]; find the first crossing of x = X, X = 180 going east
-  // (north pole) or -180 going west (south pole).
+  auto at = [&](size_t i) {
+    Unwrapped p = ring[i % n];
+    p.k += i >= n ? winding : 0;
+    return p;
+  };
+  // The ring starts within [-180, 180]; its first crossing of 180 going east (north) or of -180 going
+  // west (south) becomes the start, at -180 (north) or 180 (south) after the shift.
   const double X = winding > 0 ? 180.0 : -180.0;
   auto reached = [&](double x) { return winding > 0 ? x >= X : x <= X; };
   size_t i = 0;
-  while (i < 2 * n && !reached(at(i).x))
+  while (i < 2 * n && !reached(at(i).x()))
     ++i;
   if (i == 2 * n)
-    throw Error("spherical Voronoi: internal error: a polar ring does not cross the antimeridian");
-  std::vector<XY> r;
-  XY start = at(i);
-  if (at(i).x != X)
-  {
-    const XY a = at(i - 1);
-    const XY b = at(i);
-    start = {X, a.y + (X - a.x) * (b.y - a.y) / (b.x - a.x)};
-  }
-  r.push_back(start);
+    return;  // cannot happen: a polar ring spans 360 degrees
+  const double startLat = at(i).x() == X ? at(i).lat
+                         : winding > 0  ? antimeridianLat(at(i - 1), at(i))
+                                        : antimeridianLat(at(i), at(i - 1));
+  const double startX = -X;
+  std::vector<XY> r{{startX, startLat}};
   for (size_t j = i; j < i + n; ++j)
   {
-    const XY p = at(j);
-    if (reached(p.x - turn))
+    const Unwrapped p = at(j);
+    if (reached(p.x() - 360.0 * winding))
       break;
-    r.push_back(p);
+    r.push_back(p.shifted(winding));
   }
-  r.push_back({start.x + turn, start.y});
   const double pole = winding > 0 ? 90.0 : -90.0;
-  r.push_back({start.x + turn, pole});
-  r.push_back({start.x, pole});
-  emitPolygon(r, -turn, out);
+  r.push_back({X, startLat});
+  r.push_back({X, pole});
+  r.push_back({startX, pole});
+  emitPolygon(r, out);
 }
 
 std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
 {
   // Drop consecutive duplicates (and consecutive points at the same pole).
   std::vector<RingPoint> pts;
+  pts.reserve(raw.size());
   for (const RingPoint& q : raw)
   {
     if (!pts.empty())
@@ -690,13 +775,6 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   }
   auto wrap180 = [](double d) { return d > 180.0 ? d - 360.0 : d < -180.0 ? d + 360.0 : d; };
 
-  // Unwrapped longitude = lon + 360 k, with k integer so that the winding comes out exact.
-  struct Unwrapped
-  {
-    double lon;
-    int64_t k;
-    double lat;
-  };
   std::vector<Unwrapped> u;
   u.reserve(n + 4);
   size_t prev = s0;
@@ -756,35 +834,44 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   // The last point is the first one again, after one trip around the ring.
   const int64_t winding = u.back().k - u.front().k;
   u.pop_back();
-  std::vector<XY> ring;
-  ring.reserve(u.size());
-  for (const Unwrapped& q : u)
-    ring.push_back({q.lon + 360.0 * static_cast<double>(q.k), q.lat});
 
   std::vector<LonLatPolygon> out;
   if (winding == 1 || winding == -1)
   {
-    emitPolarRing(ring, static_cast<int>(winding), out);
+    emitPolarRing(u, static_cast<int>(winding), out);
     return out;
   }
   if (winding != 0)
     return out;  // a folded ring (sites too close to order in float64): no valid polygon exists
-  double minX = ring.front().x, maxX = ring.front().x;
-  for (const XY& q : ring)
+  int64_t minK = u.front().k, maxK = u.front().k;
+  for (const Unwrapped& q : u)
   {
-    minX = std::min(minX, q.x);
-    maxX = std::max(maxX, q.x);
+    minK = std::min(minK, q.k);
+    maxK = std::max(maxK, q.k);
   }
-  for (int shift = -1; shift <= 1; ++shift)
+  // The ring spans less than 360 degrees: cut it at the antimeridian into the windows it reaches,
+  // each shifted by whole turns into [-180, 180].
+  std::vector<ClipPoint> shifted(u.size());
+  std::vector<XY> ring;
+  for (int64_t turns = minK - 1; turns <= maxK + 1; ++turns)
   {
-    const double lo = -180.0 + 360.0 * shift;
-    const double hi = 180.0 + 360.0 * shift;
-    if (maxX <= lo || minX >= hi)
+    double minX = std::numeric_limits<double>::infinity(), maxX = -minX;
+    for (size_t i = 0; i < u.size(); ++i)
+    {
+      shifted[i] = {u[i].shifted(turns), static_cast<int64_t>(i)};
+      minX = std::min(minX, shifted[i].xy.x);
+      maxX = std::max(maxX, shifted[i].xy.x);
+    }
+    if (maxX <= -180.0 || minX >= 180.0)
       continue;
-    if (minX >= lo && maxX <= hi)
-      emitPolygon(ring, -360.0 * shift, out);
+    ring.clear();
+    if (minX >= -180.0 && maxX <= 180.0)
+      for (const ClipPoint& q : shifted)
+        ring.push_back(q.xy);
     else
-      emitPolygon(clipVertical(clipVertical(ring, lo, false), hi, true), -360.0 * shift, out);
+      for (const ClipPoint& q : clipVertical(clipVertical(shifted, u, -180.0, false), u, 180.0, true))
+        ring.push_back(q.xy);
+    emitPolygon(ring, out);
   }
   return out;
 }
@@ -803,9 +890,8 @@ std::vector<LonLatPolygon> wholeSphere()
 struct Plane
 {
   bool coplanar = false;
-  V3 axis;        // unit normal of the sites' plane
-  int32_t i0 = 0; // three well-spread sites spanning it
-  int32_t i1 = 0;
+  V3 axis;         // unit normal of the sites' plane
+  int32_t i1 = 0;  // with site 0, two well-spread sites spanning it
   int32_t i2 = 0;
 };
 
@@ -844,7 +930,7 @@ Plane findPlane(const Geometry& g, const RunControl& control)
       pl.i2 = i;
     }
   }
-  pl.axis = normalized(cross(g.diff(pl.i1, 0), g.diff(pl.i2, 0)));
+  pl.axis = g.normal(0, pl.i1, pl.i2);  // from the triangle's best-conditioned corner
   if (k <= 3)
   {
     pl.coplanar = true;
@@ -879,28 +965,17 @@ void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, s
     }
     return;
   }
-  // Azimuths around the axis, from in-plane coordinates relative to site i0 (accurate differences)
-  // and the circumcentre of the three spanning sites in those coordinates: precise even when the
-  // sites' circle is tiny.
+  // Azimuths around the axis (the centre of the sites' circle). The axis is accurate, so an azimuth's
+  // error is about 1e-16 over the circle's radius: even on a tiny circle, far below the gaps between
+  // distinct sites.
   const V3 a = pl.axis;
   const V3 e1 = perpendicular(a);
   const V3 e2 = cross(a, e1);
-  auto planar = [&](int32_t i) {
-    const V3 d = g.diff(i, pl.i0);
-    return XY{dot(d, e1), dot(d, e2)};
-  };
-  const XY b = planar(pl.i1);
-  const XY c = planar(pl.i2);
-  const double den = 2.0 * (b.x * c.y - b.y * c.x);
-  const double bb = b.x * b.x + b.y * b.y;
-  const double cc = c.x * c.x + c.y * c.y;
-  const XY centre{(c.y * bb - b.y * cc) / den, (b.x * cc - c.x * bb) / den};
   std::vector<double> azimuth(static_cast<size_t>(k));
   for (int32_t i = 0; i < k; ++i)
   {
     pollCancel(control, i);
-    const XY q = planar(i);
-    azimuth[static_cast<size_t>(i)] = std::atan2(q.y - centre.y, q.x - centre.x);
+    azimuth[static_cast<size_t>(i)] = std::atan2(dot(g.p(i), e2), dot(g.p(i), e1));
   }
   std::vector<int32_t> order(static_cast<size_t>(k));
   std::iota(order.begin(), order.end(), 0);
@@ -1105,13 +1180,14 @@ public:
   }
 
   // Inserts a site that is no vertex yet (Bowyer-Watson): the triangles whose circumscribed caps hold
-  // it are the hull facets it sees; they are replaced by the fan from it to their boundary. If
-  // rounding makes that region other than a disk whose vertices all lie on its boundary, the site
-  // goes into the one triangle above which it lies, and flips restore the Delaunay property.
+  // it (by more than kFlipRel: ties stay out) are the hull facets it sees; together with the triangle
+  // it lies in they are replaced by the fan from it to their boundary. If rounding makes that region
+  // other than a disk whose vertices all lie on its boundary, the site goes into the one triangle it
+  // lies in, and flips restore the Delaunay property.
   void insert(int32_t q, int32_t hintTri)
   {
     const int32_t t = locate(q, hintTri);
-    if (!(capOf(t, q) > 0 && fillCavity(t, q)))
+    if (!fillCavity(t, q))
       split(t, q);
     legalize();
   }
@@ -1151,7 +1227,7 @@ private:
       for (int i = 0; i < 3; ++i)
       {
         const int32_t u = mesh_.nbr[static_cast<size_t>(cavity[k])][static_cast<size_t>(i)];
-        if (mark_[static_cast<size_t>(u)] != stamp_ && g_.holds(vtx(u, 0), vtx(u, 1), vtx(u, 2), q, 0.0))
+        if (mark_[static_cast<size_t>(u)] != stamp_ && g_.holds(vtx(u, 0), vtx(u, 1), vtx(u, 2), q, kFlipRel))
         {
           mark_[static_cast<size_t>(u)] = stamp_;
           cavity.push_back(u);
@@ -1254,10 +1330,12 @@ private:
 
   double capOf(int32_t t, int32_t q) const { return g_.inCap(vtx(t, 0), vtx(t, 1), vtx(t, 2), q); }
 
-  // A triangle whose circumscribed cap holds q (a hull facet q sees), found by a visibility walk from
-  // the hint towards the triangle q projects into; when the walk wanders, or q lies off the end of a
-  // thin hull where it projects into no facet it sees, the triangle of all whose cap holds q most.
-  // If none does (q within rounding of the hull), the triangle it projects into most deeply.
+  // The triangle to start q's cavity from: one that q projects into (along its normal) and whose
+  // circumscribed cap holds q or passes through it (a tie: q co-circular with its vertices), found by
+  // a visibility walk from the hint, else by a search of all triangles for the one whose cap holds q
+  // most among those q projects into. Off the end of a thin hull q may project into no facet it
+  // sees: then the triangle whose cap holds q most; if none does (q within rounding of the hull),
+  // the one q projects into most deeply.
   int32_t locate(int32_t q, int32_t start)
   {
     const int32_t nt = static_cast<int32_t>(mesh_.tri.size());
@@ -1265,34 +1343,41 @@ private:
     const int32_t maxSteps = std::min<int32_t>(nt, 100000) + 10;
     for (int32_t step = 0; step < maxSteps; ++step)
     {
-      if (capOf(t, q) > 0)
-        return t;
       int worst;
       if (inside(t, q, worst) >= 0)
+      {
+        if (capOf(t, q) >= -kFlipRel)
+          return t;
         break;
+      }
       t = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(worst)];
     }
-    int32_t best = 0, deepest = 0;
-    double bestCap = -std::numeric_limits<double>::infinity();
+    int32_t within = -1, best = 0, deepest = 0;
+    double withinCap = -kFlipRel, bestCap = -std::numeric_limits<double>::infinity();
     double bestInside = -std::numeric_limits<double>::infinity();
     for (int32_t u = 0; u < nt; ++u)
     {
       pollCancel(control_, u);
       const double cap = capOf(u, q);
+      int worst;
+      const double in = inside(u, q, worst);
+      if (in >= -1e-15 && cap >= withinCap)
+      {
+        withinCap = cap;
+        within = u;
+      }
       if (cap > bestCap)
       {
         bestCap = cap;
         best = u;
       }
-      int worst;
-      const double in = inside(u, q, worst);
       if (in > bestInside)
       {
         bestInside = in;
         deepest = u;
       }
     }
-    return bestCap > 0 ? best : deepest;
+    return within >= 0 ? within : bestCap > 0 ? best : deepest;
   }
 
   void setNeighborLink(int32_t t, int32_t oldNbr, int32_t newNbr)
@@ -1418,12 +1503,32 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
                  const RunControl& control)
 {
   const int32_t k = g.count();
-  std::vector<V3> centre(mesh.tri.size());
-  for (size_t t = 0; t < mesh.tri.size(); ++t)
+  const size_t nt = mesh.tri.size();
+  std::vector<V3> centre(nt);
+  for (size_t t = 0; t < nt; ++t)
   {
     pollCancel(control, static_cast<int64_t>(t));
     centre[t] = g.normal(mesh.tri[t][0], mesh.tri[t][1], mesh.tri[t][2]);
   }
+  // Adjacent triangles whose centres lie within kMergeChord (co-circular sites: cube faces, grids)
+  // share one Voronoi vertex: every triangle of such a group takes the centre of its lowest-indexed
+  // triangle, so that all the regions around it see bitwise the same vertex.
+  std::vector<int32_t> root(nt);
+  std::iota(root.begin(), root.end(), 0);
+  auto find = [&](int32_t t) {
+    while (root[static_cast<size_t>(t)] != t)
+      t = root[static_cast<size_t>(t)] = root[static_cast<size_t>(root[static_cast<size_t>(t)])];
+    return t;
+  };
+  for (size_t t = 0; t < nt; ++t)
+    for (const int32_t u : mesh.nbr[t])
+      if (chord(centre[t], centre[static_cast<size_t>(u)]) <= kMergeChord)
+      {
+        const int32_t a = find(static_cast<int32_t>(t)), b = find(u);
+        root[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+      }
+  for (size_t t = 0; t < nt; ++t)
+    centre[t] = centre[static_cast<size_t>(find(static_cast<int32_t>(t)))];
   rings.assign(static_cast<size_t>(k), {});
   areas.assign(static_cast<size_t>(k), 0.0);
   SphereRing raw;
@@ -1447,10 +1552,11 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
         throw Error("spherical Voronoi: internal error: the triangles around a site do not close");
     } while (t != t0);
 
-    // Merge runs of coincident vertices: a run keeps its first vertex and the edge leaving its last.
+    // Merge runs of equal vertices: a run keeps its vertex and the edge leaving its last member.
+    auto same = [](V3 a, V3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
     const size_t n = raw.vert.size();
     size_t start = 0;  // a vertex that differs from its predecessor, so no run wraps around
-    while (start < n && chord(raw.vert[start], raw.vert[(start + n - 1) % n]) <= kMergeChord)
+    while (start < n && same(raw.vert[start], raw.vert[(start + n - 1) % n]))
       ++start;
     SphereRing& ring = rings[static_cast<size_t>(s)];
     if (start == n)
@@ -1458,7 +1564,7 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
     for (size_t j = 0; j < n; ++j)
     {
       const size_t idx = (start + j) % n;
-      if (j > 0 && chord(raw.vert[idx], ring.vert.back()) <= kMergeChord)
+      if (j > 0 && same(raw.vert[idx], ring.vert.back()))
       {
         ring.normal.back() = raw.normal[idx];
         ring.neighbor.back() = raw.neighbor[idx];
@@ -1580,7 +1686,7 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
       r.neighbors.push_back(g.site(ring.neighbor[i]).input);
     }
     if (!ring.vert.empty())
-      r.parts = ringToLonLat(densify(ring, stepRad));
+      r.parts = ringToLonLat(densifyRegion(g, rings, s, stepRad));
   }
   return result;
 }

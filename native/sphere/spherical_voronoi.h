@@ -1,67 +1,85 @@
 // Spherical Voronoi polygons of lon/lat sites, as EPSG:4326 polygons: each site's region is the set
 // of points on the sphere whose great-circle distance to it is no larger than to any other site.
-// The result is exact up to float64 rounding; it does not depend on a raster or on a projection.
+// The regions are exact up to float64 rounding (no raster, no projection); their lon/lat polygons are
+// the great-circle edges densified (step 6).
 //
 // Method
 // 1. Each site becomes the unit vector x = (cos lat cos lon, cos lat sin lon, sin lat). Sines and
-//    cosines are taken in degrees with an exact reduction, so lon 180 and -180 give the same vector,
-//    and lat +-90 gives exactly (0, 0, +-1) whatever the longitude. Sites with identical vectors are
-//    duplicates: the lowest index keeps the region, the others get duplicateOf and nothing else.
-//    Differences of two sites' vectors are never formed by subtracting the rounded vectors: they are
-//    computed from the degrees with sum-to-product identities, to full relative precision however
-//    close the sites are. Every predicate and every Voronoi vertex below uses those differences,
-//    which is what keeps sites a few centimetres apart correct.
+//    cosines are taken in degrees with an exact reduction, so lon 180, -180 and 540 give the same
+//    vector, and lat +-90 gives exactly (0, 0, +-1) whatever the longitude. Sites with identical
+//    vectors are duplicates: the lowest index keeps the region, the others get duplicateOf only.
+//    The difference of two sites' vectors is never formed by subtracting the rounded vectors: it is
+//    computed from the degrees with sum-to-product identities (across the antimeridian from
+//    longitudes reduced by 180 exactly), to full relative precision however close the sites are.
+//    Every predicate and every Voronoi vertex below is built on those differences: that is what
+//    keeps sites millimetres apart correct.
 // 2. One unique site: its region is the whole sphere (the rectangle lon [-180, 180] x lat [-90, 90]).
-// 3. All unique sites on one plane (always so for two or three; for more, the largest distance of a
-//    site from the plane through three well-spread sites is at most 1e-12 times their spread, or
-//    Qhull finds the hull flat): every bisector then contains the plane's normal axis a, so the
-//    regions are lunes between a and -a. Sites are sorted by azimuth around a; a site's lune is
-//    bounded by the half great circles of its bisectors with its two azimuth neighbours, its area is
-//    2w for the lune's dihedral angle w. Two sites give two hemispheres.
+// 3. All unique sites on one plane (always so for two or three; for more, no site is farther from the
+//    plane through site 0 and two well-spread sites than 1e-12 times the sites' spread, or Qhull
+//    finds the hull flat): every bisector then contains the plane's normal axis a, so the regions are
+//    lunes between a and -a. The sites are sorted by azimuth around a; a site's lune is bounded by the
+//    half great circles of its bisectors with its two azimuth neighbours, its area is 2w for the
+//    lune's dihedral angle w. Two sites give two hemispheres.
 // 4. Otherwise the spherical Delaunay triangulation is the convex hull of the unit vectors (Brown
 //    1979, "Voronoi diagrams from convex hulls", IPL 9; Caroli et al. 2010, "Robust and efficient
 //    Delaunay triangulations of points on or close to a sphere", SEA 2010). The hull comes from Qhull
-//    (options "Qt Qc": triangulated output, coplanar points kept), run on the vectors translated by
-//    the first site so that Qhull's round-off scales with the sites' spread. Qhull merges facets
-//    within its round-off and leaves out sites that lie within it of a facet (sites closer than
-//    about 3e-8 rad, 20 cm on the Earth, among others far away). So the mesh is then repaired with
-//    this module's own predicates: every edge that is reflex (the fourth point beyond the plane of a
-//    triangle by more than 1e-13 of the product of the edge lengths) is flipped, and every left-out
-//    site is inserted into the facet above which it lies, followed by flips. The Voronoi vertex of a
-//    Delaunay triangle is the unit normal of its plane pointing out of the hull: the centre of its
-//    empty circumscribed cap. (When all sites lie in one hemisphere the far facets of the hull face
-//    the origin; their normals are the Voronoi vertices on the far side, so the orientation is taken
-//    from the hull, not from the origin.) A site's region has the Voronoi vertices of its incident
-//    triangles, walked through triangle neighbours counter-clockwise seen from outside the sphere;
-//    consecutive vertices closer than 1e-13 rad (co-circular sites: cube, octahedron faces) merge.
+//    (options "Qt Qc": triangulated, coplanar points kept), run on the vectors translated by site 0
+//    so that its round-off scales with the sites' spread. Qhull merges facets within its round-off and
+//    leaves out sites within it of a facet (sites closer than about 3e-8 rad, 20 cm on the Earth,
+//    among sites far away), so the mesh is then repaired with this module's own predicate: is a site
+//    inside a triangle's circumscribed cap? That is the in-circle determinant after a stereographic
+//    projection centred on the site, taken relative to the closest pair of the four points (and with
+//    a second close pair subtracted row from row), from projected differences that inherit the full
+//    relative precision of step 1; a plain float64 determinant with a rounding bound answers first
+//    whenever it can. Every edge whose opposite site lies inside the cap by more than 1e-12 (relative
+//    to the determinant's terms) is flipped; then each left-out site is inserted Bowyer-Watson style
+//    (the triangles whose caps hold it, with the one it lies in, are replaced by the fan from it;
+//    split and flips if rounding makes that region no disk); then every edge is checked again. The
+//    Voronoi vertex of a triangle is the unit normal of its plane pointing out of the hull, the centre
+//    of its empty circumscribed cap, from the cross product at its largest angle. (When all sites lie
+//    in one hemisphere the far facets face the origin; their normals are the Voronoi vertices on the
+//    far side, so the orientation comes from the hull, not from the origin.) Adjacent triangles whose
+//    centres are within 1e-13 rad (co-circular sites: cube faces, lon/lat grids) share the centre of
+//    the lowest-indexed one. A site's region has the centres of its triangles, walked through
+//    triangle neighbours counter-clockwise seen from outside, equal consecutive ones merged.
 // 5. Area on the unit sphere: if every vertex is within 90 degrees of the site, the sum of the signed
 //    triangles (site, v_i, v_i+1) by the Van Oosterom-Strackee formula tan(E/2) = a.(b x c) /
-//    (1 + a.b + b.c + c.a), with each edge cut into pieces of at most 90 degrees (the formula is well
-//    conditioned there and small regions keep their relative precision); otherwise Gauss-Bonnet,
-//    2 pi minus the sum of the exterior angles between consecutive bisector planes (the fan would
-//    lose precision in a region reaching nearly to the antipode of its site). Lunes: 2w. The areas
-//    sum to 4 pi within a few 1e-15 relative.
-// 6. Lon/lat polygons: each great-circle edge is cut into pieces of at most densifyStepDeg of arc,
-//    and further until no piece spans more than densifyStepDeg of longitude (so edges passing near a
-//    pole stay near their great circle in lon/lat too). Longitudes are unwrapped along the ring; the
-//    sense of each longitude step near a pole comes from which side of the piece's great circle the
-//    pole lies, not from rounding. A point within 1e-12 rad of a pole is that pole; the ring then
-//    runs along lat +-90 between the longitudes it arrives and leaves on. A ring that winds by +360
-//    (-360) contains the north (south) pole: it is started at longitude -180 (+180), runs to the
-//    other side and is closed along lat 90 (-90); one polygon. Any other ring is cut where it crosses
-//    the antimeridian (Sutherland-Hodgman against the vertical lines; a Voronoi region is spherically
-//    convex, so each side is one piece) and shifted into [-180, 180]: one or two polygons.
+//    (1 + a.b + b.c + c.a) (atan2), each edge cut into pieces of at most 90 degrees, so the formula is
+//    well conditioned and small regions keep their relative precision; otherwise Gauss-Bonnet, 2 pi
+//    minus the exterior angles between consecutive bisector planes (a fan would lose precision in a
+//    region reaching nearly to its site's antipode). Lunes: 2w. The areas sum to 4 pi within a few
+//    1e-15 relative.
+// 6. Lon/lat polygons. Each great-circle edge is cut into pieces of at most densifyStepDeg of arc,
+//    graded towards its ends (pieces halving down to about half the spacing of the two sites it
+//    separates, where regions have their small features), with the pole itself as a point where the
+//    edge's great circle passes through it; then a piece is cut again while it spans more than
+//    densifyStepDeg of longitude or its straight lon/lat chord strays from the great circle by more
+//    than a fifth of the smaller of the regions' width there and the sites' distance (so that no ring
+//    crosses itself, also near the poles, and every site stays inside its polygon), at most 16384
+//    extra points an edge. An edge's points depend on the edge alone and are computed in one fixed
+//    direction, so the two regions sharing it get bitwise the same points: the polygons form a clean
+//    coverage (on the antimeridian one side says 180 and the other -180). Longitudes are unwrapped
+//    along the ring; the sense of each step near a pole comes from which side of its great circle
+//    the pole lies (a piece's longitude turns with the sign of its circle normal's z), not from
+//    rounding. A point within 1e-12 rad of a pole is the pole: the ring runs along lat +-90 between
+//    the meridians it arrives and leaves on. A ring winding +360 (-360) holds the north (south) pole:
+//    it is started at -180 (+180), runs to the other side and is closed along lat 90 (-90), one
+//    polygon. Any other ring is cut where it crosses the antimeridian (Sutherland-Hodgman against the
+//    vertical lines; a region is spherically convex, so each side is one piece; the crossing latitude
+//    is interpolated from exact distances to the antimeridian, the same for both regions) and
+//    shifted by whole turns into [-180, 180]: one or two polygons.
 //
-// Guarantees: every unique site gets a region (unless degeneracy beyond float64 leaves its region
-// with no area), the areas sum to 4 pi, every ring is closed, counter-clockwise in lon/lat, has at
-// least 4 points and no consecutive duplicates, lon within [-180, 180] (points on the antimeridian
-// exactly +-180), lat within [-90, 90], no holes. Each site lies inside its region's polygons, or on
-// their boundary in degenerate cases. The lon/lat polygons are the densified spherical polygons: a
-// straight lon/lat segment of a piece of length s deviates from its great circle by at most about
-// s^2 / 8 rad (2e-5 rad for 1 degree), which bounds how far the polygons are from the exact regions.
-// Limits: sites closer than about 1e-9 degrees may get a Delaunay triangulation that is Delaunay
-// only up to the 1e-13 flip tolerance (their regions are then wrong at that scale, not elsewhere);
-// the Qhull call itself cannot be canceled (it takes about a second per million sites).
+// Guarantees: every unique site gets a region; the areas sum to 4 pi; every ring is closed,
+// counter-clockwise in lon/lat, simple, has at least 4 points and no consecutive duplicates, lon in
+// [-180, 180] (antimeridian points exactly +-180), lat in [-90, 90], no holes; each site lies inside
+// its polygon (or on its boundary: sites on a pole or on the antimeridian); shared edges match
+// exactly. The lon/lat polygons follow the great circles within the chord tolerance above, and
+// otherwise within about s^2 / 8 rad for densifyStepDeg s in radians (2e-5 rad for 1 degree).
+// Limits: the Delaunay decisions are exact only down to the 1e-12 tie tolerance; sites less than
+// about 1e-9 rad apart within about 1e-9 rad of a pole can give a region too thin to draw as a valid
+// lon/lat polygon (it then has a self-touching ring, or no polygon; its area is still right). Qhull
+// is the slow part (some 10 s per million sites on a small machine; the whole call about 25 s,
+// single-threaded) and its call cannot be canceled. A tiny densifyStepDeg gives very large output.
 #pragma once
 
 #include <array>

@@ -7,7 +7,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,7 +98,58 @@ double boundaryDistance(const SphericalRegion& r, double lon, double lat)
   return best;
 }
 
-// Ring validity: closed, in range, at least 4 points, no consecutive duplicates, counter-clockwise.
+// Whether segments pq and rs share a point (touching counts), by orientation signs.
+bool segmentsMeet(const double* p, const double* q, const double* r, const double* t)
+{
+  auto orient = [](const double* a, const double* b, const double* c) {
+    const double d = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+    return d > 0 ? 1 : d < 0 ? -1 : 0;
+  };
+  auto onSegment = [](const double* a, const double* b, const double* c) {
+    return std::min(a[0], b[0]) <= c[0] && c[0] <= std::max(a[0], b[0]) && std::min(a[1], b[1]) <= c[1] &&
+           c[1] <= std::max(a[1], b[1]);
+  };
+  const int o1 = orient(p, q, r), o2 = orient(p, q, t), o3 = orient(r, t, p), o4 = orient(r, t, q);
+  if (o1 != o2 && o3 != o4 && o1 * o2 <= 0 && o3 * o4 <= 0 && (o1 != 0 || o2 != 0))
+    return true;
+  return (o1 == 0 && onSegment(p, q, r)) || (o2 == 0 && onSegment(p, q, t)) || (o3 == 0 && onSegment(r, t, p)) ||
+         (o4 == 0 && onSegment(r, t, q));
+}
+
+// A simple ring: no two non-adjacent edges meet (a sweep over the edges sorted by smallest lon).
+bool ringIsSimple(const LonLatRing& ring, size_t& badA, size_t& badB)
+{
+  const size_t n = ring.lon.size() - 1;  // edges; the ring is closed
+  std::vector<std::array<double, 2>> pt(n + 1);
+  for (size_t i = 0; i <= n; ++i)
+    pt[i] = {ring.lon[i], ring.lat[i]};
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = i;
+  auto lo = [&](size_t e) { return std::min(pt[e][0], pt[e + 1][0]); };
+  auto hi = [&](size_t e) { return std::max(pt[e][0], pt[e + 1][0]); };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lo(a) < lo(b); });
+  std::vector<size_t> active;
+  for (size_t e : order)
+  {
+    active.erase(std::remove_if(active.begin(), active.end(), [&](size_t f) { return hi(f) < lo(e); }), active.end());
+    for (size_t f : active)
+    {
+      const bool adjacent = f + 1 == e || e + 1 == f || (f == 0 && e == n - 1) || (e == 0 && f == n - 1);
+      if (!adjacent && segmentsMeet(pt[e].data(), pt[e + 1].data(), pt[f].data(), pt[f + 1].data()))
+      {
+        badA = std::min(e, f);
+        badB = std::max(e, f);
+        return false;
+      }
+    }
+    active.push_back(e);
+  }
+  return true;
+}
+
+// Ring validity: closed, in range, at least 4 points, no consecutive duplicates, counter-clockwise,
+// simple (no self-intersection or self-touching).
 void checkRings(const std::vector<SphericalRegion>& regions, const std::string& name)
 {
   for (size_t i = 0; i < regions.size(); ++i)
@@ -118,6 +171,9 @@ void checkRings(const std::vector<SphericalRegion>& regions, const std::string& 
         area2 += (x[k] - x[0]) * (y[k + 1] - y[0]) - (x[k + 1] - x[0]) * (y[k] - y[0]);
       }
       EXPECT_GT(area2, 0.0) << name << " region " << i << ": ring not counter-clockwise";
+      size_t a = 0, b = 0;
+      EXPECT_TRUE(ringIsSimple(p.outer, a, b)) << name << " region " << i << ": edges " << a << " and " << b
+                                               << " of its ring meet";
     }
 }
 
@@ -204,6 +260,19 @@ void checkBruteForce(const Sites& s, const std::vector<SphericalRegion>& regions
   }
   const double stepRad = stepDeg * kDeg;
   const double tol = 0.5 * stepRad * stepRad + 1e-9;
+  std::vector<std::array<double, 4>> box(regions.size(), {1e9, -1e9, 1e9, -1e9});  // lon, lat bounds
+  for (size_t i = 0; i < regions.size(); ++i)
+    for (const LonLatPolygon& part : regions[i].parts)
+      for (size_t k = 0; k < part.outer.lon.size(); ++k)
+      {
+        box[i][0] = std::min(box[i][0], part.outer.lon[k]);
+        box[i][1] = std::max(box[i][1], part.outer.lon[k]);
+        box[i][2] = std::min(box[i][2], part.outer.lat[k]);
+        box[i][3] = std::max(box[i][3], part.outer.lat[k]);
+      }
+  auto inBox = [](const std::array<double, 4>& b, double lon, double lat) {
+    return lon >= b[0] && lon <= b[1] && lat >= b[2] && lat <= b[3];
+  };
   std::mt19937_64 rng(seed * 7919u + 17u);
   std::normal_distribution<double> gauss;
   int tested = 0, failed = 0;
@@ -234,10 +303,36 @@ void checkBruteForce(const Sites& s, const std::vector<SphericalRegion>& regions
       if (++failed <= 5)
         ADD_FAILURE() << name << ": point (" << lon << ", " << lat << ") is not in the polygon of its nearest site "
                       << best;
+      continue;
     }
+    // The regions tile the sphere: no other region holds the point.
+    for (int64_t i : uniq)
+      if (i != best && inBox(box[static_cast<size_t>(i)], lon, lat) && insideRegion(regions[static_cast<size_t>(i)], lon, lat))
+      {
+        if (++failed <= 5)
+          ADD_FAILURE() << name << ": point (" << lon << ", " << lat << ") of site " << best << " is also in region " << i;
+        break;
+      }
   }
   EXPECT_EQ(failed, 0) << name << ": " << failed << " of " << tested << " points outside their nearest site's polygon";
   EXPECT_GT(tested, samples / 4) << name << ": too few points tested";
+}
+
+// A clean coverage: every ring point (but the corners of the lon/lat rectangle) lies on an edge that
+// another region shares, so it appears bitwise in another region's rings too (on the antimeridian
+// under the other sign of 180).
+void checkCoverage(const std::vector<SphericalRegion>& regions, const std::string& name)
+{
+  std::map<std::pair<double, double>, std::set<size_t>> owners;
+  for (size_t i = 0; i < regions.size(); ++i)
+    for (const LonLatPolygon& p : regions[i].parts)
+      for (size_t k = 0; k < p.outer.lon.size(); ++k)
+        owners[{p.outer.lon[k] == 180.0 ? -180.0 : p.outer.lon[k], p.outer.lat[k]}].insert(i);
+  int lonely = 0;
+  for (const auto& [point, who] : owners)
+    if (who.size() < 2 && !(std::fabs(point.first) == 180.0 && std::fabs(point.second) == 90.0) && ++lonely <= 3)
+      ADD_FAILURE() << name << ": point (" << point.first << ", " << point.second << ") of region " << *who.begin()
+                    << " is in no other region";
 }
 
 void checkAll(const Sites& s, const std::vector<SphericalRegion>& r, const std::string& name, int samples = 3000,
@@ -245,6 +340,7 @@ void checkAll(const Sites& s, const std::vector<SphericalRegion>& r, const std::
 {
   ASSERT_EQ(static_cast<int64_t>(r.size()), s.size()) << name;
   checkRings(r, name);
+  checkCoverage(r, name);
   checkAreas(r, name);
   checkSitesInside(s, r, name);
   checkVertices(s, r, name);

@@ -152,4 +152,12 @@ void Algorithm::requirePointSource(const QgsProcessingFeatureSource& source, con
     throw QgsProcessingException(notPointsMessage(name, source.wkbType()));
 }
 
+bool Algorithm::outputRequested(const QVariantMap& parameters, const QString& name)
+{
+  QVariant value = parameters.value(name);
+  if (value.canConvert<QgsProcessingOutputLayerDefinition>())
+    value = value.value<QgsProcessingOutputLayerDefinition>().sink.staticValue();
+  return value.isValid() && !value.isNull() && !value.toString().isEmpty();
+}
+
 }  // namespace gpugeo

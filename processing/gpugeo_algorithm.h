@@ -46,6 +46,8 @@ protected:
   static RunControl runControl(QgsFeedback* feedback);
 
   static void logStageTimes(const StageTimes& times, QgsProcessingFeedback* feedback);
+  // Whether an optional destination parameter was given a value (QGIS leaves it unset when skipped).
+  static bool outputRequested(const QVariantMap& parameters, const QString& name);
 
   // Refuses a source parameter that is not a point layer, with a message naming what it is. The
   // parameter's type filter holds in the GUI only; qgis_process and the API need this check.

@@ -33,14 +33,6 @@ namespace {
 constexpr int32_t kNoData = std::numeric_limits<int32_t>::min();
 constexpr int64_t kChunk = int64_t(1) << 24;
 
-bool outputRequested(const QVariantMap& parameters, const QString& name)
-{
-  QVariant value = parameters.value(name);
-  if (value.canConvert<QgsProcessingOutputLayerDefinition>())
-    value = value.value<QgsProcessingOutputLayerDefinition>().sink.staticValue();
-  return value.isValid() && !value.isNull() && !value.toString().isEmpty();
-}
-
 QgsLineString* ringGeometry(const sphere::LatticeRing& ring, int level)
 {
   QVector<double> x, y;
@@ -224,20 +216,8 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     ScopedStage stage(times, "read");
     points = readPoints(*source, readOptions, &steps);
   }
-  if (points.canceled)
-    throw Canceled();
-  if (points.skippedNull + points.skippedEmpty > 0)
-    feedback->pushWarning(QObject::tr("Skipped %1 features without geometry and %2 with an empty geometry.")
-                            .arg(points.skippedNull)
-                            .arg(points.skippedEmpty));
+  checkSites(points, sphere::kMaxSites, feedback);
   const int64_t siteCount = points.siteCount();
-  if (siteCount == 0)
-    throw QgsProcessingException(QObject::tr("The input layer has no point to use (%1 features without geometry, %2 "
-                                             "with an empty geometry).")
-                                   .arg(points.skippedNull)
-                                   .arg(points.skippedEmpty));
-  if (siteCount > sphere::kMaxSites)
-    throw QgsProcessingException(QObject::tr("%1 points is more than the %2 this algorithm can label.").arg(siteCount).arg(sphere::kMaxSites));
   const QgsCoordinateReferenceSystem wgs84(QStringLiteral("EPSG:4326"));
   if (source->sourceCrs().isValid() && source->sourceCrs() != wgs84)
   {
@@ -265,34 +245,8 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
                                      .arg(source->sourceCrs().authid()));
   }
   const sphere::SiteSet sites{points.x.data(), points.y.data(), siteCount};
-  const int64_t invalid = sphere::countInvalidSites(sites);
-  if (invalid > 0)
-    throw QgsProcessingException(QObject::tr("%1 of %2 points have a NaN coordinate or a latitude outside -90..90 "
-                                             "degrees; fix or remove them.")
-                                   .arg(invalid)
-                                   .arg(siteCount));
-  std::vector<int32_t> labelOfSite(static_cast<std::size_t>(siteCount));
-  for (int64_t s = 0; s < siteCount; ++s)
-  {
-    labelOfSite[std::size_t(s)] = int32_t(s + 1);
-    if (fieldIndex < 0)
-      continue;
-    const QVariant value = points.attributes[points.featureOf[s]].at(fieldIndex);
-    bool ok = false;
-    const double number = value.toDouble(&ok);
-    if (value.isNull())
-      labelOfSite[std::size_t(s)] = kNoData;
-    else if (!ok || number != std::floor(number) || number <= double(kNoData) || number > double(INT32_MAX))
-      throw QgsProcessingException(QObject::tr("Feature %1: the label %2 in field %3 is not a whole number in the "
-                                               "Int32 range.")
-                                     .arg(points.featureIds[points.featureOf[s]])
-                                     .arg(value.toString(), fieldName));
-    else
-      labelOfSite[std::size_t(s)] = int32_t(number);
-  }
-  feedback->pushInfo(QObject::tr("%1 sites from %2 features; QTM level %3 (%4 cells).")
-                       .arg(siteCount)
-                       .arg(points.featureIds.size())
+  const std::vector<int32_t> labelOfSite = siteLabels(points, fieldIndex, fieldName, kNoData, feedback);
+  feedback->pushInfo(QObject::tr("QTM level %1 (%2 cells).")
                        .arg(level)
                        .arg(sphere::qtmCellCount(level)));
 
@@ -303,25 +257,18 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
   const RunControl control = runControl(&steps);
   std::unique_ptr<sphere::SphereLabeller> labeller;
   const auto makeCpu = [&] { labeller = sphere::makeSphereLabeller(Backend::Cpu, sites, options, control); };
+  // Under Auto a GPU failure moves the work to the CPU with a warning; with DEVICE=GPU it is an error.
   const auto withFallback = [&](const std::function<void()>& work) {
     try
     {
       work();
     }
-    catch (const DeviceError& e)
+    catch (const Error& e)
     {
-      if (device.requested != Backend::Auto || labeller->backend() != Backend::Gpu)
+      const bool deviceFailure = dynamic_cast<const DeviceError*>(&e) || dynamic_cast<const DeviceOutOfMemory*>(&e);
+      if (!deviceFailure || device.requested != Backend::Auto || labeller->backend() != Backend::Gpu)
         throw;
       feedback->pushWarning(QObject::tr("The GPU failed (%1); continuing on the CPU.").arg(e.what()));
-      times.merge(labeller->times());
-      makeCpu();
-      work();
-    }
-    catch (const DeviceOutOfMemory& e)
-    {
-      if (device.requested != Backend::Auto || labeller->backend() != Backend::Gpu)
-        throw;
-      feedback->pushWarning(QObject::tr("The GPU ran out of memory (%1); continuing on the CPU.").arg(e.what()));
       times.merge(labeller->times());
       makeCpu();
       work();

@@ -34,15 +34,6 @@ constexpr int32_t kNoData = std::numeric_limits<int32_t>::min();
 // Pixels per band of rows: the buffers stay near 200 MB whatever the raster's size.
 constexpr int64_t kBandPixels = int64_t(1) << 24;
 
-// Whether an optional destination parameter was given a value (QGIS leaves it unset when skipped).
-bool outputRequested(const QVariantMap& parameters, const QString& name)
-{
-  QVariant value = parameters.value(name);
-  if (value.canConvert<QgsProcessingOutputLayerDefinition>())
-    value = value.value<QgsProcessingOutputLayerDefinition>().sink.staticValue();
-  return value.isValid() && !value.isNull() && !value.toString().isEmpty();
-}
-
 // Whole pixels covering `length` (a length within 1e-9 pixel of a whole number is that number).
 int64_t pixelsFor(double length, double pixelSize)
 {
@@ -178,52 +169,8 @@ SiteInput readSites(QgsProcessingFeatureSource& source, int fieldIndex, const QS
     ScopedStage stage(times, "read");
     input.points = readPoints(source, readOptions, steps);
   }
-  const PointSet& points = input.points;
-  if (points.canceled)
-    throw Canceled();
-  if (points.skippedNull + points.skippedEmpty > 0)
-    feedback->pushWarning(QObject::tr("Skipped %1 features without geometry and %2 with an empty geometry.")
-                            .arg(points.skippedNull)
-                            .arg(points.skippedEmpty));
-  const int64_t siteCount = points.siteCount();
-  if (siteCount == 0)
-    throw QgsProcessingException(
-      QObject::tr("The input layer has no point to use (%1 features without geometry, %2 with an empty geometry).")
-        .arg(points.skippedNull)
-        .arg(points.skippedEmpty));
-  if (siteCount > voronoi::kMaxSites)
-    throw QgsProcessingException(QObject::tr("%1 points is more than the %2 this algorithm can label.")
-                                   .arg(siteCount)
-                                   .arg(voronoi::kMaxSites));
-  feedback->pushInfo(QObject::tr("%1 sites from %2 features.").arg(siteCount).arg(points.featureIds.size()));
-
-  input.labelOfSite.resize(static_cast<size_t>(siteCount));
-  int64_t nullLabels = 0;
-  for (int64_t s = 0; s < siteCount; ++s)
-  {
-    if (fieldIndex < 0)
-    {
-      input.labelOfSite[s] = static_cast<int32_t>(s + 1);
-      continue;
-    }
-    const QVariant value = points.attributes[points.featureOf[s]].at(fieldIndex);
-    if (value.isNull())
-    {
-      input.labelOfSite[s] = kNoData;
-      ++nullLabels;
-      continue;
-    }
-    bool ok = false;
-    const double number = value.toDouble(&ok);
-    if (!ok || number != std::floor(number) || number <= double(kNoData) || number > double(INT32_MAX))
-      throw QgsProcessingException(QObject::tr("Feature %1: the label %2 in field %3 is not a whole number between "
-                                               "-2147483647 and 2147483647.")
-                                     .arg(points.featureIds[points.featureOf[s]])
-                                     .arg(value.toString(), fieldName));
-    input.labelOfSite[s] = static_cast<int32_t>(number);
-  }
-  if (nullLabels > 0)
-    feedback->pushWarning(QObject::tr("%1 sites have a NULL label; their pixels are nodata.").arg(nullLabels));
+  checkSites(input.points, voronoi::kMaxSites, feedback);
+  input.labelOfSite = siteLabels(input.points, fieldIndex, fieldName, kNoData, feedback);
   return input;
 }
 

@@ -38,14 +38,9 @@
 #include "core/backend.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
+#include "sphere/earth.h"
 
 namespace gpugeo::sphere {
-
-#ifndef GPUGEO_SPHERE_EARTH_RADIUS_DEFINED
-#define GPUGEO_SPHERE_EARTH_RADIUS_DEFINED
-constexpr double kEarthRadiusM = 6371008.8;
-#endif
-constexpr double kEarthRadiusKm = kEarthRadiusM / 1000.0;
 
 constexpr double kNearTieRadians = 1e-15;
 constexpr int64_t kMaxSites = (int64_t(1) << 31) - 64;

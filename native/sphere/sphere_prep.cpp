@@ -120,7 +120,7 @@ PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& 
   const int64_t bad = countInvalidSites(sites);
   if (bad > 0)
     throw InvalidInput(std::to_string(bad) + " of " + std::to_string(sites.count) +
-                       " sites have a NaN or infinite coordinate or a latitude outside [-90, 90]");
+                       " points have a NaN or infinite coordinate or a latitude outside -90..90 degrees; fix or remove them");
 
   PreparedSites prep;
   const int64_t n = sites.count;

@@ -87,14 +87,9 @@
 #include <vector>
 
 #include "core/run_control.h"
+#include "sphere/earth.h"
 
 namespace gpugeo::sphere {
-
-#ifndef GPUGEO_SPHERE_EARTH_RADIUS_DEFINED
-#define GPUGEO_SPHERE_EARTH_RADIUS_DEFINED
-// Mean Earth radius (IUGG R1), metres: multiply steradians by its square for square metres.
-constexpr double kEarthRadiusM = 6371008.8;
-#endif
 
 // A closed ring in degrees: the last point equals the first.
 struct LonLatRing

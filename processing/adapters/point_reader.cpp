@@ -13,6 +13,8 @@
 #include <qgsexception.h>
 #include <qgsprocessingfeedback.h>
 
+#include "core/errors.h"
+
 namespace gpugeo {
 
 PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& options, QgsProcessingFeedback* feedback)
@@ -93,6 +95,61 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
   if (!points.x.empty())
     points.extent = QgsRectangle(xMin, yMin, xMax, yMax, false);
   return points;
+}
+
+void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback)
+{
+  if (points.canceled)
+    throw Canceled();
+  if (points.skippedNull + points.skippedEmpty > 0)
+    feedback->pushWarning(QObject::tr("Skipped %1 features without geometry and %2 with an empty geometry.")
+                            .arg(points.skippedNull)
+                            .arg(points.skippedEmpty));
+  const int64_t siteCount = points.siteCount();
+  if (siteCount == 0)
+    throw QgsProcessingException(
+      QObject::tr("The input layer has no point to use (%1 features without geometry, %2 with an empty geometry).")
+        .arg(points.skippedNull)
+        .arg(points.skippedEmpty));
+  if (siteCount > maxSites)
+    throw QgsProcessingException(
+      QObject::tr("%1 points is more than the %2 this algorithm can label.").arg(siteCount).arg(maxSites));
+  feedback->pushInfo(QObject::tr("%1 sites from %2 features.").arg(siteCount).arg(points.featureIds.size()));
+}
+
+std::vector<int32_t> siteLabels(const PointSet& points, int fieldIndex, const QString& fieldName, int32_t labelNoData,
+                                QgsProcessingFeedback* feedback)
+{
+  const int64_t siteCount = points.siteCount();
+  std::vector<int32_t> labels(static_cast<std::size_t>(siteCount));
+  int64_t nullLabels = 0;
+  for (int64_t s = 0; s < siteCount; ++s)
+  {
+    if (fieldIndex < 0)
+    {
+      labels[std::size_t(s)] = static_cast<int32_t>(s + 1);
+      continue;
+    }
+    const QVariant value = points.attributes[points.featureOf[s]].at(fieldIndex);
+    if (value.isNull())
+    {
+      labels[std::size_t(s)] = labelNoData;
+      ++nullLabels;
+      continue;
+    }
+    bool ok = false;
+    const double number = value.toDouble(&ok);
+    if (!ok || number != std::floor(number) || number <= double(labelNoData) || number > double(INT32_MAX))
+      throw QgsProcessingException(QObject::tr("Feature %1: the label %2 in field %3 is not a whole number between "
+                                               "%4 and 2147483647.")
+                                     .arg(points.featureIds[points.featureOf[s]])
+                                     .arg(value.toString(), fieldName)
+                                     .arg(qint64(labelNoData) + 1));
+    labels[std::size_t(s)] = static_cast<int32_t>(number);
+  }
+  if (nullLabels > 0)
+    feedback->pushWarning(QObject::tr("%1 sites have a NULL label; their pixels are nodata.").arg(nullLabels));
+  return labels;
 }
 
 }  // namespace gpugeo

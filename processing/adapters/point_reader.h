@@ -8,6 +8,7 @@
 #include <qgsattributes.h>
 #include <qgsfeatureid.h>
 #include <qgsrectangle.h>
+#include <QString>
 
 class QgsProcessingFeatureSource;
 class QgsProcessingFeedback;
@@ -39,5 +40,15 @@ struct PointSet
 // Reports progress from 0 to 100 on `feedback`; stops (canceled = true) when it is canceled.
 // Throws QgsProcessingException when a coordinate is infinite.
 PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& options, QgsProcessingFeedback* feedback);
+
+// After readPoints: throws Canceled if it was canceled; warns about the skipped features; throws
+// QgsProcessingException when no site is left or there are more than maxSites; logs the count.
+void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback);
+
+// The raster label of each site: the whole-number value of field `fieldIndex` (NULL: labelNoData,
+// with a warning giving the count), or the 1-based site index when fieldIndex < 0. A fractional or
+// out-of-range value is a QgsProcessingException naming the feature.
+std::vector<int32_t> siteLabels(const PointSet& points, int fieldIndex, const QString& fieldName, int32_t labelNoData,
+                                QgsProcessingFeedback* feedback);
 
 }  // namespace gpugeo

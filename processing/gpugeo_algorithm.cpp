@@ -1,5 +1,7 @@
 #include "gpugeo_algorithm.h"
 
+#include <QFile>
+#include <QFileInfo>
 #include <QIcon>
 #include <QStringList>
 
@@ -77,8 +79,49 @@ QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProces
                                         QgsProcessingFeedback* feedback)
 {
   QVariantMap outputs;
-  callNative([&] { outputs = execute(parameters, context, feedback); });
+  mSinkFiles.clear();
+  try
+  {
+    callNative([&] { outputs = execute(parameters, context, feedback); });
+  }
+  catch (...)
+  {
+    deleteSinkFiles();  // execute()'s sinks are closed by now: they were its locals
+    throw;
+  }
+  mSinkFiles.clear();
   return outputs;
+}
+
+std::unique_ptr<QgsFeatureSink> Algorithm::createSink(const QVariantMap& parameters, const QString& name,
+                                                      QgsProcessingContext& context, QString& destination,
+                                                      const QgsFields& fields, QgsWkbTypes::Type geometryType,
+                                                      const QgsCoordinateReferenceSystem& crs) const
+{
+  std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, name, context, destination, fields, geometryType, crs));
+  if (!sink)
+    throw QgsProcessingException(invalidSinkError(parameters, name));
+  // A file destination is the file's path; a layer added to an existing file has "|layername=".
+  const QFileInfo file(destination);
+  if (!destination.contains(QLatin1Char('|')) && file.isAbsolute() && file.exists())
+    mSinkFiles << destination;
+  return sink;
+}
+
+void Algorithm::deleteSinkFiles()
+{
+  for (const QString& path : mSinkFiles)
+  {
+    const QFileInfo file(path);
+    QStringList doomed{path, path + QStringLiteral("-wal"), path + QStringLiteral("-shm"),
+                       path + QStringLiteral("-journal")};
+    if (file.suffix().compare(QStringLiteral("shp"), Qt::CaseInsensitive) == 0)
+      for (const char* sidecar : {"shx", "dbf", "prj", "cpg", "qix", "sbn", "sbx", "qmd"})
+        doomed << file.path() + QLatin1Char('/') + file.completeBaseName() + QLatin1Char('.') + QLatin1String(sidecar);
+    for (const QString& f : doomed)
+      QFile::remove(f);
+  }
+  mSinkFiles.clear();
 }
 
 void Algorithm::callNative(const std::function<void()>& work)
@@ -98,7 +141,9 @@ void Algorithm::callNative(const std::function<void()>& work)
   }
   catch (const std::bad_alloc&)
   {
-    throw QgsProcessingException(QObject::tr("Out of memory; use a larger pixel size or a smaller extent."));
+    throw QgsProcessingException(
+      QObject::tr("Out of memory: this input and these outputs need more memory than the machine has (for a raster, "
+                  "use a larger pixel size or a smaller extent; for a grid, a lower level)."));
   }
   catch (const Error& e)
   {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 
+#include <qgsfeaturesink.h>
 #include <qgsprocessingalgorithm.h>
 
 #include "core/backend.h"
@@ -49,6 +51,14 @@ protected:
   // Whether an optional destination parameter was given a value (QGIS leaves it unset when skipped).
   static bool outputRequested(const QVariantMap& parameters, const QString& name);
 
+  // parameterAsSink, throwing QgsProcessingException when the sink cannot be made. A file the sink
+  // creates or overwrites whole (a path without a layer name) is deleted again, sidecars included,
+  // unless the run succeeds: a failed or canceled run leaves no half-written layer behind.
+  std::unique_ptr<QgsFeatureSink> createSink(const QVariantMap& parameters, const QString& name,
+                                             QgsProcessingContext& context, QString& destination,
+                                             const QgsFields& fields, QgsWkbTypes::Type geometryType,
+                                             const QgsCoordinateReferenceSystem& crs) const;
+
   // Refuses a source parameter that is not a point layer, with a message naming what it is. The
   // parameter's type filter holds in the GUI only; qgis_process and the API need this check.
   bool checkPointSource(const QVariantMap& parameters, const QString& name, QgsProcessingContext& context,
@@ -58,6 +68,9 @@ protected:
 private:
   // Runs `work`, turning every exception other than QgsProcessingException into one.
   static void callNative(const std::function<void()>& work);
+  void deleteSinkFiles();
+
+  mutable QStringList mSinkFiles;  // written by createSink, which the const helpers of execute() call
 };
 
 }  // namespace gpugeo

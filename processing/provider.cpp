@@ -7,6 +7,9 @@
 #include <QIcon>
 
 #include "qtmvoronoi_algorithm.h"
+#ifdef GPUGEO_WITH_QHULL
+#include "spherevoronoi_algorithm.h"
+#endif
 #include "voronoiraster_algorithm.h"
 
 namespace gpugeo {
@@ -65,6 +68,9 @@ void Provider::loadAlgorithms()
 {
   addAlgorithm(new VoronoiRasterAlgorithm());
   addAlgorithm(new QtmVoronoiAlgorithm());
+#ifdef GPUGEO_WITH_QHULL
+  addAlgorithm(new SphereVoronoiAlgorithm());
+#endif
 }
 
 }  // namespace gpugeo

@@ -7,7 +7,6 @@
 #include <set>
 #include <vector>
 
-#include <qgscoordinatetransform.h>
 #include <qgsexception.h>
 #include <qgsfeature.h>
 #include <qgsfeaturesink.h>
@@ -218,32 +217,11 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
   }
   checkSites(points, sphere::kMaxSites, feedback);
   const int64_t siteCount = points.siteCount();
-  const QgsCoordinateReferenceSystem wgs84(QStringLiteral("EPSG:4326"));
-  if (source->sourceCrs().isValid() && source->sourceCrs() != wgs84)
   {
     ScopedStage stage(times, "read");
-    QgsCoordinateTransform transform(source->sourceCrs(), wgs84, context.transformContext());
-    int64_t failed = 0;
-    for (int64_t s = 0; s < siteCount; ++s)
-    {
-      try
-      {
-        const QgsPointXY p = transform.transform(QgsPointXY(points.x[s], points.y[s]));
-        points.x[s] = p.x();
-        points.y[s] = p.y();
-      }
-      catch (const QgsCsException&)
-      {
-        points.x[s] = points.y[s] = std::numeric_limits<double>::quiet_NaN();
-        ++failed;
-      }
-    }
-    if (failed > 0)
-      throw QgsProcessingException(QObject::tr("%1 of %2 points could not be transformed from %3 to EPSG:4326.")
-                                     .arg(failed)
-                                     .arg(siteCount)
-                                     .arg(source->sourceCrs().authid()));
+    transformToLonLat(points, source->sourceCrs(), context.transformContext());
   }
+  const QgsCoordinateReferenceSystem wgs84(QStringLiteral("EPSG:4326"));
   const sphere::SiteSet sites{points.x.data(), points.y.data(), siteCount};
   const std::vector<int32_t> labelOfSite = siteLabels(points, fieldIndex, fieldName, kNoData, feedback);
   feedback->pushInfo(QObject::tr("QTM level %1 (%2 cells).")
@@ -320,12 +298,6 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
   }
   const QgsFields sourceFields = source->fields();
   const int fidIndex = sourceFields.lookupField(QStringLiteral("fid"));
-  const auto siteAttributes = [&](int64_t s) {
-    QgsAttributes attributes = points.attributes[points.featureOf[s]];
-    if (fidIndex >= 0 && s > 0 && points.featureOf[s] == points.featureOf[s - 1])
-      attributes[fidIndex] = QVariant();
-    return attributes;
-  };
 
   if (wantRegions)
   {
@@ -343,10 +315,8 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     extra.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
     const QgsFields fields = QgsProcessingUtils::combineFields(sourceFields, extra);
     QString id;
-    std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, QStringLiteral("OUTPUT_REGIONS"), context, id,
-                                                         fields, QgsWkbTypes::MultiPolygon, wgs84));
-    if (!sink)
-      throw QgsProcessingException(invalidSinkError(parameters, QStringLiteral("OUTPUT_REGIONS")));
+    std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT_REGIONS"), context, id,
+                                                         fields, QgsWkbTypes::MultiPolygon, wgs84);
     const double km2 = sphere::kEarthRadiusKm * sphere::kEarthRadiusKm;
     for (std::size_t r = 0; r < regions.size(); ++r)
     {
@@ -368,7 +338,7 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
       }
       QgsFeature feature(fields);
       feature.setGeometry(QgsGeometry(std::move(multi)));
-      QgsAttributes attributes = siteAttributes(region.label);
+      QgsAttributes attributes = siteAttributes(points, region.label, fidIndex);
       attributes << QVariant::fromValue<qlonglong>(region.label + 1) << QVariant::fromValue<qlonglong>(region.cells)
                  << region.areaSteradians * km2;
       feature.setAttributes(attributes);
@@ -392,10 +362,8 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     fields.append(QgsField(QStringLiteral("site_id"), QVariant::LongLong));
     fields.append(QgsField(QStringLiteral("dist_km"), QVariant::Double));
     QString id;
-    std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, QStringLiteral("OUTPUT_CELLS"), context, id,
-                                                         fields, QgsWkbTypes::Polygon, wgs84));
-    if (!sink)
-      throw QgsProcessingException(invalidSinkError(parameters, QStringLiteral("OUTPUT_CELLS")));
+    std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT_CELLS"), context, id,
+                                                         fields, QgsWkbTypes::Polygon, wgs84);
     std::vector<double> lon, lat;
     const int64_t cells = int64_t(cellSite.size());
     for (int64_t c = 0; c < cells; ++c)

@@ -486,13 +486,10 @@ QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsP
   extra.append(QgsField(QStringLiteral("site_id"), QVariant::LongLong));
   const QgsFields fields = QgsProcessingUtils::combineFields(source.fields(), extra);
   QString polygonsId;
-  std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
+  std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
                                                        polygonsId, fields, QgsWkbTypes::MultiPolygon,
-                                                       source.sourceCrs()));
-  if (!sink)
-    throw QgsProcessingException(invalidSinkError(parameters, QStringLiteral("OUTPUT_POLYGONS")));
-  // A GeoPackage source has a unique "fid" field; the later parts of a multipoint get NULL there,
-  // so that a GeoPackage output assigns them their own.
+                                                       source.sourceCrs());
+  // A GeoPackage source has a unique "fid" field (NULL for later multipoint parts: siteAttributes).
   const int fidIndex = source.fields().lookupField(QStringLiteral("fid"));
   for (int64_t s = 0; s < siteCount; ++s)
   {
@@ -506,9 +503,7 @@ QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsP
     pieces.clear();
     QgsFeature feature(fields);
     feature.setGeometry(region);
-    QgsAttributes attributes = points.attributes[points.featureOf[s]];
-    if (fidIndex >= 0 && s > 0 && points.featureOf[s] == points.featureOf[s - 1])
-      attributes[fidIndex] = QVariant();
+    QgsAttributes attributes = siteAttributes(points, s, fidIndex);
     attributes.append(QVariant::fromValue<qlonglong>(s + 1));
     feature.setAttributes(attributes);
     if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))

@@ -58,6 +58,8 @@ struct SiteSet
 // Counts the sites that break the preconditions (NaN or infinite coordinates, |lat| > 90); the
 // labeller refuses a set with any.
 int64_t countInvalidSites(const SiteSet& sites);
+// Throws InvalidInput giving that count, as "k of n points have ...", when it is not zero.
+void requireValidSites(const SiteSet& sites);
 
 enum class NearestMethod
 {

@@ -31,6 +31,14 @@ const char* methodName(NearestMethod method)
   return "?";
 }
 
+void requireValidSites(const SiteSet& sites)
+{
+  const int64_t bad = countInvalidSites(sites);
+  if (bad > 0)
+    throw InvalidInput(std::to_string(bad) + " of " + std::to_string(sites.count) +
+                       " points have a NaN or infinite coordinate or a latitude outside -90..90 degrees; fix or remove them");
+}
+
 }  // namespace gpugeo::sphere
 
 namespace gpugeo::sphere::detail {
@@ -117,10 +125,7 @@ PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& 
     throw InvalidInput("there are no sites");
   if (sites.count > kMaxSites)
     throw InvalidInput("too many sites: " + std::to_string(sites.count) + " (at most " + std::to_string(kMaxSites) + ")");
-  const int64_t bad = countInvalidSites(sites);
-  if (bad > 0)
-    throw InvalidInput(std::to_string(bad) + " of " + std::to_string(sites.count) +
-                       " points have a NaN or infinite coordinate or a latitude outside -90..90 degrees; fix or remove them");
+  requireValidSites(sites);
 
   PreparedSites prep;
   const int64_t n = sites.count;

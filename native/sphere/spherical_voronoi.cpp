@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "sphere/sphere_nearest.h"
 
 namespace gpugeo::sphere {
 namespace {
@@ -645,13 +646,22 @@ struct Unwrapped
 };
 
 // The latitude where a piece crosses the antimeridian, given its end east of it (lon near 180) and its
-// end west of it (lon near -180): from the raw longitudes, whose distances to the antimeridian are
-// exact (Sterbenz), in a fixed order, so that the regions sharing the piece get the same point.
+// end west of it (lon near -180). Both ends lie on the piece's great circle, so the crossing is the
+// point of that circle on the antimeridian: b e + a w, for the ends' unit vectors e and w and their
+// distances a and b from the antimeridian's plane. Those come from the raw longitudes, whose
+// distances to the antimeridian are exact (Sterbenz); the order is fixed, so that the regions sharing
+// the piece get the same point.
 double antimeridianLat(const Unwrapped& east, const Unwrapped& west)
 {
-  const double de = 180.0 - east.lon;
-  const double dw = west.lon + 180.0;
-  return de + dw > 0 ? east.lat + (west.lat - east.lat) * (de / (de + dw)) : east.lat;
+  const double de = (180.0 - east.lon) * kRadPerDeg;
+  const double dw = (west.lon + 180.0) * kRadPerDeg;
+  const double ce = std::cos(east.lat * kRadPerDeg), cw = std::cos(west.lat * kRadPerDeg);
+  const double a = ce * std::sin(de), b = cw * std::sin(dw);
+  if (!(a + b > 0))
+    return east.lat;
+  const double x = b * ce * std::cos(de) + a * cw * std::cos(dw);  // minus the x of b e + a w
+  const double z = b * std::sin(east.lat * kRadPerDeg) + a * std::sin(west.lat * kRadPerDeg);
+  return std::atan2(z, x) * kDegPerRad;  // x > 0: the crossing is within 90 degrees of both ends
 }
 
 // A ring point being clipped: shifted coordinates, and the ring point it is (-1: a cut point).
@@ -1592,14 +1602,7 @@ void validate(const double* lonDeg, const double* latDeg, int64_t n, const Spher
   if (!(options.densifyStepDeg > 0 && options.densifyStepDeg <= 10))
     throw InvalidInput("spherical Voronoi: the densification step must be in (0, 10] degrees (got " +
                        std::to_string(options.densifyStepDeg) + ")");
-  for (int64_t i = 0; i < n; ++i)
-  {
-    if (!std::isfinite(lonDeg[i]) || !std::isfinite(latDeg[i]))
-      throw InvalidInput("spherical Voronoi: site " + std::to_string(i) + " has a coordinate that is not finite");
-    if (std::fabs(latDeg[i]) > 90.0)
-      throw InvalidInput("spherical Voronoi: site " + std::to_string(i) + " has latitude " +
-                         std::to_string(latDeg[i]) + ", outside [-90, 90]");
-  }
+  requireValidSites(SiteSet{lonDeg, latDeg, n});
 }
 
 }  // namespace

@@ -65,16 +65,18 @@
 //    the meridians it arrives and leaves on. A ring winding +360 (-360) holds the north (south) pole:
 //    it is started at -180 (+180), runs to the other side and is closed along lat 90 (-90), one
 //    polygon. Any other ring is cut where it crosses the antimeridian (Sutherland-Hodgman against the
-//    vertical lines; a region is spherically convex, so each side is one piece; the crossing latitude
-//    is interpolated from exact distances to the antimeridian, the same for both regions) and
+//    vertical lines; a region is spherically convex, so each side is one piece; the crossing is the
+//    point of the piece's great circle on the antimeridian, the same for both regions) and
 //    shifted by whole turns into [-180, 180]: one or two polygons.
 //
 // Guarantees: every unique site gets a region; the areas sum to 4 pi; every ring is closed,
 // counter-clockwise in lon/lat, simple, has at least 4 points and no consecutive duplicates, lon in
 // [-180, 180] (antimeridian points exactly +-180), lat in [-90, 90], no holes; each site lies inside
 // its polygon (or on its boundary: sites on a pole or on the antimeridian); shared edges match
-// exactly. The lon/lat polygons follow the great circles within the chord tolerance above, and
-// otherwise within about s^2 / 8 rad for densifyStepDeg s in radians (2e-5 rad for 1 degree).
+// exactly. Between their points the lon/lat polygons depart from the great circles by at most the
+// chord tolerance above and about s^2 / 4 rad for densifyStepDeg s in radians (the straight lon/lat
+// piece bows away from the arc most at high latitudes; measured on 312 cities: 7.0e-5 rad for 1
+// degree, 7.5e-7 rad for 0.1 degree).
 // Limits: the Delaunay decisions are exact only down to the 1e-12 tie tolerance; sites less than
 // about 1e-9 rad apart within about 1e-9 rad of a pole can give a region too thin to draw as a valid
 // lon/lat polygon (it then has a self-touching ring, or no polygon; its area is still right). Qhull

@@ -1,8 +1,11 @@
 #include "point_reader.h"
 
 #include <cmath>
+#include <limits>
 
 #include <qgsabstractgeometry.h>
+#include <qgscoordinatereferencesystem.h>
+#include <qgscoordinatetransform.h>
 #include <qgsfeature.h>
 #include <qgsfeaturerequest.h>
 #include <qgsprocessingutils.h>
@@ -57,9 +60,15 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
     const QgsAbstractGeometry* geometry = feature.geometry().constGet();
     const int64_t featureIndex = static_cast<int64_t>(points.featureIds.size());
     int64_t sitesOfFeature = 0;
+    const int64_t halfNanBefore = points.halfNan;
     auto addPoint = [&](const QgsPoint& p) {
-      if (std::isnan(p.x()) || std::isnan(p.y()))
+      if (std::isnan(p.x()) && std::isnan(p.y()))
         return;
+      if (std::isnan(p.x()) || std::isnan(p.y()))
+      {
+        ++points.halfNan;
+        return;
+      }
       if (!std::isfinite(p.x()) || !std::isfinite(p.y()))
         throw QgsProcessingException(QObject::tr("Feature %1 has an infinite coordinate; fix the geometry or "
                                                  "filter the feature out.")
@@ -85,7 +94,8 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
     }
     if (sitesOfFeature == 0)
     {
-      ++points.skippedEmpty;
+      if (points.halfNan == halfNanBefore)
+        ++points.skippedEmpty;
       continue;
     }
     points.featureIds.push_back(feature.id());
@@ -106,6 +116,10 @@ void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback*
                             .arg(points.skippedNull)
                             .arg(points.skippedEmpty));
   const int64_t siteCount = points.siteCount();
+  if (points.halfNan > 0)
+    throw QgsProcessingException(QObject::tr("%1 of %2 points have a NaN coordinate; fix or filter them out.")
+                                   .arg(points.halfNan)
+                                   .arg(points.halfNan + siteCount));
   if (siteCount == 0)
     throw QgsProcessingException(
       QObject::tr("The input layer has no point to use (%1 features without geometry, %2 with an empty geometry).")
@@ -150,6 +164,45 @@ std::vector<int32_t> siteLabels(const PointSet& points, int fieldIndex, const QS
   if (nullLabels > 0)
     feedback->pushWarning(QObject::tr("%1 sites have a NULL label; their pixels are nodata.").arg(nullLabels));
   return labels;
+}
+
+void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& from,
+                       const QgsCoordinateTransformContext& transformContext)
+{
+  const QgsCoordinateReferenceSystem wgs84(QStringLiteral("EPSG:4326"));
+  if (!from.isValid() || from == wgs84)
+    return;
+  QgsCoordinateTransform transform(from, wgs84, transformContext);
+  const int64_t siteCount = points.siteCount();
+  int64_t failed = 0;
+  for (int64_t s = 0; s < siteCount; ++s)
+  {
+    try
+    {
+      const QgsPointXY p = transform.transform(QgsPointXY(points.x[std::size_t(s)], points.y[std::size_t(s)]));
+      points.x[std::size_t(s)] = p.x();
+      points.y[std::size_t(s)] = p.y();
+    }
+    catch (const QgsCsException&)
+    {
+      points.x[std::size_t(s)] = points.y[std::size_t(s)] = std::numeric_limits<double>::quiet_NaN();
+      ++failed;
+    }
+  }
+  if (failed > 0)
+    throw QgsProcessingException(QObject::tr("%1 of %2 points could not be transformed from %3 to EPSG:4326.")
+                                   .arg(failed)
+                                   .arg(siteCount)
+                                   .arg(from.authid()));
+}
+
+QgsAttributes siteAttributes(const PointSet& points, int64_t s, int fidIndex)
+{
+  const int64_t feature = points.featureOf[std::size_t(s)];
+  QgsAttributes attributes = points.attributes[std::size_t(feature)];
+  if (fidIndex >= 0 && s > 0 && points.featureOf[std::size_t(s - 1)] == feature)
+    attributes[fidIndex] = QVariant();
+  return attributes;
 }
 
 }  // namespace gpugeo

@@ -10,6 +10,8 @@
 #include <qgsrectangle.h>
 #include <QString>
 
+class QgsCoordinateReferenceSystem;
+class QgsCoordinateTransformContext;
 class QgsProcessingFeatureSource;
 class QgsProcessingFeedback;
 
@@ -30,7 +32,8 @@ struct PointSet
   std::vector<QgsFeatureId> featureIds;       // per feature that gave at least one site
   std::vector<QgsAttributes> attributes;      // per such feature, when attributes were asked for
   int64_t skippedNull = 0;                    // features without geometry
-  int64_t skippedEmpty = 0;                   // empty geometries or points with NaN coordinates
+  int64_t skippedEmpty = 0;                   // empty geometries (an empty point has two NaN coordinates)
+  int64_t halfNan = 0;                        // points with one NaN coordinate: refused by checkSites
   QgsRectangle extent;                        // of the sites
   bool canceled = false;
 
@@ -42,8 +45,19 @@ struct PointSet
 PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& options, QgsProcessingFeedback* feedback);
 
 // After readPoints: throws Canceled if it was canceled; warns about the skipped features; throws
-// QgsProcessingException when no site is left or there are more than maxSites; logs the count.
+// QgsProcessingException when a point has one NaN coordinate (with their count), when no site is
+// left or there are more than maxSites; logs the count.
 void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback);
+
+// Transforms the sites from `from` to EPSG:4326 (lon, lat), in place; nothing when `from` is invalid
+// or already EPSG:4326. Throws QgsProcessingException with the count of points that fail.
+void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& from,
+                       const QgsCoordinateTransformContext& transformContext);
+
+// The attributes of site s's feature; for the second and later parts of a multipoint the field
+// `fidIndex` (a GeoPackage fid, >= 0 when the layer has one) is NULL, so that the output's fids stay
+// unique.
+QgsAttributes siteAttributes(const PointSet& points, int64_t s, int fidIndex);
 
 // The raster label of each site: the whole-number value of field `fieldIndex` (NULL: labelNoData,
 // with a warning giving the count), or the 1-based site index when fieldIndex < 0. A fractional or

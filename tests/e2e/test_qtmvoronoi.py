@@ -12,7 +12,7 @@ import unittest
 import numpy as np
 from osgeo import gdal, ogr, osr
 
-from test_qgis_process import QgisProcessTest, read_raster
+from test_qgis_process import QgisProcessBase, read_raster
 
 R_KM = 6371.0088
 ZONES = "/usr/share/zoneinfo/zone1970.tab"
@@ -60,7 +60,7 @@ def angle(a, b):
     return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
 
 
-class QtmVoronoiTest(QgisProcessTest):
+class QtmVoronoiTest(QgisProcessBase):
     def run_qtm(self, parameters):
         return self.qgis(["run", "gpugeo:qtmvoronoi", "--"] + [f"{k}={v}" for k, v in parameters.items()])
 

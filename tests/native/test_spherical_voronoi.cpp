@@ -335,6 +335,42 @@ void checkCoverage(const std::vector<SphericalRegion>& regions, const std::strin
                     << " is in no other region";
 }
 
+// Every ring point but those along a pole's line (lat +-90) lies on the region's boundary: no site is
+// nearer to it than its own, and one other site is as near, within tol (in cosines of the distance).
+// That includes the points where a ring is cut at the antimeridian.
+void checkRingPointsOnBisectors(const Sites& s, const std::vector<SphericalRegion>& regions, const std::string& name,
+                                double tol = 1e-12)
+{
+  std::vector<Vec> p;
+  std::vector<size_t> uniq;
+  for (int64_t i = 0; i < s.size(); ++i)
+  {
+    p.push_back(unit(s.lon[static_cast<size_t>(i)], s.lat[static_cast<size_t>(i)]));
+    if (regions[static_cast<size_t>(i)].duplicateOf < 0)
+      uniq.push_back(static_cast<size_t>(i));
+  }
+  if (uniq.size() < 2)
+    return;
+  int failed = 0;
+  for (size_t i = 0; i < regions.size(); ++i)
+    for (const LonLatPolygon& part : regions[i].parts)
+      for (size_t k = 0; k + 1 < part.outer.lon.size(); ++k)
+      {
+        if (std::fabs(part.outer.lat[k]) == 90.0)
+          continue;
+        const Vec x = unit(part.outer.lon[k], part.outer.lat[k]);
+        const double own = dot(x, p[i]);
+        double other = -2;
+        for (size_t j : uniq)
+          if (j != i)
+            other = std::max(other, dot(x, p[j]));
+        if (std::fabs(own - other) > tol && ++failed <= 5)
+          ADD_FAILURE() << name << ": point " << k << " (" << part.outer.lon[k] << ", " << part.outer.lat[k]
+                        << ") of region " << i << " is off its boundary by " << own - other;
+      }
+  EXPECT_EQ(failed, 0) << name << ": ring points off the boundary";
+}
+
 void checkAll(const Sites& s, const std::vector<SphericalRegion>& r, const std::string& name, int samples = 3000,
               double step = 0.5, uint32_t seed = 1)
 {
@@ -344,6 +380,7 @@ void checkAll(const Sites& s, const std::vector<SphericalRegion>& r, const std::
   checkAreas(r, name);
   checkSitesInside(s, r, name);
   checkVertices(s, r, name);
+  checkRingPointsOnBisectors(s, r, name);
   checkBruteForce(s, r, samples, seed, step, name);
 }
 

@@ -26,44 +26,17 @@
 #include <qgsvectorlayer.h>
 
 #include "core/backend.h"
+#include "processing_test_support.h"
 #include "voronoi/voronoi_reference.h"
-
-extern "C" int gpugeo_register_provider();
 
 namespace {
 
-// Collects what an algorithm logs.
-class RecordingFeedback : public QgsProcessingFeedback
-{
-public:
-  void pushInfo(const QString& info) override { log << info; }
-  void pushWarning(const QString& warning) override { log << QStringLiteral("WARNING ") + warning; }
-  void reportError(const QString& error, bool) override { log << QStringLiteral("ERROR ") + error; }
-  bool logContains(const QString& text) const
-  {
-    for (const QString& line : log)
-      if (line.contains(text))
-        return true;
-    return false;
-  }
-  QStringList log;
-};
+using gpugeo::test::RecordingFeedback;
+using gpugeo::test::RunResult;
 
-struct RunResult
-{
-  bool ok = false;
-  QVariantMap outputs;
-  QString error;
-  QStringList log;
-};
-
-class VoronoiRasterAlgorithmTest : public ::testing::Test
+class VoronoiRasterAlgorithmTest : public gpugeo::test::AlgorithmTest
 {
 protected:
-  void SetUp() override { ASSERT_TRUE(mDir.isValid()); }
-
-  QString path(const QString& name) const { return mDir.filePath(name); }
-
   // A memory point layer (EPSG:32633) with an integer field "val" and a text field "name".
   std::unique_ptr<QgsVectorLayer> layer(const QString& geometryType = QStringLiteral("Point")) const
   {
@@ -88,62 +61,8 @@ protected:
 
   RunResult run(QgsVectorLayer* input, QVariantMap parameters, QgsProcessingContext& context, bool cancelMidway = false)
   {
-    std::unique_ptr<QgsProcessingAlgorithm> algorithm(
-      QgsApplication::processingRegistry()->createAlgorithmById(QStringLiteral("gpugeo:voronoiraster")));
-    EXPECT_TRUE(algorithm);
-    context.setProject(QgsProject::instance());
-    context.temporaryLayerStore()->addMapLayer(input);
-    parameters.insert(QStringLiteral("INPUT"), input->id());
-    RecordingFeedback feedback;
-    if (cancelMidway)
-      QObject::connect(&feedback, &QgsFeedback::progressChanged, [&feedback](double progress) {
-        if (progress > 60)
-          feedback.cancel();
-      });
-    RunResult result;
-    try
-    {
-      result.outputs = algorithm->run(parameters, context, &feedback, &result.ok);
-    }
-    catch (const QgsProcessingException& e)
-    {
-      result.error = e.what();
-    }
-    if (!result.ok && result.error.isEmpty())
-      for (const QString& line : feedback.log)
-        if (line.startsWith(QStringLiteral("ERROR")))
-          result.error += line;
-    context.temporaryLayerStore()->takeMapLayer(input);
-    result.log = feedback.log;
-    return result;
+    return runAlgorithm(QStringLiteral("gpugeo:voronoiraster"), input, parameters, context, cancelMidway);
   }
-
-  template <typename T>
-  static std::vector<T> readRaster(const QString& file, GDALDataType type, int& width, int& height, double* transform,
-                                   double* noData = nullptr)
-  {
-    GDALDatasetH dataset = GDALOpen(file.toUtf8().constData(), GA_ReadOnly);
-    EXPECT_TRUE(dataset) << file.toStdString();
-    if (!dataset)
-      return {};
-    width = GDALGetRasterXSize(dataset);
-    height = GDALGetRasterYSize(dataset);
-    GDALGetGeoTransform(dataset, transform);
-    GDALRasterBandH band = GDALGetRasterBand(dataset, 1);
-    EXPECT_EQ(GDALGetRasterDataType(band), type) << file.toStdString();
-    if (noData)
-    {
-      int has = 0;
-      *noData = GDALGetRasterNoDataValue(band, &has);
-      EXPECT_TRUE(has) << file.toStdString();
-    }
-    std::vector<T> values(static_cast<size_t>(width) * height);
-    EXPECT_EQ(GDALRasterIO(band, GF_Read, 0, 0, width, height, values.data(), width, height, type, 0, 0), CE_None);
-    GDALClose(dataset);
-    return values;
-  }
-
-  QTemporaryDir mDir;
 };
 
 std::vector<std::pair<double, double>> randomSites(int count, uint32_t seed, double x0, double y0, double w, double h)
@@ -446,22 +365,4 @@ TEST_F(VoronoiRasterAlgorithmTest, CancelLeavesNoOutputBehind)
   EXPECT_TRUE(result.error.contains(QStringLiteral("Canceled"))) << result.error.toStdString();
   EXPECT_FALSE(QFile::exists(path("canceled.tif")));
   EXPECT_FALSE(QFile::exists(path("canceled_distance.tif")));
-}
-
-int main(int argc, char** argv)
-{
-  qputenv("QT_QPA_PLATFORM", "offscreen");
-  QTemporaryDir profile;
-  QgsApplication app(argc, argv, false, profile.path());
-  QgsApplication::initQgis();
-  GDALAllRegister();
-  if (!gpugeo_register_provider())
-  {
-    std::fprintf(stderr, "could not register the gpugeo provider\n");
-    return 1;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  const int status = RUN_ALL_TESTS();
-  QgsApplication::exitQgis();
-  return status;
 }

@@ -21,6 +21,22 @@ from test_qtmvoronoi import R_KM, angle, unit, write_lonlat, zone_cities
 SPHERE_KM2 = 4 * math.pi * R_KM ** 2
 
 
+def write_layer(path, epsg, geometry_type, geometries, names=None):
+    """A GeoPackage layer of `geometries` (OGR geometries or None), with a text field "name"."""
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(epsg)
+    layer = dataset.CreateLayer("sites", srs, geometry_type)
+    layer.CreateField(ogr.FieldDefn("name", ogr.OFTString))
+    for i, geometry in enumerate(geometries):
+        feature = ogr.Feature(layer.GetLayerDefn())
+        if names:
+            feature.SetField("name", names[i])
+        if geometry is not None:
+            feature.SetGeometry(geometry)
+        layer.CreateFeature(feature)
+
+
 class SphereVoronoiTest(QgisProcessBase):
     def run_sv(self, parameters):
         return self.qgis(["run", "gpugeo:spherevoronoi", "--"] + [f"{k}={v}" for k, v in parameters.items()])
@@ -197,20 +213,10 @@ class SphereVoronoiTest(QgisProcessBase):
     def test_projected_input(self):
         """A layer in Web Mercator, with a multipoint: transformed to EPSG:4326, parts are sites."""
         path = self.path("merc.gpkg")
-        dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
-        srs = osr.SpatialReference()
-        srs.ImportFromEPSG(3857)
-        layer = dataset.CreateLayer("sites", srs, ogr.wkbMultiPoint)
-        layer.CreateField(ogr.FieldDefn("name", ogr.OFTString))
         features = (("MULTIPOINT ((0 0))", "origin"), ("MULTIPOINT ((1113194.9 1118890.0),(-2226389.8 0))", "two"),
                     (None, "no geometry"), ("MULTIPOINT ((15000000 -6000000))", "south"))
-        for wkt, name in features:
-            feature = ogr.Feature(layer.GetLayerDefn())
-            feature.SetField("name", name)
-            if wkt:
-                feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
-            layer.CreateFeature(feature)
-        dataset = None
+        write_layer(path, 3857, ogr.wkbMultiPoint, [wkt and ogr.CreateGeometryFromWkt(wkt) for wkt, _ in features],
+                    [name for _, name in features])
         rc, out = self.run_sv({"INPUT": path, "OUTPUT": self.path("merc_out.gpkg")})
         self.assertEqual(rc, 0, out)
         self.assertIn("Skipped 1 features without geometry", json.dumps(out["log"]))
@@ -240,15 +246,9 @@ class SphereVoronoiTest(QgisProcessBase):
         # A point with one NaN coordinate is refused with the count; POINT EMPTY (both NaN in WKB) is an
         # empty geometry, skipped (not counted among the points). WKT cannot say NaN: hence WKB.
         half_nan = self.path("nan.gpkg")
-        dataset = ogr.GetDriverByName("GPKG").CreateDataSource(half_nan)
-        srs = osr.SpatialReference()
-        srs.ImportFromEPSG(4326)
-        layer = dataset.CreateLayer("sites", srs, ogr.wkbPoint)
-        for x, y in ((5.0, 5.0), (float("nan"), 5.0), (float("nan"), float("nan")), (6.0, 7.0)):
-            feature = ogr.Feature(layer.GetLayerDefn())
-            feature.SetGeometry(ogr.CreateGeometryFromWkb(struct.pack("<BIdd", 1, 1, x, y)))
-            layer.CreateFeature(feature)
-        dataset = None
+        write_layer(half_nan, 4326, ogr.wkbPoint,
+                    [ogr.CreateGeometryFromWkb(struct.pack("<BIdd", 1, 1, x, y))
+                     for x, y in ((5.0, 5.0), (float("nan"), 5.0), (float("nan"), float("nan")), (6.0, 7.0))])
         rc, out = self.run_sv({"INPUT": half_nan, "OUTPUT": self.path("o.gpkg")})
         self.assertNotEqual(rc, 0)
         self.assertIn("1 of 3 points have a NaN coordinate", str(out))
@@ -258,14 +258,7 @@ class SphereVoronoiTest(QgisProcessBase):
         self.assertNotEqual(rc, 0)
         self.assertIn("no point", str(out))
         lines = self.path("lines.gpkg")
-        dataset = ogr.GetDriverByName("GPKG").CreateDataSource(lines)
-        srs = osr.SpatialReference()
-        srs.ImportFromEPSG(4326)
-        layer = dataset.CreateLayer("lines", srs, ogr.wkbLineString)
-        feature = ogr.Feature(layer.GetLayerDefn())
-        feature.SetGeometry(ogr.CreateGeometryFromWkt("LINESTRING (0 0, 1 1)"))
-        layer.CreateFeature(feature)
-        dataset = None
+        write_layer(lines, 4326, ogr.wkbLineString, [ogr.CreateGeometryFromWkt("LINESTRING (0 0, 1 1)")])
         rc, out = self.run_sv({"INPUT": lines, "OUTPUT": self.path("o.gpkg")})
         self.assertNotEqual(rc, 0)
         self.assertIn("point", str(out))

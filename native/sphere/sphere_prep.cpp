@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/parallel.h"
+#include "core/parallel_sort.h"
 #include "sphere/detail/site_prep.h"
 
 namespace gpugeo::sphere {
@@ -87,36 +88,6 @@ SiteTreeView PreparedSites::view(const Vec3* sites, const int32_t* original, con
   v.boxes = boxArray;
   return v;
 }
-
-namespace {
-
-// Sorts in `threads` slices at once, then merges them pairwise (the keys are unique: key, index).
-void parallelSort(std::vector<std::pair<uint64_t, int32_t>>& v, int threads, const RunControl& control)
-{
-  const int64_t n = int64_t(v.size());
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, n / 65536));
-  std::vector<int64_t> bounds;
-  for (int64_t k = 0; k <= parts; ++k)
-    bounds.push_back(n * k / parts);
-  parallelFor(parts, 1, threads, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k)
-      std::sort(v.begin() + bounds[std::size_t(k)], v.begin() + bounds[std::size_t(k + 1)]);
-  }, &control);
-  for (int64_t width = 1; width < parts; width *= 2)
-  {
-    const int64_t merges = (parts + 2 * width - 1) / (2 * width);
-    parallelFor(merges, 1, threads, [&](int64_t b, int64_t e) {
-      for (int64_t m = b; m < e; ++m)
-      {
-        const int64_t lo = m * 2 * width, mid = std::min(parts, lo + width), hi = std::min(parts, lo + 2 * width);
-        std::inplace_merge(v.begin() + bounds[std::size_t(lo)], v.begin() + bounds[std::size_t(mid)],
-                           v.begin() + bounds[std::size_t(hi)]);
-      }
-    }, &control);
-  }
-}
-
-}  // namespace
 
 PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& control)
 {

@@ -1,0 +1,223 @@
+#include "neighbours/neighbour_index.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "core/parallel_sort.h"
+
+namespace gpugeo::neighbours {
+
+namespace detail {
+
+void validatePoints(const Points& points)
+{
+  if (points.count < 1)
+    throw InvalidInput("there are no points");
+  if (points.count > kMaxPoints)
+    throw InvalidInput("too many points: " + std::to_string(points.count) + " (at most " + std::to_string(kMaxPoints) +
+                       ")");
+  if (!points.x || !points.y)
+    throw InvalidInput("the coordinate arrays must not be null");
+  int64_t bad = 0;
+  for (int64_t i = 0; i < points.count; ++i)
+    bad += !(std::isfinite(points.x[i]) && std::isfinite(points.y[i]) && (!points.z || std::isfinite(points.z[i])));
+  if (bad > 0)
+    throw InvalidInput(std::to_string(bad) + " of " + std::to_string(points.count) +
+                       " points have a NaN or infinite coordinate; fix or remove them");
+}
+
+void validateQuery(const Query& query)
+{
+  if (!(query.radius >= 0.0) || !std::isfinite(query.radius))
+    throw InvalidInput("the radius must be zero or more (got " + std::to_string(query.radius) + ")");
+  if (query.k < 0 || query.k > kMaxK)
+    throw InvalidInput("k must be between 0 and " + std::to_string(kMaxK) + " (got " + std::to_string(query.k) + ")");
+}
+
+void validateDbscan(const DbscanOptions& options)
+{
+  if (!(options.eps >= 0.0) || !std::isfinite(options.eps))
+    throw InvalidInput("the DBSCAN distance must be zero or more (got " + std::to_string(options.eps) + ")");
+  if (options.minPoints < 1)
+    throw InvalidInput("the minimum cluster size must be at least 1 (got " + std::to_string(options.minPoints) + ")");
+}
+
+template <int D>
+LocalFrame<D> localFrame(const Points& points, int threads, const RunControl& control)
+{
+  const int64_t n = points.count;
+  const double* axis[3] = {points.x, points.y, points.z};
+  double lo[D], hi[D], origin[D];
+  for (int a = 0; a < D; ++a)
+  {
+    lo[a] = std::numeric_limits<double>::infinity();
+    hi[a] = -lo[a];
+    for (int64_t i = 0; i < n; ++i)
+    {
+      lo[a] = std::min(lo[a], axis[a][i]);
+      hi[a] = std::max(hi[a], axis[a][i]);
+    }
+    origin[a] = 0.5 * (lo[a] + hi[a]);
+  }
+  LocalFrame<D> frame;
+  frame.points.resize(std::size_t(n));
+  parallelFor(n, 1 << 16, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      for (int a = 0; a < D; ++a)
+        frame.points[std::size_t(i)].c[a] = axis[a][i] - origin[a];
+  }, &control);
+  double extent = 0.0;
+  for (int a = 0; a < D; ++a)
+  {
+    frame.quantiser.lo[a] = lo[a] - origin[a];
+    extent = std::max(extent, (hi[a] - origin[a]) - frame.quantiser.lo[a]);
+  }
+  const double cells = double((uint64_t(1) << MortonTraits<D>::kBits) - 1);
+  for (int a = 0; a < D; ++a)
+    frame.quantiser.scale[a] = extent > 0.0 ? cells / extent : 0.0;
+  return frame;
+}
+
+template <int D>
+std::vector<int64_t> regionStarts(const std::vector<uint64_t>& codes)
+{
+  constexpr int kLevels = MortonTraits<D>::kLevels;
+  const int64_t n = int64_t(codes.size());
+  std::vector<int64_t> starts;
+  starts.reserve(std::size_t(n / 16 + 2));
+  int64_t s = 0;
+  while (s < n)
+  {
+    starts.push_back(s);
+    const int level = leafLevel<D, kRegionCapacity>(codes.data(), n, s);
+    int64_t e = s + 1;
+    if (level > kLevels)  // a run of more than kRegionCapacity equal codes: pieces of that many
+      while (e < n && e - s < kRegionCapacity && codes[std::size_t(e)] == codes[std::size_t(s)])
+        ++e;
+    else
+      while (e < n && delta<D>(codes.data(), n, e) >= level)
+        ++e;
+    s = e;
+  }
+  starts.push_back(n);
+  return starts;
+}
+
+template <int D>
+void buildTreeLevels(HostIndex<D>& index)
+{
+  int64_t size = int64_t(index.boxes.size());
+  int64_t offset = 0;
+  index.levels = 0;
+  for (;;)
+  {
+    index.levelOffset[index.levels] = offset;
+    index.levelSize[index.levels] = size;
+    ++index.levels;
+    if (size <= 1)
+      break;
+    const int64_t parents = (size + kFanout - 1) / kFanout;
+    for (int64_t p = 0; p < parents; ++p)
+    {
+      Box<D> box = index.boxes[std::size_t(offset + p * kFanout)];
+      for (int64_t c = p * kFanout + 1; c < std::min(size, (p + 1) * kFanout); ++c)
+        growBox(box, index.boxes[std::size_t(offset + c)]);
+      index.boxes.push_back(box);
+    }
+    offset += size;
+    size = parents;
+  }
+}
+
+template <int D>
+HostIndex<D> buildHostIndex(const LocalFrame<D>& frame, int threads, const RunControl& control)
+{
+  const int64_t n = int64_t(frame.points.size());
+  std::vector<std::pair<uint64_t, int32_t>> keyed(static_cast<std::size_t>(n));
+  parallelFor(n, 1 << 16, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      keyed[std::size_t(i)] = {mortonCode(frame.quantiser, frame.points[std::size_t(i)]), int32_t(i)};
+  }, &control);
+  parallelSort(keyed, threads, control);
+
+  HostIndex<D> index;
+  std::vector<uint64_t> codes(static_cast<std::size_t>(n));
+  index.original.resize(std::size_t(n));
+  index.points.resize(std::size_t(n));
+  parallelFor(n, 1 << 16, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+    {
+      codes[std::size_t(i)] = keyed[std::size_t(i)].first;
+      index.original[std::size_t(i)] = keyed[std::size_t(i)].second;
+      index.points[std::size_t(i)] = frame.points[std::size_t(keyed[std::size_t(i)].second)];
+    }
+  }, &control);
+  keyed = {};
+  index.start = regionStarts<D>(codes);
+  const int64_t regions = int64_t(index.start.size()) - 1;
+  index.boxes.resize(std::size_t(regions));
+  parallelFor(regions, 1024, threads, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+    {
+      Box<D> box;
+      for (int a = 0; a < D; ++a)
+        box.lo[a] = box.hi[a] = index.points[std::size_t(index.start[std::size_t(r)])].c[a];
+      for (int64_t i = index.start[std::size_t(r)] + 1; i < index.start[std::size_t(r + 1)]; ++i)
+        for (int a = 0; a < D; ++a)
+        {
+          box.lo[a] = std::min(box.lo[a], index.points[std::size_t(i)].c[a]);
+          box.hi[a] = std::max(box.hi[a], index.points[std::size_t(i)].c[a]);
+        }
+      index.boxes[std::size_t(r)] = box;
+    }
+  }, &control);
+  buildTreeLevels(index);
+  return index;
+}
+
+template <int D>
+RegionView<D> HostIndex<D>::view() const
+{
+  RegionView<D> v;
+  v.points = points.data();
+  v.original = original.data();
+  v.start = start.data();
+  v.regions = int64_t(start.size()) - 1;
+  v.tree.boxes = boxes.data();
+  v.tree.levels = levels;
+  for (int l = 0; l < levels; ++l)
+  {
+    v.tree.levelOffset[l] = levelOffset[l];
+    v.tree.levelSize[l] = levelSize[l];
+  }
+  return v;
+}
+
+template LocalFrame<2> localFrame<2>(const Points&, int, const RunControl&);
+template LocalFrame<3> localFrame<3>(const Points&, int, const RunControl&);
+template std::vector<int64_t> regionStarts<2>(const std::vector<uint64_t>&);
+template std::vector<int64_t> regionStarts<3>(const std::vector<uint64_t>&);
+template void buildTreeLevels<2>(HostIndex<2>&);
+template void buildTreeLevels<3>(HostIndex<3>&);
+template HostIndex<2> buildHostIndex<2>(const LocalFrame<2>&, int, const RunControl&);
+template HostIndex<3> buildHostIndex<3>(const LocalFrame<3>&, int, const RunControl&);
+template struct HostIndex<2>;
+template struct HostIndex<3>;
+
+}  // namespace detail
+
+std::unique_ptr<NeighbourIndex> makeNeighbourIndex(Backend backend, const Points& points, int threads,
+                                                   const RunControl& control)
+{
+  detail::validatePoints(points);
+  if (backend == Backend::Gpu)
+    return detail::makeCudaIndex(points, control);
+  return detail::makeCpuIndex(points, threads, control);
+}
+
+}  // namespace gpugeo::neighbours

@@ -1,0 +1,555 @@
+// The CPU backend of the neighbour index: every region's candidate regions from the region tree,
+// then each point against the points of those regions; all cores, one region a work item.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "core/parallel_sort.h"
+#include "neighbours/neighbour_index.h"
+
+namespace gpugeo::neighbours::detail {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Hit
+{
+  double d2;
+  int32_t index;  // input index
+};
+
+inline bool closer(const Hit& a, const Hit& b)
+{
+  return a.d2 < b.d2 || (a.d2 == b.d2 && a.index < b.index);
+}
+
+// Regions whose box lies within r2 of `box`, in increasing order.
+template <int D>
+void candidateRegions(const TreeView<D>& t, const Box<D>& box, double r2, std::vector<int64_t>& out)
+{
+  out.clear();
+  int64_t stack[kMaxTreeLevels * kFanout];
+  int8_t level[kMaxTreeLevels * kFanout];
+  int top = 0;
+  stack[0] = 0;
+  level[0] = int8_t(t.levels - 1);
+  ++top;
+  while (top > 0)
+  {
+    --top;
+    const int64_t node = stack[top];
+    const int l = level[top];
+    if (boxBoxDistance2(t.boxes[t.levelOffset[l] + node], box) > r2)
+      continue;
+    if (l == 0)
+    {
+      out.push_back(node);
+      continue;
+    }
+    const int64_t first = node * kFanout, last = std::min(t.levelSize[l - 1], first + kFanout);
+    for (int64_t c = last - 1; c >= first; --c)  // pushed in reverse: popped in increasing order
+    {
+      stack[top] = c;
+      level[top] = int8_t(l - 1);
+      ++top;
+    }
+  }
+}
+
+// Calls visit(position) for every point of the tree whose box may hold a point within `bound(p)`
+// of p, the bound read again after each region (it shrinks as a k-nearest search fills).
+template <int D, typename Bound, typename Visit>
+void searchTree(const RegionView<D>& v, const Point<D>& p, Bound bound, Visit visit)
+{
+  const TreeView<D>& t = v.tree;
+  int64_t stack[kMaxTreeLevels * kFanout];
+  int8_t level[kMaxTreeLevels * kFanout];
+  int top = 0;
+  stack[0] = 0;
+  level[0] = int8_t(t.levels - 1);
+  ++top;
+  while (top > 0)
+  {
+    --top;
+    const int64_t node = stack[top];
+    const int l = level[top];
+    if (boxDistance2(t.boxes[t.levelOffset[l] + node], p) > bound())
+      continue;
+    if (l == 0)
+    {
+      for (int64_t i = v.start[node]; i < v.start[node + 1]; ++i)
+        visit(i);
+      continue;
+    }
+    // children nearest first, so that a k-nearest bound shrinks early
+    const int64_t first = node * kFanout, last = std::min(t.levelSize[l - 1], first + kFanout);
+    double d[kFanout];
+    int64_t c[kFanout];
+    int m = 0;
+    for (int64_t k = first; k < last; ++k, ++m)
+    {
+      c[m] = k;
+      d[m] = boxDistance2(t.boxes[t.levelOffset[l - 1] + k], p);
+    }
+    for (int a = 1; a < m; ++a)  // insertion sort, farthest first on the stack
+      for (int b = a; b > 0 && d[b] > d[b - 1]; --b)
+      {
+        std::swap(d[b], d[b - 1]);
+        std::swap(c[b], c[b - 1]);
+      }
+    for (int a = 0; a < m; ++a)
+    {
+      stack[top] = c[a];
+      level[top] = int8_t(l - 1);
+      ++top;
+    }
+  }
+}
+
+// A bounded max-heap of the k nearest (by d2, then index).
+class KNearest
+{
+public:
+  explicit KNearest(int k) : mK(k) { mHeap.reserve(std::size_t(k)); }
+  void clear() { mHeap.clear(); }
+  bool full() const { return int(mHeap.size()) == mK; }
+  double worst() const { return mHeap.front().d2; }
+  void offer(const Hit& h)
+  {
+    if (!full())
+    {
+      mHeap.push_back(h);
+      std::push_heap(mHeap.begin(), mHeap.end(), closer);
+    }
+    else if (closer(h, mHeap.front()))
+    {
+      std::pop_heap(mHeap.begin(), mHeap.end(), closer);
+      mHeap.back() = h;
+      std::push_heap(mHeap.begin(), mHeap.end(), closer);
+    }
+  }
+  // Nearest first.
+  std::vector<Hit>& sorted()
+  {
+    std::sort_heap(mHeap.begin(), mHeap.end(), closer);
+    return mHeap;
+  }
+
+private:
+  int mK;
+  std::vector<Hit> mHeap;
+};
+
+template <int D>
+class CpuIndex final : public NeighbourIndex
+{
+public:
+  CpuIndex(const Points& points, int threads, const RunControl& control) : mThreads(threads > 0 ? threads : defaultThreadCount())
+  {
+    ScopedStage stage(mTimes, "index");
+    mIndex = buildHostIndex(localFrame<D>(points, mThreads, control), mThreads, control);
+    mView = mIndex.view();
+  }
+
+  Backend backend() const override { return Backend::Cpu; }
+  const StageTimes& times() const override { return mTimes; }
+
+  Layout layout() const override
+  {
+    Layout l;
+    l.order = mIndex.original;
+    l.start = mIndex.start;
+    l.dimensions = D;
+    return l;
+  }
+
+  Summary summarize(const Query& query, const RunControl& control) override
+  {
+    validateQuery(query);
+    ScopedStage stage(mTimes, "compute");
+    const int64_t n = int64_t(mIndex.points.size());
+    Summary s;
+    s.count.assign(std::size_t(n), 0);
+    s.nearest.assign(std::size_t(n), -1);
+    s.nearestDistance.assign(std::size_t(n), kNaN);
+    s.meanDistance.assign(std::size_t(n), kNaN);
+    const double r2 = query.radius * query.radius;
+    if (query.k == 0)
+    {
+      forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+        candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
+        for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+        {
+          const Point<D>& p = mView.points[i];
+          const int32_t self = mView.original[i];
+          int32_t count = 0;
+          double sum = 0.0;
+          Hit best{kInf, INT32_MAX};
+          for (int64_t q : candidates)
+            for (int64_t j = mView.start[q]; j < mView.start[q + 1]; ++j)
+            {
+              const double d2 = distance2(p, mView.points[j]);
+              if (d2 <= r2 && j != i)
+              {
+                ++count;
+                sum += std::sqrt(d2);
+                const Hit h{d2, mView.original[j]};
+                if (closer(h, best))
+                  best = h;
+              }
+            }
+          s.count[std::size_t(self)] = count;
+          if (count > 0)
+          {
+            s.meanDistance[std::size_t(self)] = sum / double(count);
+            s.nearest[std::size_t(self)] = best.index;
+            s.nearestDistance[std::size_t(self)] = std::sqrt(best.d2);
+          }
+          else
+            setNearest(s, i);
+        }
+      });
+      return s;
+    }
+    const double bound = query.radius > 0.0 ? r2 : kInf;
+    forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KNearest& heap) {
+      for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+      {
+        const Point<D>& p = mView.points[i];
+        const int32_t self = mView.original[i];
+        heap.clear();
+        searchTree(mView, p, [&] { return heap.full() ? std::min(bound, heap.worst()) : bound; },
+                   [&](int64_t j) {
+                     if (j == i)
+                       return;
+                     const double d2 = distance2(p, mView.points[j]);
+                     if (d2 <= bound)
+                       heap.offer({d2, mView.original[j]});
+                   });
+        const std::vector<Hit>& hits = heap.sorted();
+        s.count[std::size_t(self)] = int32_t(hits.size());
+        if (hits.empty())
+        {
+          setNearest(s, i);
+          continue;
+        }
+        double sum = 0.0;
+        for (const Hit& h : hits)
+          sum += std::sqrt(h.d2);
+        s.meanDistance[std::size_t(self)] = sum / double(hits.size());
+        s.nearest[std::size_t(self)] = hits.front().index;
+        s.nearestDistance[std::size_t(self)] = std::sqrt(hits.front().d2);
+      }
+    });
+    return s;
+  }
+
+  int64_t countPairs(const Query& query, const RunControl& control) override
+  {
+    validateQuery(query);
+    if (query.k > 0)
+      return int64_t(kNearestPairs(query, control).size());
+    ScopedStage stage(mTimes, "compute");
+    const std::vector<int64_t> counts = radiusPairCounts(query.radius * query.radius, control);
+    int64_t total = 0;
+    for (int64_t c : counts)
+      total += c;
+    return total;
+  }
+
+  Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control) override
+  {
+    validateQuery(query);
+    Pairs out;
+    if (query.k > 0)
+    {
+      std::vector<std::pair<int32_t, int32_t>> edges = kNearestPairs(query, control);
+      requireAtMost(int64_t(edges.size()), maxPairs);
+      ScopedStage stage(mTimes, "pairs");
+      out.a.resize(edges.size());
+      out.b.resize(edges.size());
+      out.distance.resize(edges.size());
+      std::vector<int64_t> position(mIndex.original.size());
+      for (std::size_t i = 0; i < position.size(); ++i)
+        position[std::size_t(mIndex.original[i])] = int64_t(i);
+      parallelFor(int64_t(edges.size()), 1 << 14, mThreads, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k)
+        {
+          const auto [a, c] = edges[std::size_t(k)];
+          out.a[std::size_t(k)] = a;
+          out.b[std::size_t(k)] = c;
+          out.distance[std::size_t(k)] =
+            std::sqrt(distance2(mView.points[position[std::size_t(a)]], mView.points[position[std::size_t(c)]]));
+        }
+      }, &control);
+      return out;
+    }
+    const double r2 = query.radius * query.radius;
+    std::vector<int64_t> offset;
+    {
+      ScopedStage stage(mTimes, "compute");
+      offset = radiusPairCounts(r2, control);
+    }
+    int64_t total = 0;
+    for (int64_t& c : offset)
+    {
+      const int64_t count = c;
+      c = total;
+      total += count;
+    }
+    requireAtMost(total, maxPairs);
+    ScopedStage stage(mTimes, "pairs");
+    out.a.resize(std::size_t(total));
+    out.b.resize(std::size_t(total));
+    out.distance.resize(std::size_t(total));
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+      candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
+      std::vector<std::pair<int32_t, double>> found;
+      for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+      {
+        const Point<D>& p = mView.points[i];
+        const int32_t self = mView.original[i];
+        found.clear();
+        for (int64_t q : candidates)
+          for (int64_t j = mView.start[q]; j < mView.start[q + 1]; ++j)
+            if (mView.original[j] > self)
+            {
+              const double d2 = distance2(p, mView.points[j]);
+              if (d2 <= r2)
+                found.push_back({mView.original[j], std::sqrt(d2)});
+            }
+        std::sort(found.begin(), found.end());
+        int64_t at = offset[std::size_t(self)];
+        for (const auto& [b, d] : found)
+        {
+          out.a[std::size_t(at)] = self;
+          out.b[std::size_t(at)] = b;
+          out.distance[std::size_t(at)] = d;
+          ++at;
+        }
+      }
+    });
+    return out;
+  }
+
+  Clusters dbscan(const DbscanOptions& options, const RunControl& control) override
+  {
+    validateDbscan(options);
+    ScopedStage stage(mTimes, "compute");
+    const int64_t n = int64_t(mIndex.points.size());
+    const double r2 = options.eps * options.eps;
+    // Core points: the eps-neighbourhood, the point itself included, holds minPoints or more.
+    std::vector<uint8_t> core(std::size_t(n), 0);  // by Morton position
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+      candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
+      for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+      {
+        int64_t count = 0;
+        for (int64_t q : candidates)
+          for (int64_t j = mView.start[q]; j < mView.start[q + 1] && count < options.minPoints; ++j)
+            count += distance2(mView.points[i], mView.points[j]) <= r2;
+        core[std::size_t(i)] = count >= options.minPoints;
+      }
+    });
+    // Core points within eps of each other: union-find on input indices, each root linked to the
+    // lower one (so a component's root is its lowest index, whatever the order of the unions).
+    std::vector<std::atomic<int32_t>> parent(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      parent[std::size_t(i)].store(int32_t(i), std::memory_order_relaxed);
+    auto find = [&](int32_t x) {
+      for (;;)
+      {
+        const int32_t p = parent[std::size_t(x)].load(std::memory_order_relaxed);
+        if (p == x)
+          return x;
+        const int32_t g = parent[std::size_t(p)].load(std::memory_order_relaxed);
+        if (g != p)  // path halving; losing the race only leaves a longer path
+        {
+          int32_t expected = p;
+          parent[std::size_t(x)].compare_exchange_weak(expected, g, std::memory_order_relaxed);
+        }
+        x = p;
+      }
+    };
+    auto unite = [&](int32_t a, int32_t b) {
+      for (;;)
+      {
+        a = find(a);
+        b = find(b);
+        if (a == b)
+          return;
+        if (a < b)
+          std::swap(a, b);
+        int32_t expected = a;
+        if (parent[std::size_t(a)].compare_exchange_strong(expected, b, std::memory_order_relaxed))
+          return;
+      }
+    };
+    // Border points: the lowest-index core neighbour, by Morton position.
+    std::vector<int32_t> borderOf(std::size_t(n), INT32_MAX);  // input index of that core point
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+      candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
+      for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+      {
+        const int32_t self = mView.original[i];
+        for (int64_t q : candidates)
+          for (int64_t j = mView.start[q]; j < mView.start[q + 1]; ++j)
+          {
+            if (!core[std::size_t(j)] || j == i || distance2(mView.points[i], mView.points[j]) > r2)
+              continue;
+            if (core[std::size_t(i)])
+            {
+              if (mView.original[j] < self)
+                unite(self, mView.original[j]);
+            }
+            else
+              borderOf[std::size_t(i)] = std::min(borderOf[std::size_t(i)], mView.original[j]);
+          }
+      }
+    });
+    // Members: core points under their root, border points under their core neighbour's root.
+    Clusters c;
+    c.cluster.assign(std::size_t(n), 0);
+    c.core.assign(std::size_t(n), 0);
+    std::vector<int32_t> rootOf(std::size_t(n), -1);  // by input index
+    for (int64_t i = 0; i < n; ++i)
+    {
+      const int32_t self = mView.original[i];
+      c.core[std::size_t(self)] = core[std::size_t(i)];
+      if (core[std::size_t(i)])
+        rootOf[std::size_t(self)] = find(self);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      if (!core[std::size_t(i)] && borderOf[std::size_t(i)] != INT32_MAX && !options.borderPointsAreNoise)
+        rootOf[std::size_t(mView.original[i])] = find(borderOf[std::size_t(i)]);
+    // Ids in order of each cluster's lowest member: the first member met in input order.
+    std::vector<int64_t> idOfRoot(std::size_t(n), 0);
+    for (int64_t i = 0; i < n; ++i)
+    {
+      const int32_t root = rootOf[std::size_t(i)];
+      if (root < 0)
+        continue;
+      if (idOfRoot[std::size_t(root)] == 0)
+      {
+        c.size.push_back(0);
+        idOfRoot[std::size_t(root)] = int64_t(c.size.size());
+      }
+      const int64_t id = idOfRoot[std::size_t(root)];
+      c.cluster[std::size_t(i)] = id;
+      ++c.size[std::size_t(id - 1)];
+    }
+    return c;
+  }
+
+private:
+  // body(region, candidates scratch, a k-nearest heap) over all regions, in parallel.
+  template <typename Body>
+  void forEachRegion(const RunControl& control, int k, Body body)
+  {
+    parallelFor(mView.regions, 64, mThreads, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> candidates;
+      KNearest heap(std::max(k, 1));
+      for (int64_t r = b; r < e; ++r)
+        body(r, candidates, heap);
+    }, &control);
+  }
+
+  // The nearest other point of Morton position i at any distance (none when n == 1).
+  void setNearest(Summary& s, int64_t i) const
+  {
+    const Point<D>& p = mView.points[i];
+    Hit best{kInf, INT32_MAX};
+    searchTree(mView, p, [&] { return best.d2; }, [&](int64_t j) {
+      if (j == i)
+        return;
+      const Hit h{distance2(p, mView.points[j]), mView.original[j]};
+      if (closer(h, best))
+        best = h;
+    });
+    if (best.index != INT32_MAX)
+    {
+      s.nearest[std::size_t(mView.original[i])] = best.index;
+      s.nearestDistance[std::size_t(mView.original[i])] = std::sqrt(best.d2);
+    }
+  }
+
+  // Per input index a, the number of b > a within r2.
+  std::vector<int64_t> radiusPairCounts(double r2, const RunControl& control)
+  {
+    std::vector<int64_t> counts(mIndex.points.size(), 0);
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+      candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
+      for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+      {
+        const int32_t self = mView.original[i];
+        int64_t count = 0;
+        for (int64_t q : candidates)
+          for (int64_t j = mView.start[q]; j < mView.start[q + 1]; ++j)
+            count += mView.original[j] > self && distance2(mView.points[i], mView.points[j]) <= r2;
+        counts[std::size_t(self)] = count;
+      }
+    });
+    return counts;
+  }
+
+  // The union of the directed k-nearest relations as (a < b) pairs, sorted.
+  std::vector<std::pair<int32_t, int32_t>> kNearestPairs(const Query& query, const RunControl& control)
+  {
+    ScopedStage stage(mTimes, "compute");
+    const int64_t n = int64_t(mIndex.points.size());
+    const double bound = query.radius > 0.0 ? query.radius * query.radius : kInf;
+    std::vector<std::pair<int32_t, int32_t>> edges(std::size_t(n) * std::size_t(query.k), {INT32_MAX, INT32_MAX});
+    forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KNearest& heap) {
+      for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
+      {
+        const Point<D>& p = mView.points[i];
+        const int32_t self = mView.original[i];
+        heap.clear();
+        searchTree(mView, p, [&] { return heap.full() ? std::min(bound, heap.worst()) : bound; }, [&](int64_t j) {
+          if (j == i)
+            return;
+          const double d2 = distance2(p, mView.points[j]);
+          if (d2 <= bound)
+            heap.offer({d2, mView.original[j]});
+        });
+        int64_t at = int64_t(self) * query.k;
+        for (const Hit& h : heap.sorted())
+          edges[std::size_t(at++)] = {std::min(self, h.index), std::max(self, h.index)};
+      }
+    });
+    parallelSort(edges, mThreads, control);
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    while (!edges.empty() && edges.back().first == INT32_MAX)
+      edges.pop_back();
+    return edges;
+  }
+
+  static void requireAtMost(int64_t pairs, int64_t maxPairs)
+  {
+    if (pairs > maxPairs)
+      throw InvalidInput("the query gives " + std::to_string(pairs) + " pairs, more than the limit of " +
+                         std::to_string(maxPairs) + "; use a smaller radius or k");
+  }
+
+  int mThreads;
+  StageTimes mTimes;
+  HostIndex<D> mIndex;
+  RegionView<D> mView;
+};
+
+}  // namespace
+
+std::unique_ptr<NeighbourIndex> makeCpuIndex(const Points& points, int threads, const RunControl& control)
+{
+  if (points.z)
+    return std::make_unique<CpuIndex<3>>(points, threads, control);
+  return std::make_unique<CpuIndex<2>>(points, threads, control);
+}
+
+}  // namespace gpugeo::neighbours::detail

@@ -198,6 +198,35 @@ RegionView<D> HostIndex<D>::view() const
   return v;
 }
 
+Clusters assignClusters(std::vector<uint8_t> core, const std::vector<int32_t>& root,
+                        const std::vector<int32_t>& borderCore, bool borderPointsAreNoise)
+{
+  const int64_t n = int64_t(core.size());
+  Clusters c;
+  c.cluster.assign(std::size_t(n), 0);
+  std::vector<int64_t> idOfRoot(std::size_t(n), 0);
+  // Ids in order of each cluster's lowest member: the first member met in input order.
+  for (int64_t i = 0; i < n; ++i)
+  {
+    int32_t r = -1;
+    if (core[std::size_t(i)])
+      r = root[std::size_t(i)];
+    else if (!borderPointsAreNoise && borderCore[std::size_t(i)] != INT32_MAX)
+      r = root[std::size_t(borderCore[std::size_t(i)])];
+    if (r < 0)
+      continue;
+    if (idOfRoot[std::size_t(r)] == 0)
+    {
+      c.size.push_back(0);
+      idOfRoot[std::size_t(r)] = int64_t(c.size.size());
+    }
+    c.cluster[std::size_t(i)] = idOfRoot[std::size_t(r)];
+    ++c.size[std::size_t(idOfRoot[std::size_t(r)] - 1)];
+  }
+  c.core = std::move(core);
+  return c;
+}
+
 template LocalFrame<2> localFrame<2>(const Points&, int, const RunControl&);
 template LocalFrame<3> localFrame<3>(const Points&, int, const RunControl&);
 template std::vector<int64_t> regionStarts<2>(const std::vector<uint64_t>&);

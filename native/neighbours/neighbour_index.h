@@ -54,6 +54,12 @@ std::vector<int64_t> regionStarts(const std::vector<uint64_t>& codes);
 template <int D>
 void buildTreeLevels(HostIndex<D>& index);
 
+// DBSCAN's last step, the same for both backends. By input index: core flags, the root (lowest
+// index) of each core point's component, and for other points their lowest-index core neighbour
+// (INT32_MAX: none).
+Clusters assignClusters(std::vector<uint8_t> core, const std::vector<int32_t>& root,
+                        const std::vector<int32_t>& borderCore, bool borderPointsAreNoise);
+
 std::unique_ptr<NeighbourIndex> makeCpuIndex(const Points& points, int threads, const RunControl& control);
 std::unique_ptr<NeighbourIndex> makeCudaIndex(const Points& points, const RunControl& control);
 

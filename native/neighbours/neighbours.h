@@ -65,6 +65,7 @@ struct Pairs
   std::vector<double> distance;
 };
 
+// Throws InvalidInput (from dbscan()) for a negative or non-finite eps or minPoints < 1.
 struct DbscanOptions
 {
   double eps = 0;                      // >= 0
@@ -100,8 +101,9 @@ public:
   virtual const StageTimes& times() const = 0;
   virtual Layout layout() const = 0;
 
-  // Throws InvalidInput for a negative or non-finite radius, k < 0 or k > kMaxK, or k == 0 with a
-  // radius of 0 only through pairs() (a summary with radius 0 counts duplicates).
+  // Throws InvalidInput for a negative or non-finite radius, or k < 0 or k > kMaxK. (k == 0 with
+  // radius 0 gives the duplicates.) meanDistance sums the distances in the index's scan order, the
+  // same on both backends; against a sum in another order it differs by a few ulps.
   virtual Summary summarize(const Query& query, const RunControl& control) = 0;
   // The number of unordered pairs the query gives (k nearest: a pair counts once if either point
   // has the other among its k nearest).

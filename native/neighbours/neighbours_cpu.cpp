@@ -18,133 +18,13 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-struct Hit
-{
-  double d2;
-  int32_t index;  // input index
-};
-
-inline bool closer(const Hit& a, const Hit& b)
-{
-  return a.d2 < b.d2 || (a.d2 == b.d2 && a.index < b.index);
-}
-
 // Regions whose box lies within r2 of `box`, in increasing order.
 template <int D>
 void candidateRegions(const TreeView<D>& t, const Box<D>& box, double r2, std::vector<int64_t>& out)
 {
   out.clear();
-  int64_t stack[kMaxTreeLevels * kFanout];
-  int8_t level[kMaxTreeLevels * kFanout];
-  int top = 0;
-  stack[0] = 0;
-  level[0] = int8_t(t.levels - 1);
-  ++top;
-  while (top > 0)
-  {
-    --top;
-    const int64_t node = stack[top];
-    const int l = level[top];
-    if (boxBoxDistance2(t.boxes[t.levelOffset[l] + node], box) > r2)
-      continue;
-    if (l == 0)
-    {
-      out.push_back(node);
-      continue;
-    }
-    const int64_t first = node * kFanout, last = std::min(t.levelSize[l - 1], first + kFanout);
-    for (int64_t c = last - 1; c >= first; --c)  // pushed in reverse: popped in increasing order
-    {
-      stack[top] = c;
-      level[top] = int8_t(l - 1);
-      ++top;
-    }
-  }
+  forEachCandidateRegion(t, box, r2, [&](int64_t region) { out.push_back(region); });
 }
-
-// Calls visit(position) for every point of the tree whose box may hold a point within `bound(p)`
-// of p, the bound read again after each region (it shrinks as a k-nearest search fills).
-template <int D, typename Bound, typename Visit>
-void searchTree(const RegionView<D>& v, const Point<D>& p, Bound bound, Visit visit)
-{
-  const TreeView<D>& t = v.tree;
-  int64_t stack[kMaxTreeLevels * kFanout];
-  int8_t level[kMaxTreeLevels * kFanout];
-  int top = 0;
-  stack[0] = 0;
-  level[0] = int8_t(t.levels - 1);
-  ++top;
-  while (top > 0)
-  {
-    --top;
-    const int64_t node = stack[top];
-    const int l = level[top];
-    if (boxDistance2(t.boxes[t.levelOffset[l] + node], p) > bound())
-      continue;
-    if (l == 0)
-    {
-      for (int64_t i = v.start[node]; i < v.start[node + 1]; ++i)
-        visit(i);
-      continue;
-    }
-    // children nearest first, so that a k-nearest bound shrinks early
-    const int64_t first = node * kFanout, last = std::min(t.levelSize[l - 1], first + kFanout);
-    double d[kFanout];
-    int64_t c[kFanout];
-    int m = 0;
-    for (int64_t k = first; k < last; ++k, ++m)
-    {
-      c[m] = k;
-      d[m] = boxDistance2(t.boxes[t.levelOffset[l - 1] + k], p);
-    }
-    for (int a = 1; a < m; ++a)  // insertion sort, farthest first on the stack
-      for (int b = a; b > 0 && d[b] > d[b - 1]; --b)
-      {
-        std::swap(d[b], d[b - 1]);
-        std::swap(c[b], c[b - 1]);
-      }
-    for (int a = 0; a < m; ++a)
-    {
-      stack[top] = c[a];
-      level[top] = int8_t(l - 1);
-      ++top;
-    }
-  }
-}
-
-// A bounded max-heap of the k nearest (by d2, then index).
-class KNearest
-{
-public:
-  explicit KNearest(int k) : mK(k) { mHeap.reserve(std::size_t(k)); }
-  void clear() { mHeap.clear(); }
-  bool full() const { return int(mHeap.size()) == mK; }
-  double worst() const { return mHeap.front().d2; }
-  void offer(const Hit& h)
-  {
-    if (!full())
-    {
-      mHeap.push_back(h);
-      std::push_heap(mHeap.begin(), mHeap.end(), closer);
-    }
-    else if (closer(h, mHeap.front()))
-    {
-      std::pop_heap(mHeap.begin(), mHeap.end(), closer);
-      mHeap.back() = h;
-      std::push_heap(mHeap.begin(), mHeap.end(), closer);
-    }
-  }
-  // Nearest first.
-  std::vector<Hit>& sorted()
-  {
-    std::sort_heap(mHeap.begin(), mHeap.end(), closer);
-    return mHeap;
-  }
-
-private:
-  int mK;
-  std::vector<Hit> mHeap;
-};
 
 template <int D>
 class CpuIndex final : public NeighbourIndex
@@ -182,7 +62,7 @@ public:
     const double r2 = query.radius * query.radius;
     if (query.k == 0)
     {
-      forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+      forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
         candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
         for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
         {
@@ -218,33 +98,23 @@ public:
       return s;
     }
     const double bound = query.radius > 0.0 ? r2 : kInf;
-    forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KNearest& heap) {
+    forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KHeap& heap) {
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
       {
-        const Point<D>& p = mView.points[i];
         const int32_t self = mView.original[i];
-        heap.clear();
-        searchTree(mView, p, [&] { return heap.full() ? std::min(bound, heap.worst()) : bound; },
-                   [&](int64_t j) {
-                     if (j == i)
-                       return;
-                     const double d2 = distance2(p, mView.points[j]);
-                     if (d2 <= bound)
-                       heap.offer({d2, mView.original[j]});
-                   });
-        const std::vector<Hit>& hits = heap.sorted();
-        s.count[std::size_t(self)] = int32_t(hits.size());
-        if (hits.empty())
+        const int found = kNearest(mView, i, bound, heap);
+        s.count[std::size_t(self)] = found;
+        if (found == 0)
         {
           setNearest(s, i);
           continue;
         }
         double sum = 0.0;
-        for (const Hit& h : hits)
-          sum += std::sqrt(h.d2);
-        s.meanDistance[std::size_t(self)] = sum / double(hits.size());
-        s.nearest[std::size_t(self)] = hits.front().index;
-        s.nearestDistance[std::size_t(self)] = std::sqrt(hits.front().d2);
+        for (int h = 0; h < found; ++h)
+          sum += std::sqrt(heap[h].d2);
+        s.meanDistance[std::size_t(self)] = sum / double(found);
+        s.nearest[std::size_t(self)] = heap[0].index;
+        s.nearestDistance[std::size_t(self)] = std::sqrt(heap[0].d2);
       }
     });
     return s;
@@ -308,7 +178,7 @@ public:
     out.a.resize(std::size_t(total));
     out.b.resize(std::size_t(total));
     out.distance.resize(std::size_t(total));
-    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
       candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
       std::vector<std::pair<int32_t, double>> found;
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
@@ -346,7 +216,7 @@ public:
     const double r2 = options.eps * options.eps;
     // Core points: the eps-neighbourhood, the point itself included, holds minPoints or more.
     std::vector<uint8_t> core(std::size_t(n), 0);  // by Morton position
-    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
       candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
       {
@@ -393,7 +263,7 @@ public:
     };
     // Border points: the lowest-index core neighbour, by Morton position.
     std::vector<int32_t> borderOf(std::size_t(n), INT32_MAX);  // input index of that core point
-    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
       candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
       {
@@ -413,38 +283,19 @@ public:
           }
       }
     });
-    // Members: core points under their root, border points under their core neighbour's root.
-    Clusters c;
-    c.cluster.assign(std::size_t(n), 0);
-    c.core.assign(std::size_t(n), 0);
-    std::vector<int32_t> rootOf(std::size_t(n), -1);  // by input index
+    // By input index, for assignClusters.
+    std::vector<uint8_t> coreByInput(std::size_t(n), 0);
+    std::vector<int32_t> root(std::size_t(n), -1), borderCore(std::size_t(n), INT32_MAX);
     for (int64_t i = 0; i < n; ++i)
     {
       const int32_t self = mView.original[i];
-      c.core[std::size_t(self)] = core[std::size_t(i)];
-      if (core[std::size_t(i)])
-        rootOf[std::size_t(self)] = find(self);
+      coreByInput[std::size_t(self)] = core[std::size_t(i)];
+      borderCore[std::size_t(self)] = borderOf[std::size_t(i)];
     }
     for (int64_t i = 0; i < n; ++i)
-      if (!core[std::size_t(i)] && borderOf[std::size_t(i)] != INT32_MAX && !options.borderPointsAreNoise)
-        rootOf[std::size_t(mView.original[i])] = find(borderOf[std::size_t(i)]);
-    // Ids in order of each cluster's lowest member: the first member met in input order.
-    std::vector<int64_t> idOfRoot(std::size_t(n), 0);
-    for (int64_t i = 0; i < n; ++i)
-    {
-      const int32_t root = rootOf[std::size_t(i)];
-      if (root < 0)
-        continue;
-      if (idOfRoot[std::size_t(root)] == 0)
-      {
-        c.size.push_back(0);
-        idOfRoot[std::size_t(root)] = int64_t(c.size.size());
-      }
-      const int64_t id = idOfRoot[std::size_t(root)];
-      c.cluster[std::size_t(i)] = id;
-      ++c.size[std::size_t(id - 1)];
-    }
-    return c;
+      if (coreByInput[std::size_t(i)])
+        root[std::size_t(i)] = find(int32_t(i));
+    return assignClusters(std::move(coreByInput), root, borderCore, options.borderPointsAreNoise);
   }
 
 private:
@@ -454,7 +305,8 @@ private:
   {
     parallelFor(mView.regions, 64, mThreads, [&](int64_t b, int64_t e) {
       std::vector<int64_t> candidates;
-      KNearest heap(std::max(k, 1));
+      std::vector<Hit> storage(std::size_t(std::max(k, 1)));
+      KHeap heap(storage.data(), std::max(k, 1));
       for (int64_t r = b; r < e; ++r)
         body(r, candidates, heap);
     }, &control);
@@ -463,16 +315,8 @@ private:
   // The nearest other point of Morton position i at any distance (none when n == 1).
   void setNearest(Summary& s, int64_t i) const
   {
-    const Point<D>& p = mView.points[i];
-    Hit best{kInf, INT32_MAX};
-    searchTree(mView, p, [&] { return best.d2; }, [&](int64_t j) {
-      if (j == i)
-        return;
-      const Hit h{distance2(p, mView.points[j]), mView.original[j]};
-      if (closer(h, best))
-        best = h;
-    });
-    if (best.index != INT32_MAX)
+    const Hit best = nearestOther(mView, i);
+    if (best.index >= 0)
     {
       s.nearest[std::size_t(mView.original[i])] = best.index;
       s.nearestDistance[std::size_t(mView.original[i])] = std::sqrt(best.d2);
@@ -483,7 +327,7 @@ private:
   std::vector<int64_t> radiusPairCounts(double r2, const RunControl& control)
   {
     std::vector<int64_t> counts(mIndex.points.size(), 0);
-    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KNearest&) {
+    forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
       candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
       {
@@ -505,22 +349,14 @@ private:
     const int64_t n = int64_t(mIndex.points.size());
     const double bound = query.radius > 0.0 ? query.radius * query.radius : kInf;
     std::vector<std::pair<int32_t, int32_t>> edges(std::size_t(n) * std::size_t(query.k), {INT32_MAX, INT32_MAX});
-    forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KNearest& heap) {
+    forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KHeap& heap) {
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
       {
-        const Point<D>& p = mView.points[i];
         const int32_t self = mView.original[i];
-        heap.clear();
-        searchTree(mView, p, [&] { return heap.full() ? std::min(bound, heap.worst()) : bound; }, [&](int64_t j) {
-          if (j == i)
-            return;
-          const double d2 = distance2(p, mView.points[j]);
-          if (d2 <= bound)
-            heap.offer({d2, mView.original[j]});
-        });
+        const int found = kNearest(mView, i, bound, heap);
         int64_t at = int64_t(self) * query.k;
-        for (const Hit& h : heap.sorted())
-          edges[std::size_t(at++)] = {std::min(self, h.index), std::max(self, h.index)};
+        for (int h = 0; h < found; ++h)
+          edges[std::size_t(at++)] = {std::min(self, heap[h].index), std::max(self, heap[h].index)};
       }
     });
     parallelSort(edges, mThreads, control);

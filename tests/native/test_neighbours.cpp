@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -244,14 +245,14 @@ std::string queryName(const Query& q)
   return s.str();
 }
 
-// k == 0 with the case's radius and with radius 0 (duplicates only; not for pairs), then k = 1, 4, 16
-// with the radius and without a bound.
+// k == 0 with the case's radius and with radius 0 (duplicates only), then k = 1, 4, 16 with the
+// radius and without a bound.
 std::vector<Query> queriesFor(const NeighbourCase& c, bool forPairs)
 {
   std::vector<Query> q;
+  (void)forPairs;
   q.push_back(Query{c.radius, 0});
-  if (!forPairs)
-    q.push_back(Query{0, 0});
+  q.push_back(Query{0, 0});
   for (int32_t k : {1, 4, 16})
   {
     q.push_back(Query{c.radius, k});
@@ -307,7 +308,18 @@ void expectSameSummary(const Summary& got, const Summary& want, const std::strin
   expectSame(got.count, want.count, what + " count");
   expectSame(got.nearest, want.nearest, what + " nearest");
   expectSame(got.nearestDistance, want.nearestDistance, what + " nearestDistance");
-  expectSame(got.meanDistance, want.meanDistance, what + " meanDistance");
+  // The mean is summed in the index's scan order (the same on CPU and GPU), the reference's in
+  // distance order: they agree to a few ulps of the sum.
+  ASSERT_EQ(got.meanDistance.size(), want.meanDistance.size()) << what;
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < want.meanDistance.size(); ++i)
+  {
+    const double g = got.meanDistance[i], w = want.meanDistance[i];
+    const bool ok = (std::isnan(g) && std::isnan(w)) || std::fabs(g - w) <= 1e-13 * std::fabs(w);
+    if (!ok && ++mismatches <= 5)
+      ADD_FAILURE() << what << " meanDistance: [" << i << "] got " << std::setprecision(17) << g << ", reference " << w;
+  }
+  EXPECT_EQ(mismatches, 0) << what << " meanDistance";
 }
 
 void expectSamePairs(const Pairs& got, const Pairs& want, const std::string& what)
@@ -359,13 +371,13 @@ std::string caseLabel(const ::testing::TestParamInfo<size_t>& info)
   return name;
 }
 
+}  // namespace
+
 class NeighboursCpu : public ::testing::TestWithParam<size_t>
 {
 protected:
   const NeighbourCase& input() const { return allCases()[GetParam()]; }
 };
-
-}  // namespace
 
 TEST_P(NeighboursCpu, Layout)
 {
@@ -421,7 +433,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, NeighboursCpu, ::testing::Range<size_t>(0, allCa
 TEST(NeighboursCpuFixed, ThreadCountsDoNotChangeTheResult)
 {
   for (const NeighbourCase& c : {clustered2d(21, 2000), identical(300)})
-    for (int threads : {1, 3, 0})
+    for (int threads : {1, 3})
     {
       const std::string what = c.name + " threads=" + std::to_string(threads);
       const auto index = cpuIndex(c.points(), threads);
@@ -469,7 +481,10 @@ TEST(NeighboursCpuFixed, UnitSquare)
   const Pairs pr = index->pairs(Query{1.0, 0}, 4, RunControl{});
   EXPECT_EQ(pr.a, (std::vector<int64_t>{0, 0, 1, 2}));
   EXPECT_EQ(pr.b, (std::vector<int64_t>{1, 2, 3, 3}));
-  EXPECT_EQ(index->countPairs(Query{0, 1}, RunControl{}), 2);  // 0-1 and 2-3: the nearest by index
+  // Nearest by index among ties: 0 -> 1, 1 -> 0, 2 -> 0, 3 -> 1, so the pairs 0-1, 0-2 and 1-3.
+  const Pairs nearest = index->pairs(Query{0, 1}, 3, RunControl{});
+  EXPECT_EQ(nearest.a, (std::vector<int64_t>{0, 0, 1}));
+  EXPECT_EQ(nearest.b, (std::vector<int64_t>{1, 2, 3}));
   const Summary all = index->summarize(Query{0, 3}, RunControl{});
   EXPECT_EQ(all.count, (std::vector<int32_t>{3, 3, 3, 3}));
   EXPECT_EQ(all.meanDistance[0], (1.0 + 1.0 + std::sqrt(2.0)) / 3);
@@ -536,7 +551,7 @@ TEST(NeighboursCpuFixed, BadQueriesAreInvalidInput)
     EXPECT_THROW(index->pairs(q, 1 << 20, RunControl{}), InvalidInput) << queryName(q);
   }
   // Every pair of the whole set: only pairs() refuses it; a summary with radius 0 counts duplicates.
-  EXPECT_THROW(index->pairs(Query{0.0, 0}, 1 << 20, RunControl{}), InvalidInput);
+  EXPECT_NO_THROW(index->pairs(Query{0.0, 0}, 1 << 20, RunControl{}));  // the duplicate pairs
   EXPECT_NO_THROW(index->summarize(Query{0.0, 0}, RunControl{}));
 }
 

@@ -245,4 +245,197 @@ struct RegionView
   TreeView<D> tree;
 };
 
+struct Hit
+{
+  double d2;
+  int32_t index;  // input index
+};
+
+// The order of neighbours: nearer first, then the lower input index.
+GPUGEO_HD bool closer(const Hit& a, const Hit& b)
+{
+  return a.d2 < b.d2 || (a.d2 == b.d2 && a.index < b.index);
+}
+
+// Calls visit(region) for every region whose box lies within r2 of `box`, in increasing order.
+template <int D, typename Visit>
+GPUGEO_HD void forEachCandidateRegion(const TreeView<D>& t, const Box<D>& box, double r2, Visit visit)
+{
+  int64_t stack[kMaxTreeLevels * kFanout];
+  int8_t level[kMaxTreeLevels * kFanout];
+  int top = 1;
+  stack[0] = 0;
+  level[0] = int8_t(t.levels - 1);
+  while (top > 0)
+  {
+    --top;
+    const int64_t node = stack[top];
+    const int l = level[top];
+    if (boxBoxDistance2(t.boxes[t.levelOffset[l] + node], box) > r2)
+      continue;
+    if (l == 0)
+    {
+      visit(node);
+      continue;
+    }
+    const int64_t first = node * kFanout;
+    const int64_t last = first + kFanout < t.levelSize[l - 1] ? first + kFanout : t.levelSize[l - 1];
+    for (int64_t c = last - 1; c >= first; --c)  // pushed in reverse: popped in increasing order
+    {
+      stack[top] = c;
+      level[top] = int8_t(l - 1);
+      ++top;
+    }
+  }
+}
+
+// Calls visit(position) for every point of the regions whose box may hold a point within bound()
+// of p (a region is skipped only when its box is farther than the bound), nearest boxes first; the
+// bound is read again before each box, so that a k-nearest search prunes as it fills.
+template <int D, typename Bound, typename Visit>
+GPUGEO_HD void searchTree(const RegionView<D>& v, const Point<D>& p, Bound bound, Visit visit)
+{
+  const TreeView<D>& t = v.tree;
+  int64_t stack[kMaxTreeLevels * kFanout];
+  int8_t level[kMaxTreeLevels * kFanout];
+  int top = 1;
+  stack[0] = 0;
+  level[0] = int8_t(t.levels - 1);
+  while (top > 0)
+  {
+    --top;
+    const int64_t node = stack[top];
+    const int l = level[top];
+    if (boxDistance2(t.boxes[t.levelOffset[l] + node], p) > bound())
+      continue;
+    if (l == 0)
+    {
+      for (int64_t i = v.start[node]; i < v.start[node + 1]; ++i)
+        visit(i);
+      continue;
+    }
+    const int64_t first = node * kFanout;
+    const int64_t last = first + kFanout < t.levelSize[l - 1] ? first + kFanout : t.levelSize[l - 1];
+    double d[kFanout];
+    int64_t c[kFanout];
+    int m = 0;
+    for (int64_t k = first; k < last; ++k, ++m)
+    {
+      c[m] = k;
+      d[m] = boxDistance2(t.boxes[t.levelOffset[l - 1] + k], p);
+    }
+    for (int a = 1; a < m; ++a)  // farthest first onto the stack, so the nearest is popped first
+      for (int b = a; b > 0 && d[b] > d[b - 1]; --b)
+      {
+        const double td = d[b];
+        d[b] = d[b - 1];
+        d[b - 1] = td;
+        const int64_t tc = c[b];
+        c[b] = c[b - 1];
+        c[b - 1] = tc;
+      }
+    for (int a = 0; a < m; ++a)
+    {
+      stack[top] = c[a];
+      level[top] = int8_t(l - 1);
+      ++top;
+    }
+  }
+}
+
+// The k nearest (by closer()) in a max-heap on caller-provided storage of k entries.
+class KHeap
+{
+public:
+  GPUGEO_HD KHeap(Hit* storage, int k) : mHeap(storage), mK(k) {}
+  GPUGEO_HD void clear() { mSize = 0; }
+  GPUGEO_HD int size() const { return mSize; }
+  GPUGEO_HD bool full() const { return mSize == mK; }
+  GPUGEO_HD double worst() const { return mHeap[0].d2; }
+  GPUGEO_HD void offer(const Hit& h)
+  {
+    if (mSize < mK)
+    {
+      int i = mSize++;
+      while (i > 0 && closer(mHeap[(i - 1) / 2], h))
+      {
+        mHeap[i] = mHeap[(i - 1) / 2];
+        i = (i - 1) / 2;
+      }
+      mHeap[i] = h;
+    }
+    else if (closer(h, mHeap[0]))
+      siftDown(h, mSize);
+  }
+  // Sorts the storage nearest first (the heap is spent).
+  GPUGEO_HD void sort()
+  {
+    for (int n = mSize - 1; n > 0; --n)
+    {
+      const Hit top = mHeap[0];
+      siftDown(mHeap[n], n);
+      mHeap[n] = top;
+    }
+  }
+  GPUGEO_HD const Hit& operator[](int i) const { return mHeap[i]; }
+
+private:
+  // Puts h at the root of a heap of `size` entries and sifts it down.
+  GPUGEO_HD void siftDown(const Hit& h, int size)
+  {
+    int i = 0;
+    for (;;)
+    {
+      int c = 2 * i + 1;
+      if (c >= size)
+        break;
+      if (c + 1 < size && closer(mHeap[c], mHeap[c + 1]))
+        ++c;
+      if (!closer(h, mHeap[c]))
+        break;
+      mHeap[i] = mHeap[c];
+      i = c;
+    }
+    mHeap[i] = h;
+  }
+
+  Hit* mHeap;
+  int mK;
+  int mSize = 0;
+};
+
+// The k nearest of position i (itself excluded) within bound2 (inclusive), sorted nearest first
+// into heap; returns how many.
+template <int D>
+GPUGEO_HD int kNearest(const RegionView<D>& v, int64_t i, double bound2, KHeap& heap)
+{
+  const Point<D> p = v.points[i];
+  heap.clear();
+  searchTree(v, p, [&] { return heap.full() && heap.worst() < bound2 ? heap.worst() : bound2; }, [&](int64_t j) {
+    if (j == i)
+      return;
+    const double d2 = distance2(p, v.points[j]);
+    if (d2 <= bound2)
+      heap.offer(Hit{d2, v.original[j]});
+  });
+  heap.sort();
+  return heap.size();
+}
+
+// The nearest other point of position i at any distance; index -1 when there is none.
+template <int D>
+GPUGEO_HD Hit nearestOther(const RegionView<D>& v, int64_t i)
+{
+  const Point<D> p = v.points[i];
+  Hit best{__builtin_huge_val(), -1};
+  searchTree(v, p, [&] { return best.d2; }, [&](int64_t j) {
+    if (j == i)
+      return;
+    const Hit h{distance2(p, v.points[j]), v.original[j]};
+    if (best.index < 0 || closer(h, best))
+      best = h;
+  });
+  return best;
+}
+
 }  // namespace gpugeo::neighbours::detail

@@ -1,0 +1,856 @@
+// The CUDA backend of the neighbour index. The index is built on the device: the local frame (CUB
+// reductions), Morton codes, a CUB radix sort of (code, index), every sorted position's quadtree leaf
+// from its window of codes (detail/neighbour_math.h, the same rule the CPU applies greedily), the
+// region boxes and the region tree. Queries run one thread block per region, after the source
+// patent: the block stages each candidate region's (at most 64) points in shared memory and every
+// thread tests its own point against them. k-nearest queries and the nearest point at any distance
+// search the region tree per point. Summation orders are the CPU backend's, so the results are
+// bitwise the same.
+#include <cub/cub.cuh>
+#include <cuda/functional>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/backend.h"
+#include "core/cuda_check.h"
+#include "core/device_buffer.h"
+#include "core/errors.h"
+#include "neighbours/neighbour_index.h"
+
+namespace gpugeo::neighbours::detail {
+
+namespace {
+
+using cuda::DeviceBuffer;
+
+constexpr int kBlock = kRegionCapacity;  // one thread a point of the region
+constexpr int64_t kBatch = int64_t(1) << 20;  // points a k-nearest launch handles (scratch: kBatch * k hits)
+
+unsigned blocksFor(int64_t items, int threads)
+{
+  return static_cast<unsigned>((items + threads - 1) / threads);
+}
+
+template <int D>
+__global__ void localKernel(const double* x, const double* y, const double* z, int64_t n, const double* origin,
+                            Point<D>* out)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  const double* axis[3] = {x, y, z};
+  Point<D> p;
+  for (int a = 0; a < D; ++a)
+    p.c[a] = exact::sub(axis[a][i], origin[a]);
+  out[i] = p;
+}
+
+// origin and quantiser from the per-axis minima and maxima (the host formulas of localFrame()).
+template <int D>
+__global__ void frameKernel(const double* lo, const double* hi, double* origin, Quantiser<D>* q)
+{
+  double extent = 0.0;
+  for (int a = 0; a < D; ++a)
+  {
+    origin[a] = exact::mul(0.5, exact::add(lo[a], hi[a]));
+    q->lo[a] = exact::sub(lo[a], origin[a]);
+    const double e = exact::sub(exact::sub(hi[a], origin[a]), q->lo[a]);
+    extent = e > extent ? e : extent;
+  }
+  const double cells = double((uint64_t(1) << MortonTraits<D>::kBits) - 1);
+  for (int a = 0; a < D; ++a)
+    q->scale[a] = extent > 0.0 ? exact::div(cells, extent) : 0.0;
+}
+
+template <int D>
+__global__ void mortonKernel(const Point<D>* points, int64_t n, const Quantiser<D>* q, uint64_t* codes, int32_t* index)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  codes[i] = mortonCode(*q, points[i]);
+  index[i] = int32_t(i);
+}
+
+template <int D>
+__global__ void gatherKernel(const Point<D>* points, const int32_t* order, int64_t n, Point<D>* out)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = points[order[i]];
+}
+
+// runStart seeds: i where the code differs from the one before (0 elsewhere), for a max-scan.
+__global__ void runSeedKernel(const uint64_t* codes, int64_t n, int64_t* seed)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    seed[i] = i == 0 || codes[i] != codes[i - 1] ? i : 0;
+}
+
+template <int D>
+__global__ void regionFlagKernel(const uint64_t* codes, int64_t n, const int64_t* runStart, uint8_t* flag)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  const int level = leafLevel<D, kRegionCapacity>(codes, n, i);
+  if (level > MortonTraits<D>::kLevels)
+    flag[i] = (i - runStart[i]) % kRegionCapacity == 0;
+  else
+    flag[i] = delta<D>(codes, n, i) < level;
+}
+
+template <int D>
+__global__ void regionBoxKernel(const Point<D>* points, const int64_t* start, int64_t regions, Box<D>* boxes)
+{
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= regions)
+    return;
+  Box<D> box;
+  for (int a = 0; a < D; ++a)
+    box.lo[a] = box.hi[a] = points[start[r]].c[a];
+  for (int64_t i = start[r] + 1; i < start[r + 1]; ++i)
+    for (int a = 0; a < D; ++a)
+    {
+      box.lo[a] = points[i].c[a] < box.lo[a] ? points[i].c[a] : box.lo[a];
+      box.hi[a] = points[i].c[a] > box.hi[a] ? points[i].c[a] : box.hi[a];
+    }
+  boxes[r] = box;
+}
+
+template <int D>
+__global__ void parentBoxKernel(Box<D>* boxes, int64_t childOffset, int64_t childCount, int64_t parentOffset,
+                                int64_t parents)
+{
+  const int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= parents)
+    return;
+  Box<D> box = boxes[childOffset + p * kFanout];
+  const int64_t last = (p + 1) * kFanout < childCount ? (p + 1) * kFanout : childCount;
+  for (int64_t c = p * kFanout + 1; c < last; ++c)
+    growBox(box, boxes[childOffset + c]);
+  boxes[parentOffset + p] = box;
+}
+
+template <int D>
+__global__ void candidateCountKernel(TreeView<D> tree, int64_t regions, double r2, int64_t* count)
+{
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= regions)
+    return;
+  int64_t c = 0;
+  forEachCandidateRegion(tree, tree.boxes[r], r2, [&](int64_t) { ++c; });
+  count[r] = c;
+}
+
+template <int D>
+__global__ void candidateFillKernel(TreeView<D> tree, int64_t regions, double r2, const int64_t* offset,
+                                    int64_t* candidates)
+{
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= regions)
+    return;
+  int64_t at = offset[r];
+  forEachCandidateRegion(tree, tree.boxes[r], r2, [&](int64_t q) { candidates[at++] = q; });
+}
+
+// The block-per-region scan: calls visit(j, d2) for every position j of the candidate regions in
+// their order (regions increasing, positions increasing), the block staging each region's points.
+template <int D, typename Visit>
+__device__ void scanCandidates(const RegionView<D>& v, const int64_t* candidateOffset, const int64_t* candidates,
+                               int64_t region, int64_t i, bool active, Visit visit)
+{
+  __shared__ Point<D> tile[kBlock];
+  const Point<D> p = v.points[active ? i : v.start[region]];
+  for (int64_t c = candidateOffset[region]; c < candidateOffset[region + 1]; ++c)
+  {
+    const int64_t q = candidates[c];
+    const int64_t first = v.start[q];
+    const int count = int(v.start[q + 1] - first);
+    __syncthreads();
+    if (threadIdx.x < count)
+      tile[threadIdx.x] = v.points[first + threadIdx.x];
+    __syncthreads();
+    if (active)
+      for (int t = 0; t < count; ++t)
+        visit(first + t, distance2(p, tile[t]));
+  }
+}
+
+// Radius summary by Morton position: count, the sum of the distances (in the CPU's order) and the
+// nearest within the radius.
+template <int D>
+__global__ void radiusSummaryKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates,
+                                    double r2, int32_t* count, double* sum, Hit* nearest)
+{
+  const int64_t region = blockIdx.x;
+  const int64_t i = v.start[region] + threadIdx.x;
+  const bool active = i < v.start[region + 1];
+  int32_t c = 0;
+  double s = 0.0;
+  Hit best{__builtin_huge_val(), INT32_MAX};
+  scanCandidates(v, candidateOffset, candidates, region, i, active, [&](int64_t j, double d2) {
+    if (d2 <= r2 && j != i)
+    {
+      ++c;
+      s = exact::add(s, exact::sqrt(d2));
+      const Hit h{d2, v.original[j]};
+      if (closer(h, best))
+        best = h;
+    }
+  });
+  if (active)
+  {
+    count[i] = c;
+    sum[i] = s;
+    nearest[i] = best;
+  }
+}
+
+template <int D>
+__global__ void nearestOtherKernel(RegionView<D> v, int64_t n, const int32_t* count, Hit* nearest)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n && count[i] == 0)
+    nearest[i] = nearestOther(v, i);
+}
+
+template <int D>
+__global__ void kNearestKernel(RegionView<D> v, int64_t first, int64_t count, int k, double bound2, Hit* scratch,
+                               int32_t* found, double* sum, Hit* nearest)
+{
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count)
+    return;
+  const int64_t i = first + t;
+  KHeap heap(scratch + t * k, k);
+  const int f = kNearest(v, i, bound2, heap);
+  double s = 0.0;
+  for (int h = 0; h < f; ++h)
+    s = exact::add(s, exact::sqrt(heap[h].d2));
+  found[i] = f;
+  sum[i] = s;
+  nearest[i] = f > 0 ? heap[0] : nearestOther(v, i);
+}
+
+template <int D>
+__global__ void kNearestEdgeKernel(RegionView<D> v, int64_t first, int64_t count, int k, double bound2, Hit* scratch,
+                                   uint64_t* edges)
+{
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count)
+    return;
+  const int64_t i = first + t;
+  KHeap heap(scratch + t * k, k);
+  const int f = kNearest(v, i, bound2, heap);
+  const uint32_t self = uint32_t(v.original[i]);
+  for (int h = 0; h < k; ++h)
+  {
+    uint64_t key = ~uint64_t(0);
+    if (h < f)
+    {
+      const uint32_t other = uint32_t(heap[h].index);
+      key = self < other ? (uint64_t(self) << 32) | other : (uint64_t(other) << 32) | self;
+    }
+    edges[i * k + h] = key;
+  }
+}
+
+// Pairs (a < b by input index) within r2: counted per a, or written at a's offset.
+template <int D>
+__global__ void radiusPairKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates,
+                                 double r2, int64_t* countByInput, const int64_t* offsetByInput, uint64_t* keys,
+                                 double* distance)
+{
+  const int64_t region = blockIdx.x;
+  const int64_t i = v.start[region] + threadIdx.x;
+  const bool active = i < v.start[region + 1];
+  const int32_t self = active ? v.original[i] : 0;
+  int64_t c = 0;
+  int64_t at = offsetByInput && active ? offsetByInput[self] : 0;
+  scanCandidates(v, candidateOffset, candidates, region, i, active, [&](int64_t j, double d2) {
+    const int32_t other = v.original[j];
+    if (other > self && d2 <= r2)
+    {
+      if (offsetByInput)
+      {
+        keys[at] = (uint64_t(uint32_t(self)) << 32) | uint32_t(other);
+        distance[at] = exact::sqrt(d2);
+        ++at;
+      }
+      else
+        ++c;
+    }
+  });
+  if (active && !offsetByInput)
+    countByInput[self] = c;
+}
+
+__global__ void splitPairsKernel(const uint64_t* keys, const double* distanceIn, int64_t count, int64_t* a, int64_t* b,
+                                 double* distance)
+{
+  const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= count)
+    return;
+  a[k] = int64_t(keys[k] >> 32);
+  b[k] = int64_t(keys[k] & 0xffffffffull);
+  if (distanceIn)
+    distance[k] = distanceIn[k];
+}
+
+template <int D>
+__global__ void pairDistanceKernel(const Point<D>* byInput, const int64_t* a, const int64_t* b, int64_t count,
+                                   double* distance)
+{
+  const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < count)
+    distance[k] = exact::sqrt(distance2(byInput[a[k]], byInput[b[k]]));
+}
+
+template <int D>
+__global__ void scatterByInputKernel(const Point<D>* sorted, const int32_t* original, int64_t n, Point<D>* byInput)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    byInput[original[i]] = sorted[i];
+}
+
+// DBSCAN, by Morton position: core flags.
+template <int D>
+__global__ void coreKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates, double r2,
+                           int64_t minPoints, uint8_t* core)
+{
+  const int64_t region = blockIdx.x;
+  const int64_t i = v.start[region] + threadIdx.x;
+  const bool active = i < v.start[region + 1];
+  int64_t c = 0;
+  scanCandidates(v, candidateOffset, candidates, region, i, active, [&](int64_t, double d2) { c += d2 <= r2; });
+  if (active)
+    core[i] = c >= minPoints;
+}
+
+__device__ int32_t findRoot(int32_t* parent, int32_t x)
+{
+  for (;;)
+  {
+    const int32_t p = atomicAdd(&parent[x], 0);
+    if (p == x)
+      return x;
+    const int32_t g = atomicAdd(&parent[p], 0);
+    if (g != p)
+      atomicCAS(&parent[x], p, g);  // path halving; losing the race only leaves a longer path
+    x = p;
+  }
+}
+
+__device__ void unite(int32_t* parent, int32_t a, int32_t b)
+{
+  for (;;)
+  {
+    a = findRoot(parent, a);
+    b = findRoot(parent, b);
+    if (a == b)
+      return;
+    if (a < b)
+    {
+      const int32_t t = a;
+      a = b;
+      b = t;
+    }
+    if (atomicCAS(&parent[a], a, b) == a)  // the higher root under the lower one
+      return;
+  }
+}
+
+// Unions of core points within eps (by input index) and each border point's lowest core neighbour.
+template <int D>
+__global__ void linkKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates, double r2,
+                           const uint8_t* core, int32_t* parent, int32_t* borderOf)
+{
+  const int64_t region = blockIdx.x;
+  const int64_t i = v.start[region] + threadIdx.x;
+  const bool active = i < v.start[region + 1];
+  const int32_t self = active ? v.original[i] : 0;
+  const bool selfCore = active && core[i];
+  int32_t border = INT32_MAX;
+  scanCandidates(v, candidateOffset, candidates, region, i, active, [&](int64_t j, double d2) {
+    if (!core[j] || j == i || d2 > r2)
+      return;
+    const int32_t other = v.original[j];
+    if (selfCore)
+    {
+      if (other < self)
+        unite(parent, self, other);
+    }
+    else
+      border = other < border ? other : border;
+  });
+  if (active && !selfCore)
+    borderOf[self] = border;
+}
+
+// parent[i] = i (every point its own set); borderOf = none.
+__global__ void initKernel(int64_t n, int32_t* parent, int32_t* borderOf)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+  {
+    parent[i] = int32_t(i);
+    borderOf[i] = INT32_MAX;
+  }
+}
+
+__global__ void rootKernel(int32_t* parent, int64_t n, int32_t* root)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    root[i] = findRoot(parent, int32_t(i));
+}
+
+template <typename T>
+std::vector<T> download(const DeviceBuffer<T>& buffer, int64_t count)
+{
+  std::vector<T> host(static_cast<std::size_t>(count));
+  if (count > 0)
+    GPUGEO_CUDA_CHECK(cudaMemcpy(host.data(), buffer.data(), static_cast<std::size_t>(count) * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+template <int D>
+class CudaIndex final : public NeighbourIndex
+{
+public:
+  CudaIndex(const Points& points, const RunControl& control) : mN(points.count)
+  {
+    const GpuInfo& gpu = probeGpu();
+    if (!gpu.usable)
+      throw DeviceUnavailable(gpu.reason);
+    mDevice = gpu.device;
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    build(points, control);
+  }
+
+  Backend backend() const override { return Backend::Gpu; }
+  const StageTimes& times() const override { return mTimes; }
+
+  Layout layout() const override
+  {
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    Layout l;
+    l.order = download(mOriginal, mN);
+    l.start = download(mStart, mRegions + 1);
+    l.dimensions = D;
+    return l;
+  }
+
+  Summary summarize(const Query& query, const RunControl& control) override
+  {
+    validateQuery(query);
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    DeviceBuffer<int32_t> count(static_cast<std::size_t>(mN));
+    DeviceBuffer<double> sum(static_cast<std::size_t>(mN));
+    DeviceBuffer<Hit> nearest(static_cast<std::size_t>(mN));
+    {
+      ScopedStage stage(mTimes, "compute");
+      const double r2 = query.radius * query.radius;
+      if (query.k == 0)
+      {
+        candidates(r2);
+        radiusSummaryKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                             count.data(), sum.data(), nearest.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        nearestOtherKernel<D><<<blocksFor(mN, 128), 128>>>(mView, mN, count.data(), nearest.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+      }
+      else
+      {
+        const double bound = query.radius > 0.0 ? r2 : __builtin_huge_val();
+        DeviceBuffer<Hit> scratch(static_cast<std::size_t>(std::min(mN, kBatch) * query.k));
+        for (int64_t first = 0; first < mN; first += kBatch)
+        {
+          const int64_t part = std::min(kBatch, mN - first);
+          kNearestKernel<D><<<blocksFor(part, 128), 128>>>(mView, first, part, query.k, bound, scratch.data(),
+                                                           count.data(), sum.data(), nearest.data());
+          GPUGEO_CUDA_CHECK_LAUNCH();
+          GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+          if (control.isCanceled())
+            throw Canceled();
+        }
+      }
+      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    if (control.isCanceled())
+      throw Canceled();
+    ScopedStage stage(mTimes, "download");
+    const std::vector<int32_t> c = download(count, mN);
+    const std::vector<double> s = download(sum, mN);
+    const std::vector<Hit> h = download(nearest, mN);
+    const std::vector<int32_t> original = download(mOriginal, mN);
+    Summary out;
+    out.count.assign(static_cast<std::size_t>(mN), 0);
+    out.nearest.assign(static_cast<std::size_t>(mN), -1);
+    out.nearestDistance.assign(static_cast<std::size_t>(mN), std::numeric_limits<double>::quiet_NaN());
+    out.meanDistance.assign(static_cast<std::size_t>(mN), std::numeric_limits<double>::quiet_NaN());
+    for (int64_t i = 0; i < mN; ++i)
+    {
+      const std::size_t self = static_cast<std::size_t>(original[static_cast<std::size_t>(i)]);
+      out.count[self] = c[static_cast<std::size_t>(i)];
+      if (c[static_cast<std::size_t>(i)] > 0)
+        out.meanDistance[self] = s[static_cast<std::size_t>(i)] / double(c[static_cast<std::size_t>(i)]);
+      if (h[static_cast<std::size_t>(i)].index >= 0 && h[static_cast<std::size_t>(i)].index != INT32_MAX)
+      {
+        out.nearest[self] = h[static_cast<std::size_t>(i)].index;
+        out.nearestDistance[self] = std::sqrt(h[static_cast<std::size_t>(i)].d2);
+      }
+    }
+    return out;
+  }
+
+  int64_t countPairs(const Query& query, const RunControl& control) override
+  {
+    validateQuery(query);
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    if (query.k > 0)
+      return int64_t(kNearestKeys(query, control).size());
+    ScopedStage stage(mTimes, "compute");
+    DeviceBuffer<int64_t> counts(static_cast<std::size_t>(mN)), offsets(static_cast<std::size_t>(mN) + 1);
+    return radiusPairCounts(query.radius * query.radius, counts, offsets);
+  }
+
+  Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control) override
+  {
+    validateQuery(query);
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    Pairs out;
+    if (query.k > 0)
+    {
+      DeviceBuffer<uint64_t> keys = kNearestKeys(query, control);
+      const int64_t total = int64_t(keys.size());
+      requireAtMost(total, maxPairs);
+      ScopedStage stage(mTimes, "pairs");
+      DeviceBuffer<int64_t> a(static_cast<std::size_t>(total)), b(static_cast<std::size_t>(total));
+      DeviceBuffer<double> distance(static_cast<std::size_t>(total));
+      if (total > 0)
+      {
+        DeviceBuffer<Point<D>> byInput(static_cast<std::size_t>(mN));
+        scatterByInputKernel<D><<<blocksFor(mN, 256), 256>>>(mView.points, mView.original, mN, byInput.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        splitPairsKernel<<<blocksFor(total, 256), 256>>>(keys.data(), nullptr, total, a.data(), b.data(), nullptr);
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        pairDistanceKernel<D><<<blocksFor(total, 256), 256>>>(byInput.data(), a.data(), b.data(), total, distance.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+      }
+      out.a = download(a, total);
+      out.b = download(b, total);
+      out.distance = download(distance, total);
+      return out;
+    }
+    const double r2 = query.radius * query.radius;
+    DeviceBuffer<int64_t> counts(static_cast<std::size_t>(mN)), offsets(static_cast<std::size_t>(mN) + 1);
+    int64_t total = 0;
+    {
+      ScopedStage stage(mTimes, "compute");
+      total = radiusPairCounts(r2, counts, offsets);
+    }
+    requireAtMost(total, maxPairs);
+    ScopedStage stage(mTimes, "pairs");
+    DeviceBuffer<uint64_t> keys(static_cast<std::size_t>(total)), sortedKeys(static_cast<std::size_t>(total));
+    DeviceBuffer<double> distance(static_cast<std::size_t>(total)), sortedDistance(static_cast<std::size_t>(total));
+    DeviceBuffer<int64_t> a(static_cast<std::size_t>(total)), b(static_cast<std::size_t>(total));
+    if (total > 0)
+    {
+      radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                          nullptr, offsets.data(), keys.data(), distance.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      sortPairs(keys, sortedKeys, distance, sortedDistance, total);
+      splitPairsKernel<<<blocksFor(total, 256), 256>>>(sortedKeys.data(), sortedDistance.data(), total, a.data(),
+                                                       b.data(), distance.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+    }
+    if (control.isCanceled())
+      throw Canceled();
+    out.a = download(a, total);
+    out.b = download(b, total);
+    out.distance = download(distance, total);
+    return out;
+  }
+
+  Clusters dbscan(const DbscanOptions& options, const RunControl& control) override
+  {
+    validateDbscan(options);
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    const double r2 = options.eps * options.eps;
+    DeviceBuffer<uint8_t> core(static_cast<std::size_t>(mN));
+    DeviceBuffer<int32_t> parent(static_cast<std::size_t>(mN)), borderOf(static_cast<std::size_t>(mN)), root(static_cast<std::size_t>(mN));
+    {
+      ScopedStage stage(mTimes, "compute");
+      candidates(r2);
+      coreKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                    options.minPoints, core.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      initKernel<<<blocksFor(mN, 256), 256>>>(mN, parent.data(), borderOf.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      linkKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                    core.data(), parent.data(), borderOf.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      rootKernel<<<blocksFor(mN, 256), 256>>>(parent.data(), mN, root.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    if (control.isCanceled())
+      throw Canceled();
+    ScopedStage stage(mTimes, "download");
+    const std::vector<uint8_t> coreSorted = download(core, mN);
+    const std::vector<int32_t> original = download(mOriginal, mN);
+    std::vector<int32_t> rootByInput = download(root, mN);
+    std::vector<int32_t> border = download(borderOf, mN);
+    std::vector<uint8_t> coreByInput(static_cast<std::size_t>(mN), 0);
+    for (int64_t i = 0; i < mN; ++i)
+      coreByInput[static_cast<std::size_t>(original[static_cast<std::size_t>(i)])] = coreSorted[static_cast<std::size_t>(i)];
+    for (int64_t i = 0; i < mN; ++i)
+    {
+      if (!coreByInput[static_cast<std::size_t>(i)])
+        rootByInput[static_cast<std::size_t>(i)] = -1;
+      else
+        border[static_cast<std::size_t>(i)] = INT32_MAX;
+    }
+    return assignClusters(std::move(coreByInput), rootByInput, border, options.borderPointsAreNoise);
+  }
+
+private:
+  void build(const Points& points, const RunControl& control)
+  {
+    const int64_t n = mN;
+    DeviceBuffer<double> raw(static_cast<std::size_t>(n) * D);
+    {
+      ScopedStage stage(mTimes, "upload");
+      const double* axis[3] = {points.x, points.y, points.z};
+      for (int a = 0; a < D; ++a)
+        GPUGEO_CUDA_CHECK(cudaMemcpy(raw.data() + a * n, axis[a], static_cast<std::size_t>(n) * sizeof(double), cudaMemcpyHostToDevice));
+    }
+    ScopedStage stage(mTimes, "index");
+    // The local frame: per-axis minima and maxima, origin, quantiser.
+    DeviceBuffer<double> lo(D), hi(D), origin(D);
+    DeviceBuffer<Quantiser<D>> quantiser(1);
+    size_t bytes = 0, need = 0;
+    for (int a = 0; a < D; ++a)
+    {
+      GPUGEO_CUDA_CHECK(cub::DeviceReduce::Min(nullptr, need, raw.data() + a * n, lo.data() + a, n));
+      bytes = std::max(bytes, need);
+      GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, need, raw.data() + a * n, hi.data() + a, n));
+      bytes = std::max(bytes, need);
+    }
+    DeviceBuffer<unsigned char> temp(bytes);
+    for (int a = 0; a < D; ++a)
+    {
+      need = bytes;
+      GPUGEO_CUDA_CHECK(cub::DeviceReduce::Min(temp.data(), need, raw.data() + a * n, lo.data() + a, n));
+      need = bytes;
+      GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), need, raw.data() + a * n, hi.data() + a, n));
+    }
+    frameKernel<D><<<1, 1>>>(lo.data(), hi.data(), origin.data(), quantiser.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    DeviceBuffer<Point<D>> local(static_cast<std::size_t>(n));
+    localKernel<D><<<blocksFor(n, 256), 256>>>(raw.data(), raw.data() + n, D == 3 ? raw.data() + 2 * n : nullptr, n,
+                                               origin.data(), local.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    raw.release();
+    // Morton order.
+    DeviceBuffer<uint64_t> codes(static_cast<std::size_t>(n)), sortedCodes(static_cast<std::size_t>(n));
+    DeviceBuffer<int32_t> index(static_cast<std::size_t>(n));
+    mOriginal.resize(static_cast<std::size_t>(n));
+    mortonKernel<D><<<blocksFor(n, 256), 256>>>(local.data(), n, quantiser.data(), codes.data(), index.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, codes.data(), sortedCodes.data(), index.data(),
+                                                      mOriginal.data(), n, 0, D * MortonTraits<D>::kLevels));
+    temp.resize(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), need, codes.data(), sortedCodes.data(), index.data(),
+                                                      mOriginal.data(), n, 0, D * MortonTraits<D>::kLevels));
+    mPoints.resize(static_cast<std::size_t>(n));
+    gatherKernel<D><<<blocksFor(n, 256), 256>>>(local.data(), mOriginal.data(), n, mPoints.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    local.release();
+    codes.release();
+    index.release();
+    // The regions: the quadtree's leaves.
+    DeviceBuffer<int64_t> seed(static_cast<std::size_t>(n)), runStart(static_cast<std::size_t>(n));
+    runSeedKernel<<<blocksFor(n, 256), 256>>>(sortedCodes.data(), n, seed.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveScan(nullptr, need, seed.data(), runStart.data(), ::cuda::maximum<>{}, n));
+    temp.resize(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveScan(temp.data(), need, seed.data(), runStart.data(), ::cuda::maximum<>{}, n));
+    DeviceBuffer<uint8_t> flag(static_cast<std::size_t>(n));
+    regionFlagKernel<D><<<blocksFor(n, 256), 256>>>(sortedCodes.data(), n, runStart.data(), flag.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    mStart.resize(static_cast<std::size_t>(n) + 1);
+    DeviceBuffer<int64_t> selected(1);
+    thrust::counting_iterator<int64_t> positions(0);
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, need, positions, flag.data(), mStart.data(), selected.data(), n));
+    temp.resize(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), need, positions, flag.data(), mStart.data(), selected.data(), n));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&mRegions, selected.data(), sizeof(int64_t), cudaMemcpyDeviceToHost));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(mStart.data() + mRegions, &n, sizeof(int64_t), cudaMemcpyHostToDevice));
+    // The region tree.
+    int64_t levelSize[kMaxTreeLevels], levelOffset[kMaxTreeLevels];
+    int levels = 0;
+    int64_t total = 0;
+    for (int64_t size = mRegions;; size = (size + kFanout - 1) / kFanout)
+    {
+      levelOffset[levels] = total;
+      levelSize[levels] = size;
+      total += size;
+      ++levels;
+      if (size <= 1)
+        break;
+    }
+    mBoxes.resize(static_cast<std::size_t>(total));
+    regionBoxKernel<D><<<blocksFor(mRegions, 128), 128>>>(mPoints.data(), mStart.data(), mRegions, mBoxes.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    for (int l = 1; l < levels; ++l)
+    {
+      parentBoxKernel<D><<<blocksFor(levelSize[l], 128), 128>>>(mBoxes.data(), levelOffset[l - 1], levelSize[l - 1],
+                                                               levelOffset[l], levelSize[l]);
+      GPUGEO_CUDA_CHECK_LAUNCH();
+    }
+    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+    if (control.isCanceled())
+      throw Canceled();
+    mView.points = mPoints.data();
+    mView.original = mOriginal.data();
+    mView.start = mStart.data();
+    mView.regions = mRegions;
+    mView.tree.boxes = mBoxes.data();
+    mView.tree.levels = levels;
+    for (int l = 0; l < levels; ++l)
+    {
+      mView.tree.levelOffset[l] = levelOffset[l];
+      mView.tree.levelSize[l] = levelSize[l];
+    }
+  }
+
+  // The candidate regions of every region within r2 (kept for the last r2 asked).
+  void candidates(double r2)
+  {
+    if (mCandidatesFor == r2 && mCandidateOffset.size() > 0)
+      return;
+    mCandidateOffset.resize(static_cast<std::size_t>(mRegions) + 1);
+    DeviceBuffer<int64_t> count(static_cast<std::size_t>(mRegions) + 1);
+    GPUGEO_CUDA_CHECK(cudaMemset(count.data(), 0, (static_cast<std::size_t>(mRegions) + 1) * sizeof(int64_t)));
+    candidateCountKernel<D><<<blocksFor(mRegions, 128), 128>>>(mView.tree, mRegions, r2, count.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    size_t need = 0;
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, count.data(), mCandidateOffset.data(), mRegions + 1));
+    DeviceBuffer<unsigned char> temp(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), need, count.data(), mCandidateOffset.data(), mRegions + 1));
+    int64_t total = 0;
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&total, mCandidateOffset.data() + mRegions, sizeof(int64_t), cudaMemcpyDeviceToHost));
+    mCandidates.resize(static_cast<std::size_t>(std::max<int64_t>(total, 1)));
+    candidateFillKernel<D><<<blocksFor(mRegions, 128), 128>>>(mView.tree, mRegions, r2, mCandidateOffset.data(),
+                                                              mCandidates.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    mCandidatesFor = r2;
+  }
+
+  int64_t radiusPairCounts(double r2, DeviceBuffer<int64_t>& counts, DeviceBuffer<int64_t>& offsets)
+  {
+    candidates(r2);
+    GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, static_cast<std::size_t>(mN) * sizeof(int64_t)));
+    radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                        counts.data(), nullptr, nullptr, nullptr);
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    size_t need = 0;
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, counts.data(), offsets.data(), mN));
+    DeviceBuffer<unsigned char> temp(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), need, counts.data(), offsets.data(), mN));
+    int64_t last = 0, lastCount = 0;
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&last, offsets.data() + mN - 1, sizeof(int64_t), cudaMemcpyDeviceToHost));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&lastCount, counts.data() + mN - 1, sizeof(int64_t), cudaMemcpyDeviceToHost));
+    return last + lastCount;
+  }
+
+  void sortPairs(DeviceBuffer<uint64_t>& keys, DeviceBuffer<uint64_t>& sortedKeys, DeviceBuffer<double>& values,
+                 DeviceBuffer<double>& sortedValues, int64_t count)
+  {
+    size_t need = 0;
+    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, keys.data(), sortedKeys.data(), values.data(),
+                                                      sortedValues.data(), count));
+    DeviceBuffer<unsigned char> temp(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), need, keys.data(), sortedKeys.data(), values.data(),
+                                                      sortedValues.data(), count));
+  }
+
+  // The k-nearest pairs as sorted, unique keys (a << 32 | b, a < b).
+  DeviceBuffer<uint64_t> kNearestKeys(const Query& query, const RunControl& control)
+  {
+    ScopedStage stage(mTimes, "compute");
+    const double bound = query.radius > 0.0 ? query.radius * query.radius : __builtin_huge_val();
+    const int64_t slots = mN * query.k;
+    DeviceBuffer<uint64_t> edges(static_cast<std::size_t>(slots)), sorted(static_cast<std::size_t>(slots));
+    DeviceBuffer<Hit> scratch(static_cast<std::size_t>(std::min(mN, kBatch) * query.k));
+    for (int64_t first = 0; first < mN; first += kBatch)
+    {
+      const int64_t part = std::min(kBatch, mN - first);
+      kNearestEdgeKernel<D><<<blocksFor(part, 128), 128>>>(mView, first, part, query.k, bound, scratch.data(),
+                                                           edges.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+      if (control.isCanceled())
+        throw Canceled();
+    }
+    size_t need = 0;
+    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, need, edges.data(), sorted.data(), slots));
+    DeviceBuffer<unsigned char> temp(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp.data(), need, edges.data(), sorted.data(), slots));
+    DeviceBuffer<int64_t> selected(1);
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Unique(nullptr, need, sorted.data(), edges.data(), selected.data(), slots));
+    temp.resize(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceSelect::Unique(temp.data(), need, sorted.data(), edges.data(), selected.data(), slots));
+    int64_t unique = 0;
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&unique, selected.data(), sizeof(int64_t), cudaMemcpyDeviceToHost));
+    // The last unique key is the "no neighbour" sentinel when some point had fewer than k.
+    uint64_t lastKey = 0;
+    if (unique > 0)
+      GPUGEO_CUDA_CHECK(cudaMemcpy(&lastKey, edges.data() + unique - 1, sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    if (unique > 0 && lastKey == ~uint64_t(0))
+      --unique;
+    DeviceBuffer<uint64_t> out(static_cast<std::size_t>(unique));
+    if (unique > 0)
+      GPUGEO_CUDA_CHECK(cudaMemcpy(out.data(), edges.data(), static_cast<std::size_t>(unique) * sizeof(uint64_t), cudaMemcpyDeviceToDevice));
+    return out;
+  }
+
+  static void requireAtMost(int64_t pairs, int64_t maxPairs)
+  {
+    if (pairs > maxPairs)
+      throw InvalidInput("the query gives " + std::to_string(pairs) + " pairs, more than the limit of " +
+                         std::to_string(maxPairs) + "; use a smaller radius or k");
+  }
+
+  int64_t mN;
+  int mDevice = 0;
+  StageTimes mTimes;
+  DeviceBuffer<Point<D>> mPoints;
+  DeviceBuffer<int32_t> mOriginal;
+  DeviceBuffer<int64_t> mStart;
+  DeviceBuffer<Box<D>> mBoxes;
+  int64_t mRegions = 0;
+  RegionView<D> mView;
+  DeviceBuffer<int64_t> mCandidateOffset, mCandidates;
+  double mCandidatesFor = -1.0;
+};
+
+}  // namespace
+
+std::unique_ptr<NeighbourIndex> makeCudaIndex(const Points& points, const RunControl& control)
+{
+  if (points.z)
+    return std::make_unique<CudaIndex<3>>(points, control);
+  return std::make_unique<CudaIndex<2>>(points, control);
+}
+
+}  // namespace gpugeo::neighbours::detail

@@ -21,6 +21,8 @@ for bench in "$@"; do
     voronoi) python3 tests/benchmarks/bench_voronoi_gpu.py build-gpu/tests/benchmarks/bench_voronoi --out "$OUT/bench_voronoi.json" 2>&1 | tee "$OUT/bench_voronoi.log" ;;
     sphere) python3 tests/benchmarks/bench_sphere_gpu.py build-gpu/tests/benchmarks/bench_sphere --out "$OUT/bench_sphere.json" 2>&1 | tee "$OUT/bench_sphere.log" ;;
     sphere-quick) python3 tests/benchmarks/bench_sphere_gpu.py build-gpu/tests/benchmarks/bench_sphere --quick 2>&1 | tee "$OUT/bench_sphere.log" ;;
+    neighbours) python3 tests/benchmarks/bench_neighbours_gpu.py build-gpu/tests/benchmarks/bench_neighbours 2>&1 | tee "$OUT/bench_neighbours.log" ;;
+    neighbours-quick) python3 tests/benchmarks/bench_neighbours_gpu.py build-gpu/tests/benchmarks/bench_neighbours --quick 2>&1 | tee "$OUT/bench_neighbours.log" ;;
     voronoi-cpu) for s in 1000 100000 1000000; do ./build-gpu/tests/benchmarks/bench_voronoi --width 8192 --height 8192 --sites $s --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_voronoi_cpu16.log" ;;
   esac
 done

@@ -558,12 +558,14 @@ public:
       total = radiusPairCounts(r2, counts, offsets);
     }
     requireAtMost(total, maxPairs);
-    ScopedStage stage(mTimes, "pairs");
+    ScopedStage stage(mTimes, "allocate");
     DeviceBuffer<uint64_t> keys(static_cast<std::size_t>(total)), sortedKeys(static_cast<std::size_t>(total));
     DeviceBuffer<double> distance(static_cast<std::size_t>(total)), sortedDistance(static_cast<std::size_t>(total));
     DeviceBuffer<int64_t> a(static_cast<std::size_t>(total)), b(static_cast<std::size_t>(total));
+    stage.stop();
     if (total > 0)
     {
+      ScopedStage device(mTimes, "pairs");
       radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
                                                           nullptr, offsets.data(), keys.data(), distance.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
@@ -571,9 +573,11 @@ public:
       splitPairsKernel<<<blocksFor(total, 256), 256>>>(sortedKeys.data(), sortedDistance.data(), total, a.data(),
                                                        b.data(), distance.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
+      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
     if (control.isCanceled())
       throw Canceled();
+    ScopedStage copy(mTimes, "download");
     out.a = download(a, total);
     out.b = download(b, total);
     out.distance = download(distance, total);

@@ -60,7 +60,7 @@ int main(int argc, char** argv)
                                   : std::cbrt(neighbours / (double(n) * effective * 4.0 / 3.0 * M_PI));
   const Points points{x.data(), y.data(), dims == 3 ? z.data() : nullptr, n};
   const Backend b = backend == "cpu" ? Backend::Cpu : Backend::Gpu;
-  std::vector<double> index, compute, pairsMs, download;
+  std::vector<double> index, compute, pairsMs, download, allocate;
   double checksum = 0;
   std::vector<int32_t> counts;
   for (int r = 0; r < reps + 1; ++r)  // the first run warms up
@@ -90,6 +90,7 @@ int main(int argc, char** argv)
     index.push_back(idx->times().get("index"));
     compute.push_back(idx->times().get("compute"));
     pairsMs.push_back(idx->times().get("pairs"));
+    allocate.push_back(idx->times().get("allocate"));
     download.push_back(idx->times().get("download") + idx->times().get("upload"));
   }
   auto median = [](std::vector<double> v) {
@@ -110,7 +111,7 @@ int main(int argc, char** argv)
     cnt.write(reinterpret_cast<const char*>(counts.data()), std::streamsize(counts.size() * 4));
   }
   std::printf("{\"points\": %lld, \"dims\": %d, \"skewed\": %s, \"backend\": \"%s\", \"mode\": \"%s\", \"radius\": %.17g, "
-              "\"index_ms\": %.3f, \"compute_ms\": %.3f, \"pairs_ms\": %.3f, \"transfer_ms\": %.3f, \"result\": %.17g}\n",
+              "\"index_ms\": %.3f, \"compute_ms\": %.3f, \"pairs_ms\": %.3f, \"allocate_ms\": %.3f, \"transfer_ms\": %.3f, \"result\": %.17g}\n",
               (long long)n, dims, skewed ? "true" : "false", backend.c_str(), mode.c_str(), radius, median(index),
-              median(compute), median(pairsMs), median(download), checksum);
+              median(compute), median(pairsMs), median(allocate), median(download), checksum);
 }

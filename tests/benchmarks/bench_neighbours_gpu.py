@@ -59,9 +59,10 @@ def main():
     t1 = time.perf_counter()
     print(json.dumps({"pairs_points": 1_000_000, "ours_gpu_pairs": gpu["result"], "ckdtree_pairs": len(pairs),
                       "ours_gpu_index_ms": gpu["index_ms"], "ours_gpu_count_ms": gpu["compute_ms"],
-                      "ours_gpu_write_pairs_ms": gpu["pairs_ms"], "ours_gpu_transfers_ms": gpu["transfer_ms"],
+                      "ours_gpu_write_pairs_ms": gpu["pairs_ms"], "ours_gpu_allocate_ms": gpu["allocate_ms"],
+                      "ours_gpu_transfers_ms": gpu["transfer_ms"],
                       "ckdtree_query_pairs_ms": (t1 - t0) * 1e3}), flush=True)
-    db = ours(binary, "--points", 1_000_000, "--mode", "dbscan", "--reps", 5, "--backend", "gpu")
+    db = ours(binary, "--points", 1_000_000, "--neighbours", 6, "--mode", "dbscan", "--reps", 5, "--backend", "gpu")
     print(json.dumps({"dbscan_points": 1_000_000, "clusters": db["result"], "ours_gpu_index_ms": db["index_ms"],
                       "ours_gpu_dbscan_ms": db["compute_ms"], "ours_gpu_transfers_ms": db["transfer_ms"]}), flush=True)
 

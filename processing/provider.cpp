@@ -6,6 +6,8 @@
 #include <QFileInfo>
 #include <QIcon>
 
+#include "dbscan_algorithm.h"
+#include "pointneighbours_algorithm.h"
 #include "qtmvoronoi_algorithm.h"
 #ifdef GPUGEO_WITH_QHULL
 #include "spherevoronoi_algorithm.h"
@@ -71,6 +73,8 @@ void Provider::loadAlgorithms()
 #ifdef GPUGEO_WITH_QHULL
   addAlgorithm(new SphereVoronoiAlgorithm());
 #endif
+  addAlgorithm(new PointNeighboursAlgorithm());
+  addAlgorithm(new DbscanAlgorithm());
 }
 
 }  // namespace gpugeo

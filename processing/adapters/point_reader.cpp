@@ -84,6 +84,11 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
     };
     if (const auto* collection = qgsgeometry_cast<const QgsGeometryCollection*>(geometry))
     {
+      if (!options.explodeMultipoints && collection->numGeometries() > 1)
+      {
+        ++points.skippedMultipart;
+        continue;
+      }
       for (int part = 0; part < collection->numGeometries(); ++part)
         if (const auto* point = qgsgeometry_cast<const QgsPoint*>(collection->geometryN(part)))
           addPoint(*point);
@@ -115,6 +120,8 @@ void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback*
     feedback->pushWarning(QObject::tr("Skipped %1 features without geometry and %2 with an empty geometry.")
                             .arg(points.skippedNull)
                             .arg(points.skippedEmpty));
+  if (points.skippedMultipart > 0)
+    feedback->pushWarning(QObject::tr("Skipped %1 multipoint features of more than one point.").arg(points.skippedMultipart));
   const int64_t siteCount = points.siteCount();
   if (points.halfNan > 0)
     throw QgsProcessingException(QObject::tr("%1 of %2 points have a NaN coordinate; fix or filter them out.")

@@ -23,6 +23,9 @@ struct PointReadOptions
   // attribute length, with only these filled.
   QgsAttributeList attributes;
   bool keepAllAttributes = false;
+  // false: a multipoint of more than one part gives no site (counted in skippedMultipart); one of a
+  // single part is its point.
+  bool explodeMultipoints = true;
 };
 
 struct PointSet
@@ -34,6 +37,7 @@ struct PointSet
   int64_t skippedNull = 0;                    // features without geometry
   int64_t skippedEmpty = 0;                   // empty geometries (an empty point has two NaN coordinates)
   int64_t halfNan = 0;                        // points with one NaN coordinate: refused by checkSites
+  int64_t skippedMultipart = 0;               // multipoints of several parts, when not exploded
   QgsRectangle extent;                        // of the sites
   bool canceled = false;
 

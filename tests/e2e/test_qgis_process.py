@@ -21,9 +21,10 @@ QGIS_PROCESS = os.environ.get("QGIS_PROCESS", "/usr/bin/qgis_process.bin")
 PLUGIN_DIR = os.environ.get("GPUGEO_PLUGIN_DIR", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODATA = -2147483648
-# Every algorithm of the provider, in toolbox order (by display name). gpugeo:spherevoronoi needs
-# Qhull at build time; CI installs it.
-ALGORITHMS = ["gpugeo:qtmvoronoi", "gpugeo:spherevoronoi", "gpugeo:voronoiraster"]
+# Every algorithm of the provider, sorted. gpugeo:spherevoronoi needs Qhull at build time; CI
+# installs it.
+ALGORITHMS = ["gpugeo:dbscan", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi", "gpugeo:spherevoronoi",
+              "gpugeo:voronoiraster"]
 
 
 def write_points(path, points, epsg=32633, field_values=None, extra=()):
@@ -262,6 +263,8 @@ class QgisProcessTest(QgisProcessBase):
         self.assertTrue(os.path.exists(result_path), done.stdout + done.stderr)
         with open(result_path) as f:
             result = json.load(f)
+        result["toolbox"] = sorted(result["toolbox"])
+        result["modeler"] = sorted(result["modeler"])
         self.assertEqual(result, {"active": True, "provider": "GPU Geoprocessing",
                                   "toolbox": ALGORITHMS, "modeler": ALGORITHMS,
                                   "provider_after_unload": None, "provider_after_reload": "GPU Geoprocessing"})

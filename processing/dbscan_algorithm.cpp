@@ -92,13 +92,6 @@ DbscanAlgorithm* DbscanAlgorithm::createInstance() const
   return new DbscanAlgorithm();
 }
 
-bool DbscanAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                                           QString* message) const
-{
-  return Algorithm::checkParameterValues(parameters, context, message) &&
-         checkPointSource(parameters, QStringLiteral("INPUT"), context, message);
-}
-
 void DbscanAlgorithm::initAlgorithm(const QVariantMap&)
 {
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input layer"),
@@ -174,18 +167,7 @@ QVariantMap DbscanAlgorithm::execute(const QVariantMap& parameters, QgsProcessin
     clusters = index->dbscan(options, control);
     times.merge(index->times());
   };
-  try
-  {
-    run(device.backend);
-  }
-  catch (const Error& e)
-  {
-    const bool deviceFailure = dynamic_cast<const DeviceError*>(&e) || dynamic_cast<const DeviceOutOfMemory*>(&e);
-    if (!deviceFailure || device.requested != Backend::Auto || device.backend != Backend::Gpu)
-      throw;
-    feedback->pushWarning(QObject::tr("The GPU failed (%1); continuing on the CPU.").arg(e.what()));
-    run(Backend::Cpu);
-  }
+  runWithCpuFallback(device, feedback, run);
   feedback->pushInfo(QObject::tr("%1 clusters.").arg(clusters.size.size()));
 
   steps.setCurrentStep(2);

@@ -17,8 +17,6 @@ public:
   QString shortDescription() const override;
   QString shortHelpString() const override;
   DbscanAlgorithm* createInstance() const override;
-  bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                            QString* message = nullptr) const override;
 
 protected:
   QString iconFile() const override;

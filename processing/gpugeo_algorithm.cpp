@@ -178,6 +178,38 @@ QString notPointsMessage(const QString& name, QgsWkbTypes::Type type)
 
 }  // namespace
 
+bool Algorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
+                                     QString* message) const
+{
+  if (!QgsProcessingAlgorithm::checkParameterValues(parameters, context, message))
+    return false;
+  for (const QgsProcessingParameterDefinition* definition : parameterDefinitions())
+  {
+    const auto* source = dynamic_cast<const QgsProcessingParameterFeatureSource*>(definition);
+    if (source && source->dataTypes() == QList<int>{QgsProcessing::TypeVectorPoint} &&
+        !checkPointSource(parameters, definition->name(), context, message))
+      return false;
+  }
+  return true;
+}
+
+void Algorithm::runWithCpuFallback(const BackendChoice& device, QgsProcessingFeedback* feedback,
+                                   const std::function<void(Backend)>& work)
+{
+  try
+  {
+    work(device.backend);
+  }
+  catch (const Error& e)
+  {
+    const bool deviceFailure = dynamic_cast<const DeviceError*>(&e) || dynamic_cast<const DeviceOutOfMemory*>(&e);
+    if (!deviceFailure || device.requested != Backend::Auto || device.backend != Backend::Gpu)
+      throw;
+    feedback->pushWarning(QObject::tr("The GPU failed (%1); continuing on the CPU.").arg(e.what()));
+    work(Backend::Cpu);
+  }
+}
+
 bool Algorithm::checkPointSource(const QVariantMap& parameters, const QString& name, QgsProcessingContext& context,
                                  QString* message) const
 {

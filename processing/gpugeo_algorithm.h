@@ -20,6 +20,9 @@ class Algorithm : public QgsProcessingAlgorithm
 public:
   QIcon icon() const override;
   QString svgIconPath() const override;
+  // QGIS's checks, then checkPointSource() for every feature-source parameter that asks for points.
+  bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
+                            QString* message = nullptr) const override;
 
 protected:
   // The file name of the algorithm's icon in icons/.
@@ -36,6 +39,11 @@ protected:
   void addDeviceParameter();
   // The help paragraph about DEVICE.
   static QString deviceHelp();
+
+  // Runs work(backend) on the resolved backend; under DEVICE=Auto a GPU failure (not a missing GPU,
+  // which Auto never chose) runs it again on the CPU with a warning.
+  static void runWithCpuFallback(const BackendChoice& device, QgsProcessingFeedback* feedback,
+                                 const std::function<void(Backend)>& work);
 
   // Resolves DEVICE and logs the backend and device; throws QgsProcessingException when the GPU
   // was asked for and cannot be used, with the reason.

@@ -93,13 +93,6 @@ PointNeighboursAlgorithm* PointNeighboursAlgorithm::createInstance() const
   return new PointNeighboursAlgorithm();
 }
 
-bool PointNeighboursAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                    QString* message) const
-{
-  return Algorithm::checkParameterValues(parameters, context, message) &&
-         checkPointSource(parameters, QStringLiteral("INPUT"), context, message);
-}
-
 void PointNeighboursAlgorithm::initAlgorithm(const QVariantMap&)
 {
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),
@@ -206,18 +199,7 @@ QVariantMap PointNeighboursAlgorithm::execute(const QVariantMap& parameters, Qgs
     }
     times.merge(index->times());
   };
-  try
-  {
-    run(device.backend);
-  }
-  catch (const Error& e)
-  {
-    const bool deviceFailure = dynamic_cast<const DeviceError*>(&e) || dynamic_cast<const DeviceOutOfMemory*>(&e);
-    if (!deviceFailure || device.requested != Backend::Auto || device.backend != Backend::Gpu)
-      throw;
-    feedback->pushWarning(QObject::tr("The GPU failed (%1); continuing on the CPU.").arg(e.what()));
-    run(Backend::Cpu);
-  }
+  runWithCpuFallback(device, feedback, run);
 
   // The part of each site within its feature.
   std::vector<int32_t> part(std::size_t(n), 0);

@@ -17,8 +17,6 @@ public:
   QString shortDescription() const override;
   QString shortHelpString() const override;
   PointNeighboursAlgorithm* createInstance() const override;
-  bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                            QString* message = nullptr) const override;
 
   // The default cap on OUTPUT_PAIRS (MAX_PAIRS).
   static constexpr double kDefaultMaxPairs = 100'000'000;

@@ -131,13 +131,6 @@ QtmVoronoiAlgorithm* QtmVoronoiAlgorithm::createInstance() const
   return new QtmVoronoiAlgorithm();
 }
 
-bool QtmVoronoiAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                                               QString* message) const
-{
-  return Algorithm::checkParameterValues(parameters, context, message) &&
-         checkPointSource(parameters, QStringLiteral("INPUT"), context, message);
-}
-
 void QtmVoronoiAlgorithm::initAlgorithm(const QVariantMap&)
 {
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),

@@ -19,8 +19,6 @@ public:
   QString shortDescription() const override;
   QString shortHelpString() const override;
   QtmVoronoiAlgorithm* createInstance() const override;
-  bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                            QString* message = nullptr) const override;
 
   // OUTPUT_CELLS is refused above this level (8,388,608 cells).
   static constexpr int kMaxCellsLevel = 10;

@@ -115,13 +115,6 @@ SphereVoronoiAlgorithm* SphereVoronoiAlgorithm::createInstance() const
   return new SphereVoronoiAlgorithm();
 }
 
-bool SphereVoronoiAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                  QString* message) const
-{
-  return Algorithm::checkParameterValues(parameters, context, message) &&
-         checkPointSource(parameters, QStringLiteral("INPUT"), context, message);
-}
-
 void SphereVoronoiAlgorithm::initAlgorithm(const QVariantMap&)
 {
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),

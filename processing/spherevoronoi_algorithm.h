@@ -17,8 +17,6 @@ public:
   QString shortDescription() const override;
   QString shortHelpString() const override;
   SphereVoronoiAlgorithm* createInstance() const override;
-  bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                            QString* message = nullptr) const override;
 
   // The most sites accepted: a million take about 1.2 GB and half a minute (single-threaded).
   static constexpr int64_t kMaxSites = 10'000'000;

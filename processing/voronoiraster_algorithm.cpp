@@ -122,13 +122,6 @@ VoronoiRasterAlgorithm* VoronoiRasterAlgorithm::createInstance() const
   return new VoronoiRasterAlgorithm();
 }
 
-bool VoronoiRasterAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                  QString* message) const
-{
-  return Algorithm::checkParameterValues(parameters, context, message) &&
-         checkPointSource(parameters, QStringLiteral("INPUT"), context, message);
-}
-
 void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
 {
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),

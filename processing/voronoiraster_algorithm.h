@@ -21,8 +21,6 @@ public:
   QString shortDescription() const override;
   QString shortHelpString() const override;
   VoronoiRasterAlgorithm* createInstance() const override;
-  bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
-                            QString* message = nullptr) const override;
 
 protected:
   QString iconFile() const override;

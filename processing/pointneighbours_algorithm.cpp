@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
 #include "sphere/earth.h"
+#include "sphere/sphere_nearest.h"
 
 namespace gpugeo {
 
@@ -160,17 +161,14 @@ QVariantMap PointNeighboursAlgorithm::execute(const QVariantMap& parameters, Qgs
     ex.resize(std::size_t(n));
     ey.resize(std::size_t(n));
     ez.resize(std::size_t(n));
-    int64_t bad = 0;
+    sphere::requireValidSites(sphere::SiteSet{points.x.data(), points.y.data(), n});
     for (int64_t s = 0; s < n; ++s)
     {
-      const double lon = points.x[std::size_t(s)] * M_PI / 180.0, lat = points.y[std::size_t(s)] * M_PI / 180.0;
-      bad += std::fabs(points.y[std::size_t(s)]) > 90.0;
-      ex[std::size_t(s)] = sphere::kEarthRadiusM * std::cos(lat) * std::cos(lon);
-      ey[std::size_t(s)] = sphere::kEarthRadiusM * std::cos(lat) * std::sin(lon);
-      ez[std::size_t(s)] = sphere::kEarthRadiusM * std::sin(lat);
+      const auto u = sphere::unitVector(points.x[std::size_t(s)], points.y[std::size_t(s)]);
+      ex[std::size_t(s)] = sphere::kEarthRadiusM * u[0];
+      ey[std::size_t(s)] = sphere::kEarthRadiusM * u[1];
+      ez[std::size_t(s)] = sphere::kEarthRadiusM * u[2];
     }
-    if (bad > 0)
-      throw QgsProcessingException(QObject::tr("%1 of %2 points have a latitude outside -90..90 degrees.").arg(bad).arg(n));
     input = {ex.data(), ey.data(), ez.data(), n};
     feedback->pushInfo(QObject::tr("Geographic CRS: the radius and the distances are in metres (straight-line distance "
                                    "between the points on a sphere of radius 6,371,008.8 m)."));

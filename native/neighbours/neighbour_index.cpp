@@ -62,24 +62,15 @@ LocalFrame<D> localFrame(const Points& points, int threads, const RunControl& co
       lo[a] = std::min(lo[a], axis[a][i]);
       hi[a] = std::max(hi[a], axis[a][i]);
     }
-    origin[a] = 0.5 * (lo[a] + hi[a]);
   }
   LocalFrame<D> frame;
+  frameFromBounds<D>(lo, hi, origin, frame.quantiser);
   frame.points.resize(std::size_t(n));
   parallelFor(n, 1 << 16, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
       for (int a = 0; a < D; ++a)
         frame.points[std::size_t(i)].c[a] = axis[a][i] - origin[a];
   }, &control);
-  double extent = 0.0;
-  for (int a = 0; a < D; ++a)
-  {
-    frame.quantiser.lo[a] = lo[a] - origin[a];
-    extent = std::max(extent, (hi[a] - origin[a]) - frame.quantiser.lo[a]);
-  }
-  const double cells = double((uint64_t(1) << MortonTraits<D>::kBits) - 1);
-  for (int a = 0; a < D; ++a)
-    frame.quantiser.scale[a] = extent > 0.0 ? cells / extent : 0.0;
   return frame;
 }
 
@@ -123,12 +114,7 @@ void buildTreeLevels(HostIndex<D>& index)
       break;
     const int64_t parents = (size + kFanout - 1) / kFanout;
     for (int64_t p = 0; p < parents; ++p)
-    {
-      Box<D> box = index.boxes[std::size_t(offset + p * kFanout)];
-      for (int64_t c = p * kFanout + 1; c < std::min(size, (p + 1) * kFanout); ++c)
-        growBox(box, index.boxes[std::size_t(offset + c)]);
-      index.boxes.push_back(box);
-    }
+      index.boxes.push_back(parentBox(index.boxes.data() + offset, size, p));
     offset += size;
     size = parents;
   }
@@ -163,18 +149,8 @@ HostIndex<D> buildHostIndex(const LocalFrame<D>& frame, int threads, const RunCo
   index.boxes.resize(std::size_t(regions));
   parallelFor(regions, 1024, threads, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r)
-    {
-      Box<D> box;
-      for (int a = 0; a < D; ++a)
-        box.lo[a] = box.hi[a] = index.points[std::size_t(index.start[std::size_t(r)])].c[a];
-      for (int64_t i = index.start[std::size_t(r)] + 1; i < index.start[std::size_t(r + 1)]; ++i)
-        for (int a = 0; a < D; ++a)
-        {
-          box.lo[a] = std::min(box.lo[a], index.points[std::size_t(i)].c[a]);
-          box.hi[a] = std::max(box.hi[a], index.points[std::size_t(i)].c[a]);
-        }
-      index.boxes[std::size_t(r)] = box;
-    }
+      index.boxes[std::size_t(r)] =
+        boxOf(index.points.data(), index.start[std::size_t(r)], index.start[std::size_t(r + 1)]);
   }, &control);
   buildTreeLevels(index);
   return index;
@@ -196,6 +172,13 @@ RegionView<D> HostIndex<D>::view() const
     v.tree.levelSize[l] = levelSize[l];
   }
   return v;
+}
+
+void requirePairsAtMost(int64_t pairs, int64_t maxPairs)
+{
+  if (pairs > maxPairs)
+    throw InvalidInput("the query gives " + std::to_string(pairs) + " pairs, more than the limit of " +
+                       std::to_string(maxPairs) + "; use a smaller radius or k");
 }
 
 Clusters assignClusters(std::vector<uint8_t> core, const std::vector<int32_t>& root,

@@ -17,7 +17,7 @@ void validateQuery(const Query& query);
 void validateDbscan(const DbscanOptions& options);
 
 // The points relative to the centre of their bounding box, in input order, and the quantiser of the
-// Morton codes (the same scale on every axis, so that the quadtree's cells are squares/cubes).
+// Morton codes (frameFromBounds() in detail/neighbour_math.h).
 template <int D>
 struct LocalFrame
 {
@@ -53,6 +53,9 @@ std::vector<int64_t> regionStarts(const std::vector<uint64_t>& codes);
 // The tree levels above the region boxes (boxes holds the regions' boxes on entry).
 template <int D>
 void buildTreeLevels(HostIndex<D>& index);
+
+// Throws InvalidInput when a query's pairs are more than maxPairs (before they are allocated).
+void requirePairsAtMost(int64_t pairs, int64_t maxPairs);
 
 // DBSCAN's last step, the same for both backends. By input index: core flags, the root (lowest
 // index) of each core point's component, and for other points their lowest-index core neighbour

@@ -140,7 +140,7 @@ public:
     if (query.k > 0)
     {
       std::vector<std::pair<int32_t, int32_t>> edges = kNearestPairs(query, control);
-      requireAtMost(int64_t(edges.size()), maxPairs);
+      requirePairsAtMost(int64_t(edges.size()), maxPairs);
       ScopedStage stage(mTimes, "pairs");
       out.a.resize(edges.size());
       out.b.resize(edges.size());
@@ -173,7 +173,7 @@ public:
       c = total;
       total += count;
     }
-    requireAtMost(total, maxPairs);
+    requirePairsAtMost(total, maxPairs);
     ScopedStage stage(mTimes, "pairs");
     out.a.resize(std::size_t(total));
     out.b.resize(std::size_t(total));
@@ -366,12 +366,6 @@ private:
     return edges;
   }
 
-  static void requireAtMost(int64_t pairs, int64_t maxPairs)
-  {
-    if (pairs > maxPairs)
-      throw InvalidInput("the query gives " + std::to_string(pairs) + " pairs, more than the limit of " +
-                         std::to_string(maxPairs) + "; use a smaller radius or k");
-  }
 
   int mThreads;
   StageTimes mTimes;

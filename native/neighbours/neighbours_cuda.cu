@@ -49,21 +49,11 @@ __global__ void localKernel(const double* x, const double* y, const double* z, i
   out[i] = p;
 }
 
-// origin and quantiser from the per-axis minima and maxima (the host formulas of localFrame()).
+// The origin and the quantiser from the per-axis minima and maxima.
 template <int D>
 __global__ void frameKernel(const double* lo, const double* hi, double* origin, Quantiser<D>* q)
 {
-  double extent = 0.0;
-  for (int a = 0; a < D; ++a)
-  {
-    origin[a] = exact::mul(0.5, exact::add(lo[a], hi[a]));
-    q->lo[a] = exact::sub(lo[a], origin[a]);
-    const double e = exact::sub(exact::sub(hi[a], origin[a]), q->lo[a]);
-    extent = e > extent ? e : extent;
-  }
-  const double cells = double((uint64_t(1) << MortonTraits<D>::kBits) - 1);
-  for (int a = 0; a < D; ++a)
-    q->scale[a] = extent > 0.0 ? exact::div(cells, extent) : 0.0;
+  frameFromBounds<D>(lo, hi, origin, *q);
 }
 
 template <int D>
@@ -109,18 +99,8 @@ template <int D>
 __global__ void regionBoxKernel(const Point<D>* points, const int64_t* start, int64_t regions, Box<D>* boxes)
 {
   const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= regions)
-    return;
-  Box<D> box;
-  for (int a = 0; a < D; ++a)
-    box.lo[a] = box.hi[a] = points[start[r]].c[a];
-  for (int64_t i = start[r] + 1; i < start[r + 1]; ++i)
-    for (int a = 0; a < D; ++a)
-    {
-      box.lo[a] = points[i].c[a] < box.lo[a] ? points[i].c[a] : box.lo[a];
-      box.hi[a] = points[i].c[a] > box.hi[a] ? points[i].c[a] : box.hi[a];
-    }
-  boxes[r] = box;
+  if (r < regions)
+    boxes[r] = boxOf(points, start[r], start[r + 1]);
 }
 
 template <int D>
@@ -128,13 +108,8 @@ __global__ void parentBoxKernel(Box<D>* boxes, int64_t childOffset, int64_t chil
                                 int64_t parents)
 {
   const int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= parents)
-    return;
-  Box<D> box = boxes[childOffset + p * kFanout];
-  const int64_t last = (p + 1) * kFanout < childCount ? (p + 1) * kFanout : childCount;
-  for (int64_t c = p * kFanout + 1; c < last; ++c)
-    growBox(box, boxes[childOffset + c]);
-  boxes[parentOffset + p] = box;
+  if (p < parents)
+    boxes[parentOffset + p] = parentBox(boxes + childOffset, childCount, p);
 }
 
 template <int D>
@@ -442,7 +417,7 @@ public:
   {
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     Layout l;
-    l.order = download(mOriginal, mN);
+    l.order = mOriginalHost;
     l.start = download(mStart, mRegions + 1);
     l.dimensions = D;
     return l;
@@ -490,7 +465,7 @@ public:
     const std::vector<int32_t> c = download(count, mN);
     const std::vector<double> s = download(sum, mN);
     const std::vector<Hit> h = download(nearest, mN);
-    const std::vector<int32_t> original = download(mOriginal, mN);
+    const std::vector<int32_t>& original = mOriginalHost;
     Summary out;
     out.count.assign(static_cast<std::size_t>(mN), 0);
     out.nearest.assign(static_cast<std::size_t>(mN), -1);
@@ -531,7 +506,7 @@ public:
     {
       DeviceBuffer<uint64_t> keys = kNearestKeys(query, control);
       const int64_t total = int64_t(keys.size());
-      requireAtMost(total, maxPairs);
+      requirePairsAtMost(total, maxPairs);
       ScopedStage stage(mTimes, "pairs");
       DeviceBuffer<int64_t> a(static_cast<std::size_t>(total)), b(static_cast<std::size_t>(total));
       DeviceBuffer<double> distance(static_cast<std::size_t>(total));
@@ -557,7 +532,7 @@ public:
       ScopedStage stage(mTimes, "compute");
       total = radiusPairCounts(r2, counts, offsets);
     }
-    requireAtMost(total, maxPairs);
+    requirePairsAtMost(total, maxPairs);
     ScopedStage stage(mTimes, "allocate");
     DeviceBuffer<uint64_t> keys(static_cast<std::size_t>(total)), sortedKeys(static_cast<std::size_t>(total));
     DeviceBuffer<double> distance(static_cast<std::size_t>(total)), sortedDistance(static_cast<std::size_t>(total));
@@ -610,7 +585,7 @@ public:
       throw Canceled();
     ScopedStage stage(mTimes, "download");
     const std::vector<uint8_t> coreSorted = download(core, mN);
-    const std::vector<int32_t> original = download(mOriginal, mN);
+    const std::vector<int32_t>& original = mOriginalHost;
     std::vector<int32_t> rootByInput = download(root, mN);
     std::vector<int32_t> border = download(borderOf, mN);
     std::vector<uint8_t> coreByInput(static_cast<std::size_t>(mN), 0);
@@ -724,6 +699,7 @@ private:
     GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     if (control.isCanceled())
       throw Canceled();
+    mOriginalHost = download(mOriginal, n);  // for ordering results by input index on the host
     mView.points = mPoints.data();
     mView.original = mOriginal.data();
     mView.start = mStart.data();
@@ -828,18 +804,13 @@ private:
     return out;
   }
 
-  static void requireAtMost(int64_t pairs, int64_t maxPairs)
-  {
-    if (pairs > maxPairs)
-      throw InvalidInput("the query gives " + std::to_string(pairs) + " pairs, more than the limit of " +
-                         std::to_string(maxPairs) + "; use a smaller radius or k");
-  }
 
   int64_t mN;
   int mDevice = 0;
   StageTimes mTimes;
   DeviceBuffer<Point<D>> mPoints;
   DeviceBuffer<int32_t> mOriginal;
+  std::vector<int32_t> mOriginalHost;
   DeviceBuffer<int64_t> mStart;
   DeviceBuffer<Box<D>> mBoxes;
   int64_t mRegions = 0;

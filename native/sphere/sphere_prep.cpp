@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/parallel.h"
 #include "core/parallel_sort.h"
+#include "sphere/earth.h"
 #include "sphere/detail/site_prep.h"
 
 namespace gpugeo::sphere {
@@ -101,15 +102,13 @@ PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& 
   PreparedSites prep;
   const int64_t n = sites.count;
   prep.vectors.resize(std::size_t(n));
-  constexpr double toRad = M_PI / 180.0;
   std::vector<std::pair<uint64_t, int32_t>> keyed;
   keyed.resize(std::size_t(n));
   parallelFor(n, 16384, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
     {
-      const double lat = sites.lat[i] * toRad;
-      const double lon = sites.lon[i] * toRad;
-      const Vec3 v{std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
+      const auto u = unitVector(sites.lon[i], sites.lat[i]);
+      const Vec3 v{u[0], u[1], u[2]};
       prep.vectors[std::size_t(i)] = v;
       keyed[std::size_t(i)] = {mortonKey(v), int32_t(i)};
     }

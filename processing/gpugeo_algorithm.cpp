@@ -96,9 +96,11 @@ QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProces
 std::unique_ptr<QgsFeatureSink> Algorithm::createSink(const QVariantMap& parameters, const QString& name,
                                                       QgsProcessingContext& context, QString& destination,
                                                       const QgsFields& fields, QgsWkbTypes::Type geometryType,
-                                                      const QgsCoordinateReferenceSystem& crs) const
+                                                      const QgsCoordinateReferenceSystem& crs,
+                                                      QgsFeatureSink::SinkFlags flags) const
 {
-  std::unique_ptr<QgsFeatureSink> sink(parameterAsSink(parameters, name, context, destination, fields, geometryType, crs));
+  std::unique_ptr<QgsFeatureSink> sink(
+    parameterAsSink(parameters, name, context, destination, fields, geometryType, crs, flags));
   if (!sink)
     throw QgsProcessingException(invalidSinkError(parameters, name));
   // A file destination is the file's path; a layer added to an existing file has "|layername=".

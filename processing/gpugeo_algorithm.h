@@ -65,7 +65,8 @@ protected:
   std::unique_ptr<QgsFeatureSink> createSink(const QVariantMap& parameters, const QString& name,
                                              QgsProcessingContext& context, QString& destination,
                                              const QgsFields& fields, QgsWkbTypes::Type geometryType,
-                                             const QgsCoordinateReferenceSystem& crs) const;
+                                             const QgsCoordinateReferenceSystem& crs,
+                                             QgsFeatureSink::SinkFlags flags = QgsFeatureSink::SinkFlags()) const;
 
   // Refuses a source parameter that is not a point layer, with a message naming what it is. The
   // parameter's type filter holds in the GUI only; qgis_process and the API need this check.

@@ -74,7 +74,9 @@ QString PointNeighboursAlgorithm::shortHelpString() const
            "<p><b>Output</b>: one point a site (the input's attributes) with NB_COUNT (neighbours, itself "
            "excluded; duplicates of a point are its neighbours at distance 0), NN_FID and NN_DIST (the nearest "
            "other point at any distance and its distance, NULL for a single point), MEAN_DIST (mean distance to "
-           "the neighbours, NULL without any). Equal distances are ordered by the points' order in the layer.</p>"
+           "the neighbours, NULL without any). Equal distances are ordered by the points' order in the layer. The "
+           "output keeps the input's feature ids, except that a GeoPackage output numbers its features anew when "
+           "multipoints gave several points, as <i>Multipart to singleparts</i> does.</p>"
            "<p><b>Pairs</b> (optional): every pair of neighbours once, FID_A &lt;= FID_B (PART_A and PART_B tell "
            "multipoint parts apart), with DISTANCE; with K, a pair is listed when either point is among the "
            "other's K nearest. A table without geometry, or lines between the two points when <b>Write pairs "
@@ -218,10 +220,9 @@ QVariantMap PointNeighboursAlgorithm::execute(const QVariantMap& parameters, Qgs
     extra.append(QgsField(QStringLiteral("NN_DIST"), QVariant::Double));
     extra.append(QgsField(QStringLiteral("MEAN_DIST"), QVariant::Double));
     const QgsFields fields = QgsProcessingUtils::combineFields(sourceFields, extra);
-    const int fidIndex = sourceFields.lookupField(QStringLiteral("fid"));
     QString id;
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT"), context, id, fields,
-                                                      QgsWkbTypes::Point, source->sourceCrs());
+                                                      QgsWkbTypes::Point, source->sourceCrs(), siteSinkFlags(points));
     for (int64_t s = 0; s < n; ++s)
     {
       if ((s & 1023) == 0)
@@ -232,7 +233,7 @@ QVariantMap PointNeighboursAlgorithm::execute(const QVariantMap& parameters, Qgs
       }
       QgsFeature feature(fields);
       feature.setGeometry(QgsGeometry(new QgsPoint(points.x[std::size_t(s)], points.y[std::size_t(s)])));
-      QgsAttributes attributes = siteAttributes(points, s, fidIndex);
+      QgsAttributes attributes = siteAttributes(points, s);
       const std::size_t u = std::size_t(s);
       attributes << summary.count[u];
       if (summary.nearest[u] >= 0)

@@ -290,7 +290,6 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     });
   }
   const QgsFields sourceFields = source->fields();
-  const int fidIndex = sourceFields.lookupField(QStringLiteral("fid"));
 
   if (wantRegions)
   {
@@ -309,7 +308,8 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     const QgsFields fields = QgsProcessingUtils::combineFields(sourceFields, extra);
     QString id;
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT_REGIONS"), context, id,
-                                                         fields, QgsWkbTypes::MultiPolygon, wgs84);
+                                                         fields, QgsWkbTypes::MultiPolygon, wgs84,
+                                                         siteSinkFlags(points));
     const double km2 = sphere::kEarthRadiusKm * sphere::kEarthRadiusKm;
     for (std::size_t r = 0; r < regions.size(); ++r)
     {
@@ -331,7 +331,7 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
       }
       QgsFeature feature(fields);
       feature.setGeometry(QgsGeometry(std::move(multi)));
-      QgsAttributes attributes = siteAttributes(points, region.label, fidIndex);
+      QgsAttributes attributes = siteAttributes(points, region.label);
       attributes << QVariant::fromValue<qlonglong>(region.label + 1) << QVariant::fromValue<qlonglong>(region.cells)
                  << region.areaSteradians * km2;
       feature.setAttributes(attributes);

@@ -173,11 +173,11 @@ QVariantMap SphereVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsPr
   extra.append(QgsField(QStringLiteral("site_id"), QVariant::LongLong));
   extra.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
   const QgsFields fields = QgsProcessingUtils::combineFields(sourceFields, extra);
-  const int fidIndex = sourceFields.lookupField(QStringLiteral("fid"));
   QString id;
   std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT"), context, id, fields,
                                                        QgsWkbTypes::MultiPolygon,
-                                                       QgsCoordinateReferenceSystem(QStringLiteral("EPSG:4326")));
+                                                       QgsCoordinateReferenceSystem(QStringLiteral("EPSG:4326")),
+                                                       siteSinkFlags(points));
   const double km2 = sphere::kEarthRadiusKm * sphere::kEarthRadiusKm;
   int64_t duplicates = 0, written = 0, unDrawable = 0;
   double total = 0;
@@ -208,7 +208,7 @@ QVariantMap SphereVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsPr
       ++unDrawable;
     QgsFeature feature(fields);
     feature.setGeometry(QgsGeometry(std::move(multi)));
-    QgsAttributes attributes = siteAttributes(points, s, fidIndex);
+    QgsAttributes attributes = siteAttributes(points, s);
     attributes << QVariant::fromValue<qlonglong>(s + 1) << region.areaSteradians * km2;
     feature.setAttributes(attributes);
     if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))

@@ -98,8 +98,8 @@ QString VoronoiRasterAlgorithm::shortHelpString() const
            "<p><b>Outputs</b>: the allocation raster (Int32 GeoTIFF, tiled and compressed, nodata "
            "-2147483648); optionally the distance from each pixel centre to its site (Float32, layer units) and "
            "the Voronoi regions traced from the raster as polygons (one multipolygon per site that has pixels, "
-           "with the site's attributes and <i>site_id</i>, the 1-based site index; the parts of a multipoint after "
-           "the first get a NULL <i>fid</i>, so that a GeoPackage output can store them).</p>"
+           "with the site's attributes and <i>site_id</i>, the 1-based site index; when a multipoint gave several "
+           "sites, a GeoPackage output numbers its features anew, as <i>Multipart to singleparts</i> does).</p>"
            "<p><b>Exactness</b>: each pixel centre goes to the site at the smallest Euclidean distance from the "
            "site's real coordinates (never snapped to the grid), computed in float64 in the raster's pixel frame; "
            "equal distances go to the lowest site index, so duplicate points are fine. GPU and CPU give identical "
@@ -481,9 +481,7 @@ QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsP
   QString polygonsId;
   std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
                                                        polygonsId, fields, QgsWkbTypes::MultiPolygon,
-                                                       source.sourceCrs());
-  // A GeoPackage source has a unique "fid" field (NULL for later multipoint parts: siteAttributes).
-  const int fidIndex = source.fields().lookupField(QStringLiteral("fid"));
+                                                       source.sourceCrs(), siteSinkFlags(points));
   for (int64_t s = 0; s < siteCount; ++s)
   {
     if ((s & 1023) == 0 && feedback->isCanceled())
@@ -496,7 +494,7 @@ QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsP
     pieces.clear();
     QgsFeature feature(fields);
     feature.setGeometry(region);
-    QgsAttributes attributes = siteAttributes(points, s, fidIndex);
+    QgsAttributes attributes = siteAttributes(points, s);
     attributes.append(QVariant::fromValue<qlonglong>(s + 1));
     feature.setAttributes(attributes);
     if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))

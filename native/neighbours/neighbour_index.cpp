@@ -223,6 +223,31 @@ template struct HostIndex<3>;
 
 }  // namespace detail
 
+Summary NeighbourIndex::summarize(const Query& query, const RunControl& control)
+{
+  const std::size_t n = static_cast<std::size_t>(pointCount());
+  Summary s;
+  s.count.resize(n);
+  s.nearest.resize(n);
+  s.nearestDistance.resize(n);
+  s.meanDistance.resize(n);
+  summarizeInto(query, SummaryOutput{s.count.data(), s.nearest.data(), s.nearestDistance.data(), s.meanDistance.data()},
+                control);
+  return s;
+}
+
+Pairs NeighbourIndex::pairs(const Query& query, int64_t maxPairs, const RunControl& control)
+{
+  const int64_t total = countPairs(query, control);
+  detail::requirePairsAtMost(total, maxPairs);
+  Pairs p;
+  p.a.resize(static_cast<std::size_t>(total));
+  p.b.resize(static_cast<std::size_t>(total));
+  p.distance.resize(static_cast<std::size_t>(total));
+  pairsInto(query, PairsOutput{p.a.data(), p.b.data(), p.distance.data()}, total, control);
+  return p;
+}
+
 std::unique_ptr<NeighbourIndex> makeNeighbourIndex(Backend backend, const Points& points, int threads,
                                                    const RunControl& control)
 {

@@ -58,11 +58,32 @@ struct Summary
   std::vector<double> meanDistance;     // mean distance to the neighbours; NaN without neighbours
 };
 
+// Where summarizeInto() writes, one entry per input point, in input order, with Summary's meanings.
+// A null array is neither computed nor copied: counts alone skip the distance sums and the search
+// for the nearest point. Host memory the caller owns; page-locked memory (cudaMallocHost) makes the
+// GPU backend's copies faster.
+struct SummaryOutput
+{
+  int32_t* count = nullptr;
+  int64_t* nearest = nullptr;
+  double* nearestDistance = nullptr;
+  double* meanDistance = nullptr;
+};
+
 // Unordered pairs of input indices, a < b, sorted by (a, b).
 struct Pairs
 {
-  std::vector<int64_t> a, b;
+  std::vector<int32_t> a, b;
   std::vector<double> distance;
+};
+
+// Where pairsInto() writes, Pairs' arrays, `capacity` entries each; a null distance is neither
+// computed nor copied. Host memory the caller owns, page-locked for the fastest GPU copies.
+struct PairsOutput
+{
+  int32_t* a = nullptr;
+  int32_t* b = nullptr;
+  double* distance = nullptr;
 };
 
 // Throws InvalidInput (from dbscan()) for a negative or non-finite eps or minPoints < 1.
@@ -100,16 +121,23 @@ public:
   virtual Backend backend() const = 0;
   virtual const StageTimes& times() const = 0;
   virtual Layout layout() const = 0;
+  virtual int64_t pointCount() const = 0;
 
   // Throws InvalidInput for a negative or non-finite radius, or k < 0 or k > kMaxK. (k == 0 with
   // radius 0 gives the duplicates.) meanDistance sums the distances in the index's scan order, the
   // same on both backends; against a sum in another order it differs by a few ulps.
-  virtual Summary summarize(const Query& query, const RunControl& control) = 0;
+  Summary summarize(const Query& query, const RunControl& control);
+  // summarize() into the caller's arrays, only those that are not null.
+  virtual void summarizeInto(const Query& query, const SummaryOutput& out, const RunControl& control) = 0;
   // The number of unordered pairs the query gives (k nearest: a pair counts once if either point
-  // has the other among its k nearest).
+  // has the other among its k nearest). The index keeps what the count found (per-point offsets,
+  // or the k-nearest pairs themselves) for pairsInto() with the same query.
   virtual int64_t countPairs(const Query& query, const RunControl& control) = 0;
   // Throws InvalidInput, before allocating them, when there are more than maxPairs.
-  virtual Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control) = 0;
+  Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control);
+  // Writes the pairs into the caller's arrays and returns their number; throws InvalidInput, before
+  // writing anything, when there are more than `capacity`.
+  virtual int64_t pairsInto(const Query& query, const PairsOutput& out, int64_t capacity, const RunControl& control) = 0;
   virtual Clusters dbscan(const DbscanOptions& options, const RunControl& control) = 0;
 };
 

@@ -16,7 +16,6 @@ namespace gpugeo::neighbours::detail {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Regions whose box lies within r2 of `box`, in increasing order.
 template <int D>
@@ -49,16 +48,14 @@ public:
     return l;
   }
 
-  Summary summarize(const Query& query, const RunControl& control) override
+  int64_t pointCount() const override { return int64_t(mIndex.points.size()); }
+
+  void summarizeInto(const Query& query, const SummaryOutput& out, const RunControl& control) override
   {
     validateQuery(query);
     ScopedStage stage(mTimes, "compute");
-    const int64_t n = int64_t(mIndex.points.size());
-    Summary s;
-    s.count.assign(std::size_t(n), 0);
-    s.nearest.assign(std::size_t(n), -1);
-    s.nearestDistance.assign(std::size_t(n), kNaN);
-    s.meanDistance.assign(std::size_t(n), kNaN);
+    const bool wantSum = out.meanDistance != nullptr;
+    const bool wantNearest = out.nearest != nullptr || out.nearestDistance != nullptr;
     const double r2 = query.radius * query.radius;
     if (query.k == 0)
     {
@@ -67,7 +64,6 @@ public:
         for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
         {
           const Point<D>& p = mView.points[i];
-          const int32_t self = mView.original[i];
           int32_t count = 0;
           double sum = 0.0;
           Hit best{kInf, INT32_MAX};
@@ -78,106 +74,69 @@ public:
               if (d2 <= r2 && j != i)
               {
                 ++count;
-                sum += std::sqrt(d2);
+                if (wantSum)
+                  sum += std::sqrt(d2);
                 const Hit h{d2, mView.original[j]};
-                if (closer(h, best))
+                if (wantNearest && closer(h, best))
                   best = h;
               }
             }
-          s.count[std::size_t(self)] = count;
-          if (count > 0)
-          {
-            s.meanDistance[std::size_t(self)] = sum / double(count);
-            s.nearest[std::size_t(self)] = best.index;
-            s.nearestDistance[std::size_t(self)] = std::sqrt(best.d2);
-          }
-          else
-            setNearest(s, i);
+          if (count == 0 && wantNearest)
+            best = nearestOther(mView, i);
+          writeSummary(out, mView.original[i], count, sum, best);
         }
       });
-      return s;
+      return;
     }
     const double bound = query.radius > 0.0 ? r2 : kInf;
     forEachRegion(control, query.k, [&](int64_t region, std::vector<int64_t>&, KHeap& heap) {
       for (int64_t i = mView.start[region]; i < mView.start[region + 1]; ++i)
       {
-        const int32_t self = mView.original[i];
         const int found = kNearest(mView, i, bound, heap);
-        s.count[std::size_t(self)] = found;
-        if (found == 0)
-        {
-          setNearest(s, i);
-          continue;
-        }
         double sum = 0.0;
-        for (int h = 0; h < found; ++h)
+        for (int h = 0; h < found && wantSum; ++h)
           sum += std::sqrt(heap[h].d2);
-        s.meanDistance[std::size_t(self)] = sum / double(found);
-        s.nearest[std::size_t(self)] = heap[0].index;
-        s.nearestDistance[std::size_t(self)] = std::sqrt(heap[0].d2);
+        const Hit best = found > 0 ? heap[0] : wantNearest ? nearestOther(mView, i) : Hit{kInf, -1};
+        writeSummary(out, mView.original[i], found, sum, best);
       }
     });
-    return s;
   }
 
   int64_t countPairs(const Query& query, const RunControl& control) override
   {
     validateQuery(query);
-    if (query.k > 0)
-      return int64_t(kNearestPairs(query, control).size());
-    ScopedStage stage(mTimes, "compute");
-    const std::vector<int64_t> counts = radiusPairCounts(query.radius * query.radius, control);
-    int64_t total = 0;
-    for (int64_t c : counts)
-      total += c;
-    return total;
+    countPairsOnce(query, control);
+    return mPairCount.total;
   }
 
-  Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control) override
+  int64_t pairsInto(const Query& query, const PairsOutput& out, int64_t capacity, const RunControl& control) override
   {
     validateQuery(query);
-    Pairs out;
+    countPairsOnce(query, control);
+    const int64_t total = mPairCount.total;
+    requirePairsAtMost(total, capacity);
+    ScopedStage stage(mTimes, "pairs");
     if (query.k > 0)
     {
-      std::vector<std::pair<int32_t, int32_t>> edges = kNearestPairs(query, control);
-      requirePairsAtMost(int64_t(edges.size()), maxPairs);
-      ScopedStage stage(mTimes, "pairs");
-      out.a.resize(edges.size());
-      out.b.resize(edges.size());
-      out.distance.resize(edges.size());
+      const std::vector<std::pair<int32_t, int32_t>>& edges = mPairCount.edges;
       std::vector<int64_t> position(mIndex.original.size());
       for (std::size_t i = 0; i < position.size(); ++i)
         position[std::size_t(mIndex.original[i])] = int64_t(i);
-      parallelFor(int64_t(edges.size()), 1 << 14, mThreads, [&](int64_t b, int64_t e) {
+      parallelFor(total, 1 << 14, mThreads, [&](int64_t b, int64_t e) {
         for (int64_t k = b; k < e; ++k)
         {
           const auto [a, c] = edges[std::size_t(k)];
-          out.a[std::size_t(k)] = a;
-          out.b[std::size_t(k)] = c;
-          out.distance[std::size_t(k)] =
-            std::sqrt(distance2(mView.points[position[std::size_t(a)]], mView.points[position[std::size_t(c)]]));
+          out.a[k] = a;
+          out.b[k] = c;
+          if (out.distance)
+            out.distance[k] =
+              std::sqrt(distance2(mView.points[position[std::size_t(a)]], mView.points[position[std::size_t(c)]]));
         }
       }, &control);
-      return out;
+      return total;
     }
     const double r2 = query.radius * query.radius;
-    std::vector<int64_t> offset;
-    {
-      ScopedStage stage(mTimes, "compute");
-      offset = radiusPairCounts(r2, control);
-    }
-    int64_t total = 0;
-    for (int64_t& c : offset)
-    {
-      const int64_t count = c;
-      c = total;
-      total += count;
-    }
-    requirePairsAtMost(total, maxPairs);
-    ScopedStage stage(mTimes, "pairs");
-    out.a.resize(std::size_t(total));
-    out.b.resize(std::size_t(total));
-    out.distance.resize(std::size_t(total));
+    const std::vector<int64_t>& offset = mPairCount.offsets;
     forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
       candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
       std::vector<std::pair<int32_t, double>> found;
@@ -198,14 +157,15 @@ public:
         int64_t at = offset[std::size_t(self)];
         for (const auto& [b, d] : found)
         {
-          out.a[std::size_t(at)] = self;
-          out.b[std::size_t(at)] = b;
-          out.distance[std::size_t(at)] = d;
+          out.a[at] = self;
+          out.b[at] = b;
+          if (out.distance)
+            out.distance[at] = d;
           ++at;
         }
       }
     });
-    return out;
+    return total;
   }
 
   Clusters dbscan(const DbscanOptions& options, const RunControl& control) override
@@ -313,14 +273,38 @@ private:
   }
 
   // The nearest other point of Morton position i at any distance (none when n == 1).
-  void setNearest(Summary& s, int64_t i) const
+  // What countPairs() found, kept for pairsInto() with the same query: the radius pairs' offsets by
+  // input index, or the k-nearest pairs.
+  struct PairCount
   {
-    const Hit best = nearestOther(mView, i);
-    if (best.index >= 0)
+    Query query{-1.0, -1};
+    int64_t total = 0;
+    std::vector<int64_t> offsets;
+    std::vector<std::pair<int32_t, int32_t>> edges;
+  };
+
+  void countPairsOnce(const Query& query, const RunControl& control)
+  {
+    if (mPairCount.query.radius == query.radius && mPairCount.query.k == query.k)
+      return;
+    mPairCount = PairCount{};
+    if (query.k > 0)
     {
-      s.nearest[std::size_t(mView.original[i])] = best.index;
-      s.nearestDistance[std::size_t(mView.original[i])] = std::sqrt(best.d2);
+      mPairCount.edges = kNearestPairs(query, control);
+      mPairCount.total = int64_t(mPairCount.edges.size());
     }
+    else
+    {
+      ScopedStage stage(mTimes, "compute");
+      mPairCount.offsets = radiusPairCounts(query.radius * query.radius, control);
+      for (int64_t& c : mPairCount.offsets)
+      {
+        const int64_t count = c;
+        c = mPairCount.total;
+        mPairCount.total += count;
+      }
+    }
+    mPairCount.query = query;
   }
 
   // Per input index a, the number of b > a within r2.
@@ -366,11 +350,11 @@ private:
     return edges;
   }
 
-
   int mThreads;
   StageTimes mTimes;
   HostIndex<D> mIndex;
   RegionView<D> mView;
+  PairCount mPairCount;
 };
 
 }  // namespace

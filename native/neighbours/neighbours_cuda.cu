@@ -157,9 +157,9 @@ __device__ void scanCandidates(const RegionView<D>& v, const int64_t* candidateO
   }
 }
 
-// Radius summary by Morton position: count, the sum of the distances (in the CPU's order) and the
-// nearest within the radius.
-template <int D>
+// Radius summary by Morton position: the count and, unless kCountOnly, the sum of the distances (in
+// the CPU's order) and the nearest within the radius.
+template <int D, bool kCountOnly>
 __global__ void radiusSummaryKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates,
                                     double r2, int32_t* count, double* sum, Hit* nearest)
 {
@@ -173,18 +173,34 @@ __global__ void radiusSummaryKernel(RegionView<D> v, const int64_t* candidateOff
     if (d2 <= r2 && j != i)
     {
       ++c;
-      s = exact::add(s, exact::sqrt(d2));
-      const Hit h{d2, v.original[j]};
-      if (closer(h, best))
-        best = h;
+      if (!kCountOnly)
+      {
+        s = exact::add(s, exact::sqrt(d2));
+        const Hit h{d2, v.original[j]};
+        if (closer(h, best))
+          best = h;
+      }
     }
   });
   if (active)
   {
     count[i] = c;
-    sum[i] = s;
-    nearest[i] = best;
+    if (!kCountOnly)
+    {
+      sum[i] = s;
+      nearest[i] = best;
+    }
   }
+}
+
+// The summary by Morton position into the requested arrays, by input index (sum, nearest: null
+// when not computed).
+__global__ void summaryByInputKernel(const int32_t* original, int64_t n, const int32_t* count, const double* sum,
+                                     const Hit* nearest, SummaryOutput out)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    writeSummary(out, original[i], count[i], sum ? sum[i] : 0.0, nearest ? nearest[i] : Hit{0.0, -1});
 }
 
 template <int D>
@@ -236,10 +252,11 @@ __global__ void kNearestEdgeKernel(RegionView<D> v, int64_t first, int64_t count
   }
 }
 
-// Pairs (a < b by input index) within r2: counted per a, or written at a's offset.
+// Pairs (a < b by input index) within r2: counted per a, or written at a's offset (the b of one a in
+// scan order; a segmented sort orders them).
 template <int D>
 __global__ void radiusPairKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates,
-                                 double r2, int64_t* countByInput, const int64_t* offsetByInput, uint64_t* keys,
+                                 double r2, int64_t* countByInput, const int64_t* offsetByInput, int32_t* a, int32_t* b,
                                  double* distance)
 {
   const int64_t region = blockIdx.x;
@@ -254,8 +271,10 @@ __global__ void radiusPairKernel(RegionView<D> v, const int64_t* candidateOffset
     {
       if (offsetByInput)
       {
-        keys[at] = (uint64_t(uint32_t(self)) << 32) | uint32_t(other);
-        distance[at] = exact::sqrt(d2);
+        a[at] = self;
+        b[at] = other;
+        if (distance)
+          distance[at] = exact::sqrt(d2);
         ++at;
       }
       else
@@ -266,20 +285,17 @@ __global__ void radiusPairKernel(RegionView<D> v, const int64_t* candidateOffset
     countByInput[self] = c;
 }
 
-__global__ void splitPairsKernel(const uint64_t* keys, const double* distanceIn, int64_t count, int64_t* a, int64_t* b,
-                                 double* distance)
+__global__ void splitPairsKernel(const uint64_t* keys, int64_t count, int32_t* a, int32_t* b)
 {
   const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= count)
     return;
-  a[k] = int64_t(keys[k] >> 32);
-  b[k] = int64_t(keys[k] & 0xffffffffull);
-  if (distanceIn)
-    distance[k] = distanceIn[k];
+  a[k] = int32_t(keys[k] >> 32);
+  b[k] = int32_t(keys[k] & 0xffffffffull);
 }
 
 template <int D>
-__global__ void pairDistanceKernel(const Point<D>* byInput, const int64_t* a, const int64_t* b, int64_t count,
+__global__ void pairDistanceKernel(const Point<D>* byInput, const int32_t* a, const int32_t* b, int64_t count,
                                    double* distance)
 {
   const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -396,6 +412,14 @@ std::vector<T> download(const DeviceBuffer<T>& buffer, int64_t count)
   return host;
 }
 
+// Copies a whole buffer to the host (nothing when `host` is null).
+template <typename T>
+void copyToHost(T* host, const DeviceBuffer<T>& buffer)
+{
+  if (host && buffer.size() > 0)
+    GPUGEO_CUDA_CHECK(cudaMemcpy(host, buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
+}
+
 template <int D>
 class CudaIndex final : public NeighbourIndex
 {
@@ -423,24 +447,40 @@ public:
     return l;
   }
 
-  Summary summarize(const Query& query, const RunControl& control) override
+  int64_t pointCount() const override { return mN; }
+
+  void summarizeInto(const Query& query, const SummaryOutput& out, const RunControl& control) override
   {
     validateQuery(query);
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
-    DeviceBuffer<int32_t> count(static_cast<std::size_t>(mN));
-    DeviceBuffer<double> sum(static_cast<std::size_t>(mN));
-    DeviceBuffer<Hit> nearest(static_cast<std::size_t>(mN));
+    const bool countOnly = query.k == 0 && out.meanDistance == nullptr && out.nearest == nullptr &&
+                           out.nearestDistance == nullptr;
+    const std::size_t n = static_cast<std::size_t>(mN);
+    DeviceBuffer<int32_t> count(n);
+    DeviceBuffer<double> sum(countOnly ? 0 : n);
+    DeviceBuffer<Hit> nearest(countOnly ? 0 : n);
+    // The requested arrays by input index, on the device.
+    DeviceBuffer<int32_t> countOut(out.count ? n : 0);
+    DeviceBuffer<int64_t> nearestOut(out.nearest ? n : 0);
+    DeviceBuffer<double> nearestDistanceOut(out.nearestDistance ? n : 0), meanOut(out.meanDistance ? n : 0);
     {
       ScopedStage stage(mTimes, "compute");
       const double r2 = query.radius * query.radius;
       if (query.k == 0)
       {
         candidates(r2);
-        radiusSummaryKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
-                                                             count.data(), sum.data(), nearest.data());
+        if (countOnly)
+          radiusSummaryKernel<D, true><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(),
+                                                                       r2, count.data(), nullptr, nullptr);
+        else
+          radiusSummaryKernel<D, false><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(),
+                                                                        r2, count.data(), sum.data(), nearest.data());
         GPUGEO_CUDA_CHECK_LAUNCH();
-        nearestOtherKernel<D><<<blocksFor(mN, 128), 128>>>(mView, mN, count.data(), nearest.data());
-        GPUGEO_CUDA_CHECK_LAUNCH();
+        if (out.nearest || out.nearestDistance)
+        {
+          nearestOtherKernel<D><<<blocksFor(mN, 128), 128>>>(mView, mN, count.data(), nearest.data());
+          GPUGEO_CUDA_CHECK_LAUNCH();
+        }
       }
       else
       {
@@ -457,106 +497,99 @@ public:
             throw Canceled();
         }
       }
+      const SummaryOutput byInput{countOut.data(), nearestOut.data(), nearestDistanceOut.data(), meanOut.data()};
+      summaryByInputKernel<<<blocksFor(mN, 256), 256>>>(mView.original, mN, count.data(), countOnly ? nullptr : sum.data(),
+                                                        countOnly ? nullptr : nearest.data(), byInput);
+      GPUGEO_CUDA_CHECK_LAUNCH();
       GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
     if (control.isCanceled())
       throw Canceled();
     ScopedStage stage(mTimes, "download");
-    const std::vector<int32_t> c = download(count, mN);
-    const std::vector<double> s = download(sum, mN);
-    const std::vector<Hit> h = download(nearest, mN);
-    const std::vector<int32_t>& original = originalHost();
-    Summary out;
-    out.count.assign(static_cast<std::size_t>(mN), 0);
-    out.nearest.assign(static_cast<std::size_t>(mN), -1);
-    out.nearestDistance.assign(static_cast<std::size_t>(mN), std::numeric_limits<double>::quiet_NaN());
-    out.meanDistance.assign(static_cast<std::size_t>(mN), std::numeric_limits<double>::quiet_NaN());
-    for (int64_t i = 0; i < mN; ++i)
-    {
-      const std::size_t self = static_cast<std::size_t>(original[static_cast<std::size_t>(i)]);
-      out.count[self] = c[static_cast<std::size_t>(i)];
-      if (c[static_cast<std::size_t>(i)] > 0)
-        out.meanDistance[self] = s[static_cast<std::size_t>(i)] / double(c[static_cast<std::size_t>(i)]);
-      if (h[static_cast<std::size_t>(i)].index >= 0 && h[static_cast<std::size_t>(i)].index != INT32_MAX)
-      {
-        out.nearest[self] = h[static_cast<std::size_t>(i)].index;
-        out.nearestDistance[self] = std::sqrt(h[static_cast<std::size_t>(i)].d2);
-      }
-    }
-    return out;
+    copyToHost(out.count, countOut);
+    copyToHost(out.nearest, nearestOut);
+    copyToHost(out.nearestDistance, nearestDistanceOut);
+    copyToHost(out.meanDistance, meanOut);
   }
 
   int64_t countPairs(const Query& query, const RunControl& control) override
   {
     validateQuery(query);
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
-    if (query.k > 0)
-      return int64_t(kNearestKeys(query, control).size());
-    ScopedStage stage(mTimes, "compute");
-    DeviceBuffer<int64_t> counts(static_cast<std::size_t>(mN)), offsets(static_cast<std::size_t>(mN) + 1);
-    return radiusPairCounts(query.radius * query.radius, counts, offsets);
+    countPairsOnce(query, control);
+    return mPairCount.total;
   }
 
-  Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control) override
+  int64_t pairsInto(const Query& query, const PairsOutput& out, int64_t capacity, const RunControl& control) override
   {
     validateQuery(query);
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
-    Pairs out;
-    if (query.k > 0)
-    {
-      DeviceBuffer<uint64_t> keys = kNearestKeys(query, control);
-      const int64_t total = int64_t(keys.size());
-      requirePairsAtMost(total, maxPairs);
-      ScopedStage stage(mTimes, "pairs");
-      DeviceBuffer<int64_t> a(static_cast<std::size_t>(total)), b(static_cast<std::size_t>(total));
-      DeviceBuffer<double> distance(static_cast<std::size_t>(total));
-      if (total > 0)
-      {
-        DeviceBuffer<Point<D>> byInput(static_cast<std::size_t>(mN));
-        scatterByInputKernel<D><<<blocksFor(mN, 256), 256>>>(mView.points, mView.original, mN, byInput.data());
-        GPUGEO_CUDA_CHECK_LAUNCH();
-        splitPairsKernel<<<blocksFor(total, 256), 256>>>(keys.data(), nullptr, total, a.data(), b.data(), nullptr);
-        GPUGEO_CUDA_CHECK_LAUNCH();
-        pairDistanceKernel<D><<<blocksFor(total, 256), 256>>>(byInput.data(), a.data(), b.data(), total, distance.data());
-        GPUGEO_CUDA_CHECK_LAUNCH();
-      }
-      out.a = download(a, total);
-      out.b = download(b, total);
-      out.distance = download(distance, total);
-      return out;
-    }
-    const double r2 = query.radius * query.radius;
-    DeviceBuffer<int64_t> counts(static_cast<std::size_t>(mN)), offsets(static_cast<std::size_t>(mN) + 1);
-    int64_t total = 0;
-    {
-      ScopedStage stage(mTimes, "compute");
-      total = radiusPairCounts(r2, counts, offsets);
-    }
-    requirePairsAtMost(total, maxPairs);
+    countPairsOnce(query, control);
+    const int64_t total = mPairCount.total;
+    requirePairsAtMost(total, capacity);
+    if (total == 0)
+      return 0;
+    const std::size_t size = static_cast<std::size_t>(total);
+    const bool radius = query.k == 0;
     ScopedStage stage(mTimes, "allocate");
-    DeviceBuffer<uint64_t> keys(static_cast<std::size_t>(total)), sortedKeys(static_cast<std::size_t>(total));
-    DeviceBuffer<double> distance(static_cast<std::size_t>(total)), sortedDistance(static_cast<std::size_t>(total));
-    DeviceBuffer<int64_t> a(static_cast<std::size_t>(total)), b(static_cast<std::size_t>(total));
+    DeviceBuffer<int32_t> a(size), b(size), bUnsorted(radius ? size : 0);
+    DeviceBuffer<double> distance(out.distance ? size : 0), distanceUnsorted(radius && out.distance ? size : 0);
     stage.stop();
-    if (total > 0)
     {
       ScopedStage device(mTimes, "pairs");
-      radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
-                                                          nullptr, offsets.data(), keys.data(), distance.data());
-      GPUGEO_CUDA_CHECK_LAUNCH();
-      sortPairs(keys, sortedKeys, distance, sortedDistance, total);
-      splitPairsKernel<<<blocksFor(total, 256), 256>>>(sortedKeys.data(), sortedDistance.data(), total, a.data(),
-                                                       b.data(), distance.data());
-      GPUGEO_CUDA_CHECK_LAUNCH();
+      if (radius)
+      {
+        // Written at each a's offset, then each a's run sorted by b.
+        const double r2 = query.radius * query.radius;
+        candidates(r2);
+        radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                            nullptr, mPairCount.offsets.data(), a.data(),
+                                                            bUnsorted.data(), distanceUnsorted.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        const int64_t* offsets = mPairCount.offsets.data();
+        size_t need = 0;
+        if (out.distance)
+        {
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(nullptr, need, bUnsorted.data(), b.data(),
+                                                                distanceUnsorted.data(), distance.data(), total, mN,
+                                                                offsets, offsets + 1));
+          DeviceBuffer<unsigned char> temp(need);
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(temp.data(), need, bUnsorted.data(), b.data(),
+                                                                distanceUnsorted.data(), distance.data(), total, mN,
+                                                                offsets, offsets + 1));
+        }
+        else
+        {
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, need, bUnsorted.data(), b.data(), total, mN,
+                                                               offsets, offsets + 1));
+          DeviceBuffer<unsigned char> temp(need);
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(temp.data(), need, bUnsorted.data(), b.data(), total,
+                                                               mN, offsets, offsets + 1));
+        }
+      }
+      else
+      {
+        splitPairsKernel<<<blocksFor(total, 256), 256>>>(mPairCount.keys.data(), total, a.data(), b.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        if (out.distance)
+        {
+          DeviceBuffer<Point<D>> byInput(static_cast<std::size_t>(mN));
+          scatterByInputKernel<D><<<blocksFor(mN, 256), 256>>>(mView.points, mView.original, mN, byInput.data());
+          GPUGEO_CUDA_CHECK_LAUNCH();
+          pairDistanceKernel<D><<<blocksFor(total, 256), 256>>>(byInput.data(), a.data(), b.data(), total,
+                                                                distance.data());
+          GPUGEO_CUDA_CHECK_LAUNCH();
+        }
+      }
       GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
     if (control.isCanceled())
       throw Canceled();
     ScopedStage copy(mTimes, "download");
-    out.a = download(a, total);
-    out.b = download(b, total);
-    out.distance = download(distance, total);
-    return out;
+    copyToHost(out.a, a);
+    copyToHost(out.b, b);
+    copyToHost(out.distance, distance);
+    return total;
   }
 
   Clusters dbscan(const DbscanOptions& options, const RunControl& control) override
@@ -744,35 +777,51 @@ private:
     mCandidatesFor = r2;
   }
 
-  int64_t radiusPairCounts(double r2, DeviceBuffer<int64_t>& counts, DeviceBuffer<int64_t>& offsets)
+  // What countPairs() found, kept for pairsInto() with the same query: the radius pairs' offsets by
+  // input index (n + 1 of them), or the k-nearest pairs' keys (a << 32 | b, sorted).
+  struct PairCount
   {
-    candidates(r2);
-    GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, static_cast<std::size_t>(mN) * sizeof(int64_t)));
-    radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
-                                                        counts.data(), nullptr, nullptr, nullptr);
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    size_t need = 0;
-    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, counts.data(), offsets.data(), mN));
-    DeviceBuffer<unsigned char> temp(need);
-    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), need, counts.data(), offsets.data(), mN));
-    int64_t last = 0, lastCount = 0;
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&last, offsets.data() + mN - 1, sizeof(int64_t), cudaMemcpyDeviceToHost));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&lastCount, counts.data() + mN - 1, sizeof(int64_t), cudaMemcpyDeviceToHost));
-    return last + lastCount;
+    Query query{-1.0, -1};
+    int64_t total = 0;
+    DeviceBuffer<int64_t> offsets;
+    DeviceBuffer<uint64_t> keys;
+  };
+
+  void countPairsOnce(const Query& query, const RunControl& control)
+  {
+    if (mPairCount.query.radius == query.radius && mPairCount.query.k == query.k)
+      return;
+    mPairCount.query = Query{-1.0, -1};
+    mPairCount.offsets.release();
+    mPairCount.keys.release();
+    if (query.k > 0)
+    {
+      mPairCount.keys = kNearestKeys(query, control);
+      mPairCount.total = int64_t(mPairCount.keys.size());
+    }
+    else
+    {
+      ScopedStage stage(mTimes, "compute");
+      const double r2 = query.radius * query.radius;
+      candidates(r2);
+      DeviceBuffer<int64_t> counts(static_cast<std::size_t>(mN));
+      mPairCount.offsets.resize(static_cast<std::size_t>(mN) + 1);
+      GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, static_cast<std::size_t>(mN) * sizeof(int64_t)));
+      radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
+                                                          counts.data(), nullptr, nullptr, nullptr, nullptr);
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      // Inclusive sum into offsets + 1 after offsets[0] = 0: offsets[n] is the total.
+      int64_t* offsets = mPairCount.offsets.data();
+      GPUGEO_CUDA_CHECK(cudaMemset(offsets, 0, sizeof(int64_t)));
+      size_t need = 0;
+      GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, need, counts.data(), offsets + 1, mN));
+      DeviceBuffer<unsigned char> temp(need);
+      GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), need, counts.data(), offsets + 1, mN));
+      GPUGEO_CUDA_CHECK(cudaMemcpy(&mPairCount.total, offsets + mN, sizeof(int64_t), cudaMemcpyDeviceToHost));
+    }
+    mPairCount.query = query;
   }
 
-  void sortPairs(DeviceBuffer<uint64_t>& keys, DeviceBuffer<uint64_t>& sortedKeys, DeviceBuffer<double>& values,
-                 DeviceBuffer<double>& sortedValues, int64_t count)
-  {
-    size_t need = 0;
-    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, keys.data(), sortedKeys.data(), values.data(),
-                                                      sortedValues.data(), count));
-    DeviceBuffer<unsigned char> temp(need);
-    GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), need, keys.data(), sortedKeys.data(), values.data(),
-                                                      sortedValues.data(), count));
-  }
-
-  // The k-nearest pairs as sorted, unique keys (a << 32 | b, a < b).
   DeviceBuffer<uint64_t> kNearestKeys(const Query& query, const RunControl& control)
   {
     ScopedStage stage(mTimes, "compute");
@@ -825,6 +874,7 @@ private:
   RegionView<D> mView;
   DeviceBuffer<int64_t> mCandidateOffset, mCandidates;
   double mCandidatesFor = -1.0;
+  PairCount mPairCount;
 };
 
 }  // namespace

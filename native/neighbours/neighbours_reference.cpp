@@ -196,8 +196,8 @@ Pairs pairs(const Points& points, const Query& query)
   out.distance.reserve(found.size());
   for (const auto& [a, b] : found)
   {
-    out.a.push_back(a);
-    out.b.push_back(b);
+    out.a.push_back(int32_t(a));
+    out.b.push_back(int32_t(b));
     out.distance.push_back(std::sqrt(squaredDistance(s, a, b)));
   }
   return out;

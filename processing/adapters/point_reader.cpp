@@ -134,7 +134,7 @@ void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback*
         .arg(points.skippedEmpty));
   if (siteCount > maxSites)
     throw QgsProcessingException(
-      QObject::tr("%1 points is more than the %2 this algorithm can label.").arg(siteCount).arg(maxSites));
+      QObject::tr("%1 points is more than the %2 this algorithm takes.").arg(siteCount).arg(maxSites));
   feedback->pushInfo(QObject::tr("%1 sites from %2 features.").arg(siteCount).arg(points.featureIds.size()));
 }
 
@@ -203,13 +203,17 @@ void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& fro
                                    .arg(from.authid()));
 }
 
-QgsAttributes siteAttributes(const PointSet& points, int64_t s, int fidIndex)
+QgsAttributes siteAttributes(const PointSet& points, int64_t s)
 {
-  const int64_t feature = points.featureOf[std::size_t(s)];
-  QgsAttributes attributes = points.attributes[std::size_t(feature)];
-  if (fidIndex >= 0 && s > 0 && points.featureOf[std::size_t(s - 1)] == feature)
-    attributes[fidIndex] = QVariant();
-  return attributes;
+  return points.attributes[std::size_t(points.featureOf[std::size_t(s)])];
+}
+
+QgsFeatureSink::SinkFlags siteSinkFlags(const PointSet& points)
+{
+  for (std::size_t s = 1; s < points.featureOf.size(); ++s)
+    if (points.featureOf[s] == points.featureOf[s - 1])
+      return QgsFeatureSink::RegeneratePrimaryKey;
+  return QgsFeatureSink::SinkFlags();
 }
 
 }  // namespace gpugeo

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <qgsattributes.h>
+#include <qgsfeaturesink.h>
 #include <qgsfeatureid.h>
 #include <qgsrectangle.h>
 #include <QString>
@@ -58,10 +59,14 @@ void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback*
 void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& from,
                        const QgsCoordinateTransformContext& transformContext);
 
-// The attributes of site s's feature; for the second and later parts of a multipoint the field
-// `fidIndex` (a GeoPackage fid, >= 0 when the layer has one) is NULL, so that the output's fids stay
-// unique.
-QgsAttributes siteAttributes(const PointSet& points, int64_t s, int fidIndex);
+// The attributes of site s's feature (every part of a multipoint has its feature's).
+QgsAttributes siteAttributes(const PointSet& points, int64_t s);
+
+// The flags of a sink that gets one feature a site with siteAttributes(). When a multipoint gave
+// several sites they share its feature id, so a GeoPackage output numbers its features anew
+// (QgsFeatureSink::RegeneratePrimaryKey, as QGIS's "Multipart to singleparts" does); otherwise the
+// output keeps the input's fids.
+QgsFeatureSink::SinkFlags siteSinkFlags(const PointSet& points);
 
 // The raster label of each site: the whole-number value of field `fieldIndex` (NULL: labelNoData,
 // with a warning giving the count), or the 1-based site index when fieldIndex < 0. A fractional or

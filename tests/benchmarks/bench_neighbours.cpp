@@ -2,7 +2,12 @@
 // points and the per-point counts for the peer comparison (bench_neighbours_gpu.py).
 //
 // usage: bench_neighbours --points N [--neighbours M] [--skewed] [--dims 2|3] [--backend gpu|cpu]
-//                         [--mode counts|pairs|dbscan] [--reps R] [--dump PREFIX]
+//                         [--mode counts|summary|pairs|dbscan] [--reps R] [--pageable] [--no-distance]
+//                         [--dump PREFIX]
+// counts: the neighbour counts alone; summary: counts, nearest, its distance and the mean distance;
+// pairs: counted, then written (with their distances unless --no-distance).
+// On the GPU the points and the per-point results live in page-locked host memory, as a caller that
+// streams them would keep them (--pageable: ordinary memory).
 // Prints one JSON object: the radius, medians of the stage times (ms) and a checksum.
 #include <algorithm>
 #include <cmath>
@@ -13,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#ifdef GPUGEO_WITH_CUDA
+#include "core/device_buffer.h"
+#endif
 #include "neighbours/neighbours.h"
 
 using namespace gpugeo;
@@ -22,7 +30,7 @@ int main(int argc, char** argv)
 {
   int64_t n = 1000000;
   double neighbours = 32;
-  bool skewed = false;
+  bool skewed = false, pageable = false, pairDistances = true;
   int dims = 2, reps = 5;
   std::string backend = "gpu", mode = "counts", dump;
   for (int i = 1; i < argc; ++i)
@@ -37,6 +45,8 @@ int main(int argc, char** argv)
     else if (a == "--mode") mode = next();
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--dump") dump = next();
+    else if (a == "--pageable") pageable = true;
+    else if (a == "--no-distance") pairDistances = false;
   }
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -58,26 +68,90 @@ int main(int argc, char** argv)
   const double effective = skewed ? (dims == 2 ? 0.9 * 90.0 + 0.1 * 0.1 : 0.9 * 900.0 + 0.1 * 0.1) : 1.0;
   const double radius = dims == 2 ? std::sqrt(neighbours / (double(n) * effective * M_PI))
                                   : std::cbrt(neighbours / (double(n) * effective * 4.0 / 3.0 * M_PI));
-  const Points points{x.data(), y.data(), dims == 3 ? z.data() : nullptr, n};
   const Backend b = backend == "cpu" ? Backend::Cpu : Backend::Gpu;
-  std::vector<double> index, compute, pairsMs, download, allocate;
+  // Where the points and the per-point results live.
+  const std::size_t un = static_cast<std::size_t>(n);
+  double *px = x.data(), *py = y.data(), *pz = z.data();
+  std::vector<int32_t> counts(un);
+  std::vector<int64_t> nearest(mode == "summary" ? un : 0);
+  std::vector<double> nearestDistance(nearest.size()), mean(nearest.size());
+  SummaryOutput out{counts.data(), nearest.data(), nearestDistance.data(), mean.data()};
+#ifdef GPUGEO_WITH_CUDA
+  cuda::PinnedBuffer<double> pinnedPoints;
+  cuda::PinnedBuffer<int32_t> pinnedCount;
+  cuda::PinnedBuffer<int64_t> pinnedNearest;
+  cuda::PinnedBuffer<double> pinnedDistances;
+  if (b == Backend::Gpu && !pageable)
+  {
+    pinnedPoints.resize(3 * un);
+    px = pinnedPoints.data();
+    py = px + un;
+    pz = py + un;
+    std::copy(x.begin(), x.end(), px);
+    std::copy(y.begin(), y.end(), py);
+    std::copy(z.begin(), z.end(), pz);
+    pinnedCount.resize(un);
+    out.count = pinnedCount.data();
+    if (mode == "summary")
+    {
+      pinnedNearest.resize(un);
+      pinnedDistances.resize(2 * un);
+      out.nearest = pinnedNearest.data();
+      out.nearestDistance = pinnedDistances.data();
+      out.meanDistance = pinnedDistances.data() + un;
+    }
+  }
+#endif
+  if (mode == "counts")
+    out.nearest = nullptr, out.nearestDistance = nullptr, out.meanDistance = nullptr;
+  const Points points{px, py, dims == 3 ? pz : nullptr, n};
+  // The pairs' arrays, sized at the warm-up run.
+  std::vector<int32_t> pairA, pairB;
+  std::vector<double> pairDistance;
+#ifdef GPUGEO_WITH_CUDA
+  cuda::PinnedBuffer<int32_t> pinnedPairs;
+  cuda::PinnedBuffer<double> pinnedPairDistance;
+#endif
+  PairsOutput pairsOut;
+  std::vector<double> index, compute, pairsMs, upload, download, allocate;
   double checksum = 0;
-  std::vector<int32_t> counts;
   for (int r = 0; r < reps + 1; ++r)  // the first run warms up
   {
     auto idx = makeNeighbourIndex(b, points, 0, RunControl{});
     double sum = 0;
-    if (mode == "counts")
+    if (mode == "counts" || mode == "summary")
     {
-      const Summary s = idx->summarize(Query{radius, 0}, RunControl{});
-      for (int32_t c : s.count)
-        sum += c;
-      counts = s.count;
+      idx->summarizeInto(Query{radius, 0}, out, RunControl{});
+      for (int64_t i = 0; i < n; ++i)
+        sum += out.count[i];
+      if (out.count != counts.data())
+        std::copy(out.count, out.count + n, counts.begin());
     }
     else if (mode == "pairs")
     {
-      const Pairs p = idx->pairs(Query{radius, 0}, int64_t(1) << 34, RunControl{});
-      sum = double(p.a.size());
+      const int64_t total = idx->countPairs(Query{radius, 0}, RunControl{});
+      if (r == 0)
+      {
+        const std::size_t size = static_cast<std::size_t>(total);
+#ifdef GPUGEO_WITH_CUDA
+        if (b == Backend::Gpu && !pageable)
+        {
+          pinnedPairs.resize(2 * size);
+          pinnedPairDistance.resize(size);
+          pairsOut = PairsOutput{pinnedPairs.data(), pinnedPairs.data() + size, pinnedPairDistance.data()};
+        }
+#endif
+        if (!pairsOut.a)
+        {
+          pairA.resize(size);
+          pairB.resize(size);
+          pairDistance.resize(size);
+          pairsOut = PairsOutput{pairA.data(), pairB.data(), pairDistance.data()};
+        }
+        if (!pairDistances)
+          pairsOut.distance = nullptr;
+      }
+      sum = double(idx->pairsInto(Query{radius, 0}, pairsOut, total, RunControl{}));
     }
     else
     {
@@ -91,7 +165,8 @@ int main(int argc, char** argv)
     compute.push_back(idx->times().get("compute"));
     pairsMs.push_back(idx->times().get("pairs"));
     allocate.push_back(idx->times().get("allocate"));
-    download.push_back(idx->times().get("download") + idx->times().get("upload"));
+    upload.push_back(idx->times().get("upload"));
+    download.push_back(idx->times().get("download"));
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -111,7 +186,9 @@ int main(int argc, char** argv)
     cnt.write(reinterpret_cast<const char*>(counts.data()), std::streamsize(counts.size() * 4));
   }
   std::printf("{\"points\": %lld, \"dims\": %d, \"skewed\": %s, \"backend\": \"%s\", \"mode\": \"%s\", \"radius\": %.17g, "
-              "\"index_ms\": %.3f, \"compute_ms\": %.3f, \"pairs_ms\": %.3f, \"allocate_ms\": %.3f, \"transfer_ms\": %.3f, \"result\": %.17g}\n",
-              (long long)n, dims, skewed ? "true" : "false", backend.c_str(), mode.c_str(), radius, median(index),
-              median(compute), median(pairsMs), median(allocate), median(download), checksum);
+              "\"pinned\": %s, \"upload_ms\": %.3f, \"index_ms\": %.3f, \"compute_ms\": %.3f, \"pairs_ms\": %.3f, \"allocate_ms\": %.3f, "
+              "\"download_ms\": %.3f, \"result\": %.17g}\n",
+              (long long)n, dims, skewed ? "true" : "false", backend.c_str(), mode.c_str(), radius,
+              b == Backend::Gpu && !pageable ? "true" : "false", median(upload), median(index), median(compute),
+              median(pairsMs), median(allocate), median(download), checksum);
 }

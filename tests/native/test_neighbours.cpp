@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
 #include "neighbours/neighbours_reference.h"
+#include "summary_parts.h"
 
 using namespace gpugeo;
 using namespace gpugeo::neighbours;
@@ -398,6 +399,7 @@ TEST_P(NeighboursCpu, SummaryMatchesReference)
     const Summary got = index->summarize(q, RunControl{});
     ASSERT_EQ(got.count.size(), static_cast<size_t>(c.size())) << what;
     expectSameSummary(got, want, what);
+    expectSameSummary(test::summaryByParts(*index, q), want, what + " (by parts)");
   }
 }
 
@@ -414,6 +416,40 @@ TEST_P(NeighboursCpu, PairsMatchReference)
     const Pairs got = index->pairs(q, std::numeric_limits<int64_t>::max(), RunControl{});
     EXPECT_EQ(counted, static_cast<int64_t>(got.a.size())) << what;
     expectSamePairs(got, want, what);
+    // Into the caller's arrays without distances; nothing written past the pairs; too small a
+    // capacity refused before writing.
+    const int64_t total = static_cast<int64_t>(want.a.size());
+    std::vector<int32_t> a(want.a.size() + 1, -1), b(a);
+    EXPECT_EQ(index->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, total + 1, RunControl{}), total) << what;
+    EXPECT_EQ(a.back(), -1) << what;
+    EXPECT_EQ(b.back(), -1) << what;
+    a.pop_back();
+    b.pop_back();
+    EXPECT_EQ(a, want.a) << what;
+    EXPECT_EQ(b, want.b) << what;
+    if (total > 0)
+    {
+      std::vector<int32_t> untouched(a.size(), -1);
+      a = untouched;
+      EXPECT_THROW(index->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, total - 1, RunControl{}), InvalidInput)
+        << what;
+      EXPECT_EQ(a, untouched) << what;
+    }
+  }
+  // What a count keeps is only for its own query: pairs of another query after it are its own.
+  const std::vector<Query> queries = queriesFor(c, true);
+  for (std::size_t k = 0; k + 1 < queries.size(); ++k)
+  {
+    index->countPairs(queries[k], RunControl{});
+    const Pairs want = reference::pairs(c.points(), queries[k + 1]);
+    Pairs got;
+    got.a.resize(want.a.size());
+    got.b.resize(want.a.size());
+    got.distance.resize(want.a.size());
+    EXPECT_EQ(index->pairsInto(queries[k + 1], PairsOutput{got.a.data(), got.b.data(), got.distance.data()},
+                               static_cast<int64_t>(want.a.size()), RunControl{}),
+              static_cast<int64_t>(want.a.size()));
+    expectSamePairs(got, want, c.name + " " + queryName(queries[k + 1]) + " after " + queryName(queries[k]));
   }
 }
 
@@ -479,12 +515,12 @@ TEST(NeighboursCpuFixed, UnitSquare)
   expectSameSummary(s, reference::summarize(p, Query{1.0, 0}), "unit square");
   EXPECT_EQ(index->countPairs(Query{1.0, 0}, RunControl{}), 4);
   const Pairs pr = index->pairs(Query{1.0, 0}, 4, RunControl{});
-  EXPECT_EQ(pr.a, (std::vector<int64_t>{0, 0, 1, 2}));
-  EXPECT_EQ(pr.b, (std::vector<int64_t>{1, 2, 3, 3}));
+  EXPECT_EQ(pr.a, (std::vector<int32_t>{0, 0, 1, 2}));
+  EXPECT_EQ(pr.b, (std::vector<int32_t>{1, 2, 3, 3}));
   // Nearest by index among ties: 0 -> 1, 1 -> 0, 2 -> 0, 3 -> 1, so the pairs 0-1, 0-2 and 1-3.
   const Pairs nearest = index->pairs(Query{0, 1}, 3, RunControl{});
-  EXPECT_EQ(nearest.a, (std::vector<int64_t>{0, 0, 1}));
-  EXPECT_EQ(nearest.b, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(nearest.a, (std::vector<int32_t>{0, 0, 1}));
+  EXPECT_EQ(nearest.b, (std::vector<int32_t>{1, 2, 3}));
   const Summary all = index->summarize(Query{0, 3}, RunControl{});
   EXPECT_EQ(all.count, (std::vector<int32_t>{3, 3, 3, 3}));
   EXPECT_EQ(all.meanDistance[0], (1.0 + 1.0 + std::sqrt(2.0)) / 3);

@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
+#include "summary_parts.h"
 
 using namespace gpugeo;
 using namespace gpugeo::neighbours;
@@ -144,7 +145,9 @@ TEST(NeighboursGpu, SameRegionsSummariesPairsAndClustersAsTheCpu)
     for (const Query q : {Query{s.radius, 0}, Query{0.0, 0}, Query{s.radius, 4}, Query{0.0, 1}, Query{0.0, 16}})
     {
       const std::string what = s.name + " radius " + std::to_string(q.radius) + " k " + std::to_string(q.k);
-      expectSameSummary(cpu->summarize(q, RunControl{}), gpu->summarize(q, RunControl{}), what);
+      const Summary whole = cpu->summarize(q, RunControl{});
+      expectSameSummary(whole, gpu->summarize(q, RunControl{}), what);
+      expectSameSummary(whole, test::summaryByParts(*gpu, q), what + " (by parts)");
       const int64_t count = cpu->countPairs(q, RunControl{});
       EXPECT_EQ(gpu->countPairs(q, RunControl{}), count) << what;
       const Pairs pc = cpu->pairs(q, count, RunControl{}), pg = gpu->pairs(q, count, RunControl{});
@@ -157,8 +160,14 @@ TEST(NeighboursGpu, SameRegionsSummariesPairsAndClustersAsTheCpu)
           ADD_FAILURE() << what << ": pair " << k << " distance " << pc.distance[k] << " vs " << pg.distance[k];
           break;
         }
+      std::vector<int32_t> a(pc.a.size()), b(pc.b.size());
+      EXPECT_EQ(gpu->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, count, RunControl{}), count) << what;
+      EXPECT_EQ(a, pc.a) << what << " (without distances)";
+      EXPECT_EQ(b, pc.b) << what << " (without distances)";
       if (count > 0)
+      {
         EXPECT_THROW(gpu->pairs(q, count - 1, RunControl{}), InvalidInput) << what;
+      }
     }
     for (const DbscanOptions o : {DbscanOptions{s.radius, 5, false}, DbscanOptions{s.radius, 5, true},
                                   DbscanOptions{s.radius, 1, false}, DbscanOptions{0.5 * s.radius, 3, false}})

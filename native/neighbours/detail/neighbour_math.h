@@ -7,6 +7,7 @@
 
 #include "core/exact_math.h"
 #include "core/hd.h"
+#include "neighbours/neighbours.h"
 
 namespace gpugeo::neighbours::detail {
 
@@ -301,6 +302,22 @@ struct Hit
 GPUGEO_HD bool closer(const Hit& a, const Hit& b)
 {
   return a.d2 < b.d2 || (a.d2 == b.d2 && a.index < b.index);
+}
+
+// Writes one point's summary into the requested arrays at its input index `self`: its neighbour
+// count, the mean of its neighbours' distances (their sum in scan order over the count) and its
+// nearest other point (index -1 or INT32_MAX: none).
+GPUGEO_HD void writeSummary(const SummaryOutput& out, int64_t self, int32_t count, double sum, const Hit& nearest)
+{
+  const bool found = nearest.index >= 0 && nearest.index != INT32_MAX;
+  if (out.count)
+    out.count[self] = count;
+  if (out.meanDistance)
+    out.meanDistance[self] = count > 0 ? exact::div(sum, double(count)) : __builtin_nan("");
+  if (out.nearest)
+    out.nearest[self] = found ? nearest.index : -1;
+  if (out.nearestDistance)
+    out.nearestDistance[self] = found ? exact::sqrt(nearest.d2) : __builtin_nan("");
 }
 
 // Calls visit(region) for every region whose box lies within r2 of `box`, in increasing order.

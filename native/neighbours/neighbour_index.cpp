@@ -181,6 +181,13 @@ void requirePairsAtMost(int64_t pairs, int64_t maxPairs)
                        std::to_string(maxPairs) + "; use a smaller radius or k");
 }
 
+void requirePairsFit(int64_t pairs, int64_t capacity, const PairsOutput& out)
+{
+  requirePairsAtMost(pairs, capacity);
+  if (pairs > 0 && (out.a == nullptr || out.b == nullptr))
+    throw InvalidInput("pairsInto() needs the arrays a and b");
+}
+
 Clusters assignClusters(std::vector<uint8_t> core, const std::vector<int32_t>& root,
                         const std::vector<int32_t>& borderCore, bool borderPointsAreNoise)
 {

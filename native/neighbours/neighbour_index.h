@@ -56,6 +56,8 @@ void buildTreeLevels(HostIndex<D>& index);
 
 // Throws InvalidInput when a query's pairs are more than maxPairs (before they are allocated).
 void requirePairsAtMost(int64_t pairs, int64_t maxPairs);
+// requirePairsAtMost(pairs, capacity), and a and b given when there is a pair.
+void requirePairsFit(int64_t pairs, int64_t capacity, const PairsOutput& out);
 
 // DBSCAN's last step, the same for both backends. By input index: core flags, the root (lowest
 // index) of each core point's component, and for other points their lowest-index core neighbour

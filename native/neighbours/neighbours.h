@@ -59,9 +59,9 @@ struct Summary
 };
 
 // Where summarizeInto() writes, one entry per input point, in input order, with Summary's meanings.
-// A null array is neither computed nor copied: counts alone skip the distance sums and the search
-// for the nearest point. Host memory the caller owns; page-locked memory (cudaMallocHost) makes the
-// GPU backend's copies faster.
+// A null array is not written (nor copied from the GPU); radius queries skip the work that only it
+// needs (counts alone: no distance sums and no search for the nearest point). Host memory the
+// caller owns; page-locked memory (cudaMallocHost) makes the GPU backend's copies faster.
 struct SummaryOutput
 {
   int32_t* count = nullptr;
@@ -77,8 +77,9 @@ struct Pairs
   std::vector<double> distance;
 };
 
-// Where pairsInto() writes, Pairs' arrays, `capacity` entries each; a null distance is neither
-// computed nor copied. Host memory the caller owns, page-locked for the fastest GPU copies.
+// Where pairsInto() writes, Pairs' arrays, `capacity` entries each; a and b are required, a null
+// distance is neither computed nor copied. Host memory the caller owns, page-locked for the fastest
+// GPU copies.
 struct PairsOutput
 {
   int32_t* a = nullptr;
@@ -114,6 +115,8 @@ struct Layout
   int dimensions = 2;
 };
 
+// An index keeps state between queries (cached candidate lists, the last pair count): use one from
+// one thread at a time.
 class NeighbourIndex
 {
 public:
@@ -131,12 +134,12 @@ public:
   virtual void summarizeInto(const Query& query, const SummaryOutput& out, const RunControl& control) = 0;
   // The number of unordered pairs the query gives (k nearest: a pair counts once if either point
   // has the other among its k nearest). The index keeps what the count found (per-point offsets,
-  // or the k-nearest pairs themselves) for pairsInto() with the same query.
+  // or the k-nearest pairs themselves) for pairsInto() with the same query, which frees it.
   virtual int64_t countPairs(const Query& query, const RunControl& control) = 0;
   // Throws InvalidInput, before allocating them, when there are more than maxPairs.
   Pairs pairs(const Query& query, int64_t maxPairs, const RunControl& control);
   // Writes the pairs into the caller's arrays and returns their number; throws InvalidInput, before
-  // writing anything, when there are more than `capacity`.
+  // writing anything, when there are more than `capacity` or a or b is null.
   virtual int64_t pairsInto(const Query& query, const PairsOutput& out, int64_t capacity, const RunControl& control) = 0;
   virtual Clusters dbscan(const DbscanOptions& options, const RunControl& control) = 0;
 };

@@ -53,6 +53,8 @@ public:
   void summarizeInto(const Query& query, const SummaryOutput& out, const RunControl& control) override
   {
     validateQuery(query);
+    if (!out.count && !out.nearest && !out.nearestDistance && !out.meanDistance)
+      return;
     ScopedStage stage(mTimes, "compute");
     const bool wantSum = out.meanDistance != nullptr;
     const bool wantNearest = out.nearest != nullptr || out.nearestDistance != nullptr;
@@ -114,11 +116,14 @@ public:
     validateQuery(query);
     countPairsOnce(query, control);
     const int64_t total = mPairCount.total;
-    requirePairsAtMost(total, capacity);
+    requirePairsFit(total, capacity, out);
+    // What the count kept is used once: it goes when the pairs are written.
+    const PairCount count = std::move(mPairCount);
+    mPairCount = PairCount{};
     ScopedStage stage(mTimes, "pairs");
     if (query.k > 0)
     {
-      const std::vector<std::pair<int32_t, int32_t>>& edges = mPairCount.edges;
+      const std::vector<std::pair<int32_t, int32_t>>& edges = count.edges;
       std::vector<int64_t> position(mIndex.original.size());
       for (std::size_t i = 0; i < position.size(); ++i)
         position[std::size_t(mIndex.original[i])] = int64_t(i);
@@ -136,7 +141,7 @@ public:
       return total;
     }
     const double r2 = query.radius * query.radius;
-    const std::vector<int64_t>& offset = mPairCount.offsets;
+    const std::vector<int64_t>& offset = count.offsets;
     forEachRegion(control, 1, [&](int64_t region, std::vector<int64_t>& candidates, KHeap&) {
       candidateRegions(mView.tree, mView.tree.boxes[region], r2, candidates);
       std::vector<std::pair<int32_t, double>> found;
@@ -272,7 +277,6 @@ private:
     }, &control);
   }
 
-  // The nearest other point of Morton position i at any distance (none when n == 1).
   // What countPairs() found, kept for pairsInto() with the same query: the radius pairs' offsets by
   // input index, or the k-nearest pairs.
   struct PairCount

@@ -21,6 +21,9 @@
 #include "core/errors.h"
 #include "neighbours/neighbour_index.h"
 
+// DeviceSegmentedSort with 64-bit item counts: CCCL 3 (CUDA 13).
+static_assert(CUB_VERSION >= 300000, "the neighbour index needs CUB 3 (CUDA 13) or newer");
+
 namespace gpugeo::neighbours::detail {
 
 namespace {
@@ -452,6 +455,8 @@ public:
   void summarizeInto(const Query& query, const SummaryOutput& out, const RunControl& control) override
   {
     validateQuery(query);
+    if (!out.count && !out.nearest && !out.nearestDistance && !out.meanDistance)
+      return;
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     const bool countOnly = query.k == 0 && out.meanDistance == nullptr && out.nearest == nullptr &&
                            out.nearestDistance == nullptr;
@@ -526,15 +531,21 @@ public:
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     countPairsOnce(query, control);
     const int64_t total = mPairCount.total;
-    requirePairsAtMost(total, capacity);
+    requirePairsFit(total, capacity, out);
+    // What the count kept is used once: it goes when the pairs are written.
+    const PairCount count = std::move(mPairCount);
+    mPairCount = PairCount{};
     if (total == 0)
       return 0;
     const std::size_t size = static_cast<std::size_t>(total);
     const bool radius = query.k == 0;
     ScopedStage stage(mTimes, "allocate");
-    DeviceBuffer<int32_t> a(size), b(size), bUnsorted(radius ? size : 0);
-    DeviceBuffer<double> distance(out.distance ? size : 0), distanceUnsorted(radius && out.distance ? size : 0);
+    // The radius path sorts each point's run in place between two buffers (CUB's double buffer).
+    DeviceBuffer<int32_t> a(size), b(size), bOther(radius ? size : 0);
+    DeviceBuffer<double> distance(out.distance ? size : 0), distanceOther(radius && out.distance ? size : 0);
     stage.stop();
+    const int32_t* bResult = b.data();
+    const double* distanceResult = distance.data();
     {
       ScopedStage device(mTimes, "pairs");
       if (radius)
@@ -543,33 +554,34 @@ public:
         const double r2 = query.radius * query.radius;
         candidates(r2);
         radiusPairKernel<D><<<unsigned(mRegions), kBlock>>>(mView, mCandidateOffset.data(), mCandidates.data(), r2,
-                                                            nullptr, mPairCount.offsets.data(), a.data(),
-                                                            bUnsorted.data(), distanceUnsorted.data());
+                                                            nullptr, count.offsets.data(), a.data(), b.data(),
+                                                            distance.data());
         GPUGEO_CUDA_CHECK_LAUNCH();
-        const int64_t* offsets = mPairCount.offsets.data();
+        const int64_t* offsets = count.offsets.data();
+        cub::DoubleBuffer<int32_t> keys(b.data(), bOther.data());
+        cub::DoubleBuffer<double> values(distance.data(), distanceOther.data());
         size_t need = 0;
         if (out.distance)
         {
-          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(nullptr, need, bUnsorted.data(), b.data(),
-                                                                distanceUnsorted.data(), distance.data(), total, mN,
-                                                                offsets, offsets + 1));
-          DeviceBuffer<unsigned char> temp(need);
-          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(temp.data(), need, bUnsorted.data(), b.data(),
-                                                                distanceUnsorted.data(), distance.data(), total, mN,
-                                                                offsets, offsets + 1));
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(nullptr, need, keys, values, total, mN, offsets,
+                                                                offsets + 1));
+          DeviceBuffer<unsigned char> temp(std::max<size_t>(need, 1));
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(temp.data(), need, keys, values, total, mN, offsets,
+                                                                offsets + 1));
         }
         else
         {
-          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, need, bUnsorted.data(), b.data(), total, mN,
-                                                               offsets, offsets + 1));
-          DeviceBuffer<unsigned char> temp(need);
-          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(temp.data(), need, bUnsorted.data(), b.data(), total,
-                                                               mN, offsets, offsets + 1));
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, need, keys, total, mN, offsets, offsets + 1));
+          DeviceBuffer<unsigned char> temp(std::max<size_t>(need, 1));
+          GPUGEO_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(temp.data(), need, keys, total, mN, offsets,
+                                                               offsets + 1));
         }
+        bResult = keys.Current();
+        distanceResult = values.Current();
       }
       else
       {
-        splitPairsKernel<<<blocksFor(total, 256), 256>>>(mPairCount.keys.data(), total, a.data(), b.data());
+        splitPairsKernel<<<blocksFor(total, 256), 256>>>(count.keys.data(), total, a.data(), b.data());
         GPUGEO_CUDA_CHECK_LAUNCH();
         if (out.distance)
         {
@@ -586,9 +598,10 @@ public:
     if (control.isCanceled())
       throw Canceled();
     ScopedStage copy(mTimes, "download");
-    copyToHost(out.a, a);
-    copyToHost(out.b, b);
-    copyToHost(out.distance, distance);
+    GPUGEO_CUDA_CHECK(cudaMemcpy(out.a, a.data(), a.bytes(), cudaMemcpyDeviceToHost));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(out.b, bResult, b.bytes(), cudaMemcpyDeviceToHost));
+    if (out.distance)
+      GPUGEO_CUDA_CHECK(cudaMemcpy(out.distance, distanceResult, distance.bytes(), cudaMemcpyDeviceToHost));
     return total;
   }
 
@@ -759,6 +772,7 @@ private:
   {
     if (mCandidatesFor == r2 && mCandidateOffset.size() > 0)
       return;
+    mCandidatesFor = -1.0;  // until the lists are whole (an exception half-way leaves them invalid)
     mCandidateOffset.resize(static_cast<std::size_t>(mRegions) + 1);
     DeviceBuffer<int64_t> count(static_cast<std::size_t>(mRegions) + 1);
     GPUGEO_CUDA_CHECK(cudaMemset(count.data(), 0, (static_cast<std::size_t>(mRegions) + 1) * sizeof(int64_t)));

@@ -21,9 +21,9 @@ inline Summary summaryByParts(NeighbourIndex& index, const Query& query)
   s.meanDistance.assign(n, -7.0);
   index.summarizeInto(query, SummaryOutput{s.count.data(), nullptr, nullptr, nullptr}, RunControl{});
   index.summarizeInto(query, SummaryOutput{nullptr, s.nearest.data(), nullptr, nullptr}, RunControl{});
-  index.summarizeInto(query, SummaryOutput{nullptr, nullptr, s.nearestDistance.data(), s.meanDistance.data()},
-                      RunControl{});
-  index.summarizeInto(query, SummaryOutput{}, RunControl{});  // nothing asked for: nothing to do
+  index.summarizeInto(query, SummaryOutput{nullptr, nullptr, s.nearestDistance.data(), nullptr}, RunControl{});
+  index.summarizeInto(query, SummaryOutput{nullptr, nullptr, nullptr, s.meanDistance.data()}, RunControl{});
+  index.summarizeInto(query, SummaryOutput{}, RunControl{});  // nothing asked for: returns at once
   return s;
 }
 

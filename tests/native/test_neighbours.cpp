@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -614,4 +615,24 @@ TEST(NeighboursCpuFixed, CancelStopsSummarize)
   cancel.canceled = [] { return true; };
   EXPECT_THROW(index->summarize(Query{c.radius, 0}, cancel), Canceled);
   EXPECT_THROW(index->summarize(Query{0, 16}, cancel), Canceled);
+}
+
+// A count canceled half-way keeps nothing: the pairs after it are counted again, and whole.
+TEST(NeighboursCpuFixed, CanceledCountIsNotKept)
+{
+  const NeighbourCase c = uniform2d(62, 50000);
+  const auto index = cpuIndex(c.points());
+  for (const Query& q : {Query{c.radius, 0}, Query{0, 4}})
+  {
+    std::atomic<int> calls{0};
+    RunControl cancelLater;
+    cancelLater.canceled = [&calls] { return ++calls > 3; };
+    EXPECT_THROW(index->countPairs(q, cancelLater), Canceled) << queryName(q);
+    const int64_t total = index->countPairs(q, RunControl{});
+    std::vector<int32_t> a(static_cast<std::size_t>(total)), b(a);
+    EXPECT_EQ(index->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, total, RunControl{}), total);
+    const Pairs want = cpuIndex(c.points())->pairs(q, total, RunControl{});
+    EXPECT_EQ(a, want.a) << queryName(q);
+    EXPECT_EQ(b, want.b) << queryName(q);
+  }
 }

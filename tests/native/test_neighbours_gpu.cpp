@@ -160,13 +160,27 @@ TEST(NeighboursGpu, SameRegionsSummariesPairsAndClustersAsTheCpu)
           ADD_FAILURE() << what << ": pair " << k << " distance " << pc.distance[k] << " vs " << pg.distance[k];
           break;
         }
-      std::vector<int32_t> a(pc.a.size()), b(pc.b.size());
-      EXPECT_EQ(gpu->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, count, RunControl{}), count) << what;
+      // Without distances, after a count of another query (which must not be used), into arrays with
+      // a marker past the end; too small a capacity is refused before anything is written.
+      gpu->countPairs(Query{0.5 * s.radius, q.k}, RunControl{});
+      std::vector<int32_t> a(pc.a.size() + 1, -1), b(pc.b.size() + 1, -1);
+      EXPECT_EQ(gpu->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, count + 1, RunControl{}), count) << what;
+      EXPECT_EQ(a.back(), -1) << what;
+      EXPECT_EQ(b.back(), -1) << what;
+      a.pop_back();
+      b.pop_back();
       EXPECT_EQ(a, pc.a) << what << " (without distances)";
       EXPECT_EQ(b, pc.b) << what << " (without distances)";
       if (count > 0)
       {
         EXPECT_THROW(gpu->pairs(q, count - 1, RunControl{}), InvalidInput) << what;
+        const std::vector<int32_t> untouched(a.size(), -1);
+        a = untouched;
+        EXPECT_THROW(gpu->pairsInto(q, PairsOutput{a.data(), b.data(), nullptr}, count - 1, RunControl{}), InvalidInput)
+          << what;
+        EXPECT_EQ(a, untouched) << what;
+        EXPECT_THROW(gpu->pairsInto(q, PairsOutput{nullptr, b.data(), nullptr}, count, RunControl{}), InvalidInput)
+          << what;
       }
     }
     for (const DbscanOptions o : {DbscanOptions{s.radius, 5, false}, DbscanOptions{s.radius, 5, true},

@@ -22,26 +22,15 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 from osgeo import ogr, osr
 
+from whole_process import qgis_environment, timed
+
 ogr.UseExceptions()
-
-
-def timed(command, env=None):
-    """Wall time (s), peak resident memory (MB) and output of a whole process."""
-    start = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "PEAK_KB %M"] + command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{command[0]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    peak = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("PEAK_KB")][-1]
-    return wall, peak / 1024, done.stdout + done.stderr
 
 
 def write_points(path, n, side, seed=42):
@@ -88,13 +77,7 @@ def main():
     try:
         source = os.path.join(tmp, "points.gpkg")
         write_points(source, n, side)
-        profile = os.path.join(tmp, "profile")
-        plugins = os.path.join(profile, "profiles", "default", "python", "plugins")
-        os.makedirs(plugins)
-        shutil.copytree(args.plugin_dir, os.path.join(plugins, "gpugeo"))
-        env = dict(os.environ, QT_QPA_PLATFORM="offscreen", QGIS_CUSTOM_CONFIG_PATH=profile, XDG_RUNTIME_DIR=tmp)
-        subprocess.run(["/usr/bin/qgis_process.bin", "plugins", "enable", "gpugeo"], env=env, capture_output=True,
-                       check=True)
+        env = qgis_environment(tmp, args.plugin_dir)
         qgis = ["/usr/bin/qgis_process.bin", "run"]
         print(f"DBSCAN, {n:,} uniform points, EPS {eps:.2f} m (about 32 neighbours), MIN_SIZE 5; "
               f"medians of {args.reps} runs; {os.cpu_count()} cores", flush=True)
@@ -118,7 +101,8 @@ def main():
                     "ogr2ogr": ["ogr2ogr", "-f", driver, outputs["ogr2ogr"], source],
                 }
                 for key, command in commands.items():
-                    wall, peak, log = timed(command, env=env)
+                    wall, peak, out, err = timed(command, env=env)
+                    log = out + err
                     runs[key].append(wall)
                     peaks[key].append(peak)
                     if key == "ours":

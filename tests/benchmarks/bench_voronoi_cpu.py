@@ -20,10 +20,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 from osgeo import gdal, ogr, osr
+
+from whole_process import qgis_environment, timed
 
 gdal.UseExceptions()
 
@@ -39,17 +40,6 @@ print("compute_ms", 1000 * (time.perf_counter() - start))
 if len(sys.argv) > 3:
     np.save(sys.argv[3], distances.astype(np.float32))
 """
-
-
-def timed(command, env=None):
-    """Wall time (s), peak resident memory (MB) and stdout of a whole process."""
-    start = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "PEAK_KB %M"] + command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{command[0]} failed:\n{done.stdout}\n{done.stderr}")
-    peak = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("PEAK_KB")][-1]
-    return wall, peak / 1024, done.stdout
 
 
 def main():
@@ -93,13 +83,7 @@ def main():
         raster = None
         del image
 
-        profile = os.path.join(tmp, "profile")
-        plugins = os.path.join(profile, "profiles", "default", "python", "plugins")
-        os.makedirs(plugins)
-        shutil.copytree(args.plugin_dir, os.path.join(plugins, "gpugeo"))
-        env = dict(os.environ, QT_QPA_PLATFORM="offscreen", QGIS_CUSTOM_CONFIG_PATH=profile, XDG_RUNTIME_DIR=tmp)
-        subprocess.run(["/usr/bin/qgis_process.bin", "plugins", "enable", "gpugeo"], env=env, capture_output=True,
-                       check=True)
+        env = qgis_environment(tmp, args.plugin_dir)
 
         results = {}
         native = subprocess.run([args.binary, "--width", str(size), "--height", str(size), "--sites",
@@ -113,17 +97,17 @@ def main():
         peaks = {key: [] for key in runs}
         scipy_compute = []
         for rep in range(args.reps):
-            wall, peak, _ = timed(["/usr/bin/qgis_process.bin", "run", "gpugeo:voronoiraster", "--",
+            wall, peak, _, _ = timed(["/usr/bin/qgis_process.bin", "run", "gpugeo:voronoiraster", "--",
                                    f"INPUT={gpkg}", f"EXTENT=0,{size},0,{size} [EPSG:32633]", "PIXEL_SIZE=1",
                                    "DEVICE=1", f"OUTPUT={tmp}/alloc.tif", f"OUTPUT_DISTANCE={tmp}/dist.tif"], env=env)
             runs["ours_qgis_process"].append(wall)
             peaks["ours_qgis_process"].append(peak)
             extra = [os.path.join(tmp, "scipy_distances.npy")] if rep == 0 else []
-            wall, peak, out = timed([sys.executable, "-c", SCIPY_SCRIPT, str(size), os.path.join(tmp, "sites.npy")] + extra)
+            wall, peak, out, _ = timed([sys.executable, "-c", SCIPY_SCRIPT, str(size), os.path.join(tmp, "sites.npy")] + extra)
             runs["scipy"].append(wall)
             peaks["scipy"].append(peak)
             scipy_compute.append(float(out.split()[1]) / 1000)
-            wall, peak, _ = timed(["gdal_proximity.py", "-q", targets, f"{tmp}/proximity.tif", "-values", "1",
+            wall, peak, _, _ = timed(["gdal_proximity.py", "-q", targets, f"{tmp}/proximity.tif", "-values", "1",
                                    "-distunits", "PIXEL", "-ot", "Float32"])
             runs["gdal_proximity"].append(wall)
             peaks["gdal_proximity"].append(peak)

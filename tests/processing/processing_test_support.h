@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <QStringList>
@@ -17,6 +18,7 @@
 #include <qgsprocessingcontext.h>
 #include <qgsprocessingfeedback.h>
 #include <qgsprocessingregistry.h>
+#include <qgsprocessingutils.h>
 #include <qgsproject.h>
 #include <qgsvectorlayer.h>
 
@@ -45,7 +47,23 @@ struct RunResult
   QVariantMap outputs;
   QString error;
   QStringList log;
+
+  bool logContains(const QString& text) const
+  {
+    return std::any_of(log.begin(), log.end(), [&](const QString& line) { return line.contains(text); });
+  }
 };
+
+// Every feature of a layer, in its order.
+inline std::vector<QgsFeature> featuresOf(QgsVectorLayer* layer)
+{
+  std::vector<QgsFeature> features;
+  QgsFeature f;
+  QgsFeatureIterator it = layer->getFeatures();
+  while (it.nextFeature(f))
+    features.push_back(f);
+  return features;
+}
 
 class AlgorithmTest : public ::testing::Test
 {
@@ -53,6 +71,13 @@ protected:
   void SetUp() override { ASSERT_TRUE(mDir.isValid()); }
 
   QString path(const QString& name) const { return mDir.filePath(name); }
+
+  // The layer output `name` of a run names (a memory layer the context holds, or a file it loads).
+  static QgsVectorLayer* outputLayer(const RunResult& result, const QString& name, QgsProcessingContext& context)
+  {
+    return qobject_cast<QgsVectorLayer*>(
+      QgsProcessingUtils::mapLayerFromString(result.outputs.value(name).toString(), context));
+  }
 
   // Runs algorithm `id` with INPUT = `input` (added to the context's temporary store for the run).
   // cancelMidway: cancel once the run is past 60%.

@@ -33,6 +33,7 @@
 
 namespace {
 
+using gpugeo::test::featuresOf;
 using gpugeo::test::RunResult;
 
 struct XY
@@ -193,21 +194,6 @@ std::vector<XY> clusteredPoints(uint32_t seed)
   return points;
 }
 
-std::vector<QgsFeature> featuresOf(QgsVectorLayer* layer)
-{
-  std::vector<QgsFeature> features;
-  QgsFeature f;
-  QgsFeatureIterator it = layer->getFeatures();
-  while (it.nextFeature(f))
-    features.push_back(f);
-  return features;
-}
-
-bool logHas(const RunResult& result, const QString& text)
-{
-  return std::any_of(result.log.begin(), result.log.end(), [&](const QString& line) { return line.contains(text); });
-}
-
 class DbscanAlgorithmTest : public gpugeo::test::AlgorithmTest
 {
 protected:
@@ -280,12 +266,6 @@ protected:
                 bool cancelMidway = false)
   {
     return runAlgorithm(id, input, parameters, context, cancelMidway);
-  }
-
-  static QgsVectorLayer* outputLayer(const RunResult& result, QgsProcessingContext& context)
-  {
-    return qobject_cast<QgsVectorLayer*>(
-      QgsProcessingUtils::mapLayerFromString(result.outputs.value(QStringLiteral("OUTPUT")).toString(), context));
   }
 
   static QVariantMap parameters(int minSize, double eps, bool borderIsNoise, int device = 1)
@@ -421,7 +401,7 @@ protected:
     QgsProcessingContext context;
     const RunResult ours = run(QStringLiteral("gpugeo:dbscan"), input, parameters(minSize, eps, borderIsNoise), context);
     ASSERT_TRUE(ours.ok) << ours.error.toStdString();
-    QgsVectorLayer* ourLayer = outputLayer(ours, context);
+    QgsVectorLayer* ourLayer = outputLayer(ours, QStringLiteral("OUTPUT"), context);
     ASSERT_TRUE(ourLayer);
     EXPECT_EQ(ourLayer->wkbType(), input->wkbType());
     EXPECT_EQ(ourLayer->crs(), input->crs());
@@ -436,7 +416,7 @@ protected:
     qgisParameters.remove(QStringLiteral("DEVICE"));
     const RunResult qgis = run(QStringLiteral("native:dbscanclustering"), input, qgisParameters, qgisContext);
     ASSERT_TRUE(qgis.ok) << qgis.error.toStdString();
-    QgsVectorLayer* qgisLayer = outputLayer(qgis, qgisContext);
+    QgsVectorLayer* qgisLayer = outputLayer(qgis, QStringLiteral("OUTPUT"), qgisContext);
     ASSERT_TRUE(qgisLayer);
     const std::vector<QgsFeature> qgisFeatures = featuresOf(qgisLayer);
     EXPECT_EQ(qgis.outputs.value(QStringLiteral("NUM_CLUSTERS")).toInt(),
@@ -608,9 +588,9 @@ TEST_F(DbscanAlgorithmTest, GeographicLayerWarnsThatEpsIsInDegrees)
   QgsProcessingContext context;
   const RunResult result = run(QStringLiteral("gpugeo:dbscan"), input.get(), parameters(4, 1.0 / 256.0, false), context);
   ASSERT_TRUE(result.ok) << result.error.toStdString();
-  EXPECT_TRUE(logHas(result, QStringLiteral("WARNING The layer has a geographic CRS: the maximum distance is in degrees")))
+  EXPECT_TRUE(result.logContains(QStringLiteral("WARNING The layer has a geographic CRS: the maximum distance is in degrees")))
     << result.log.join('\n').toStdString();
-  QgsVectorLayer* output = outputLayer(result, context);
+  QgsVectorLayer* output = outputLayer(result, QStringLiteral("OUTPUT"), context);
   ASSERT_TRUE(output);
   expectReference(featuresOf(input.get()), featuresOf(output), siteOfFeature, ref);
 }
@@ -628,10 +608,10 @@ TEST_F(DbscanAlgorithmTest, AutoGivesTheSameOutputAsCpu)
     ASSERT_TRUE(result.ok) << result.error.toStdString();
     if (device == 0 && !gpugeo::probeGpu().usable)
     {
-      EXPECT_TRUE(logHas(result, QStringLiteral("Device: no usable GPU"))) << result.log.join('\n').toStdString();
-      EXPECT_TRUE(logHas(result, QStringLiteral("Backend: CPU"))) << result.log.join('\n').toStdString();
+      EXPECT_TRUE(result.logContains(QStringLiteral("Device: no usable GPU"))) << result.log.join('\n').toStdString();
+      EXPECT_TRUE(result.logContains(QStringLiteral("Backend: CPU"))) << result.log.join('\n').toStdString();
     }
-    outputs.push_back(featuresOf(outputLayer(result, context)));
+    outputs.push_back(featuresOf(outputLayer(result, QStringLiteral("OUTPUT"), context)));
     counts.push_back(result.outputs.value(QStringLiteral("NUM_CLUSTERS")).toInt());
   }
   EXPECT_EQ(counts[0], counts[1]);

@@ -34,6 +34,7 @@
 
 namespace {
 
+using gpugeo::test::featuresOf;
 using gpugeo::test::RunResult;
 
 // The sphere of the help text (IUGG mean radius), written here rather than taken from the core.
@@ -168,21 +169,6 @@ std::vector<Site> sitesOf(QgsVectorLayer& layer)
   return sites;
 }
 
-std::vector<QgsFeature> featuresOf(QgsVectorLayer* layer)
-{
-  std::vector<QgsFeature> features;
-  QgsFeature f;
-  QgsFeatureIterator it = layer->getFeatures();
-  while (it.nextFeature(f))
-    features.push_back(f);
-  return features;
-}
-
-bool logHas(const RunResult& result, const QString& text)
-{
-  return std::any_of(result.log.begin(), result.log.end(), [&](const QString& line) { return line.contains(text); });
-}
-
 class PointNeighboursAlgorithmTest : public gpugeo::test::AlgorithmTest
 {
 protected:
@@ -260,11 +246,6 @@ protected:
     return run(input, parameters, context, cancelMidway);
   }
 
-  static QgsVectorLayer* outputLayer(const RunResult& result, const QString& name, QgsProcessingContext& context)
-  {
-    return qobject_cast<QgsVectorLayer*>(
-      QgsProcessingUtils::mapLayerFromString(result.outputs.value(name).toString(), context));
-  }
 
   // The output points: one a site in the sites' order, at the site, with its feature's attributes and
   // NB_COUNT, NN_FID, NN_DIST, MEAN_DIST as the brute force has them (distances within `tolerance`;
@@ -390,8 +371,8 @@ TEST_F(PointNeighboursAlgorithmTest, CountsNearestAndMeanDistancesMatchTheBruteF
     << result.log.join('\n').toStdString();
   EXPECT_TRUE(result.log.contains(QStringLiteral("387 sites from 387 features."))) << result.log.join('\n').toStdString();
   EXPECT_TRUE(result.log.contains(QStringLiteral("%1 pairs.").arg(want.pairs.size()))) << result.log.join('\n').toStdString();
-  EXPECT_TRUE(logHas(result, QStringLiteral("Backend: CPU")));
-  EXPECT_TRUE(logHas(result, QStringLiteral("Stage times: read")));
+  EXPECT_TRUE(result.logContains(QStringLiteral("Backend: CPU")));
+  EXPECT_TRUE(result.logContains(QStringLiteral("Stage times: read")));
 }
 
 // The same pairs as lines, written to a GeoPackage: each line runs from point A to point B.
@@ -540,7 +521,7 @@ TEST_F(PointNeighboursAlgorithmTest, GeographicLayerMeasuresChordMetresOnTheSphe
   EXPECT_EQ(points->crs().authid(), QStringLiteral("EPSG:4326"));
   expectPoints(points, sites, want, 1e-6);
   expectPairs(outputLayer(result, QStringLiteral("OUTPUT_PAIRS"), context), sites, want, 1e-6, false);
-  EXPECT_TRUE(logHas(result, QStringLiteral("Geographic CRS: the radius and the distances are in metres")))
+  EXPECT_TRUE(result.logContains(QStringLiteral("Geographic CRS: the radius and the distances are in metres")))
     << result.log.join('\n').toStdString();
 }
 
@@ -563,9 +544,9 @@ TEST_F(PointNeighboursAlgorithmTest, AutoGivesTheSameOutputAsCpu)
     ASSERT_TRUE(result.ok) << result.error.toStdString();
     if (device == 0 && !gpugeo::probeGpu().usable)
     {
-      EXPECT_TRUE(logHas(result, QStringLiteral("Device: no usable GPU"))) << result.log.join('\n').toStdString();
-      EXPECT_TRUE(logHas(result, QStringLiteral("running on the CPU"))) << result.log.join('\n').toStdString();
-      EXPECT_TRUE(logHas(result, QStringLiteral("Backend: CPU"))) << result.log.join('\n').toStdString();
+      EXPECT_TRUE(result.logContains(QStringLiteral("Device: no usable GPU"))) << result.log.join('\n').toStdString();
+      EXPECT_TRUE(result.logContains(QStringLiteral("running on the CPU"))) << result.log.join('\n').toStdString();
+      EXPECT_TRUE(result.logContains(QStringLiteral("Backend: CPU"))) << result.log.join('\n').toStdString();
     }
     points.push_back(featuresOf(outputLayer(result, QStringLiteral("OUTPUT"), context)));
     pairs.push_back(featuresOf(outputLayer(result, QStringLiteral("OUTPUT_PAIRS"), context)));

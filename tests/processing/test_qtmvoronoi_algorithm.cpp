@@ -69,13 +69,6 @@ protected:
     QgsProcessingContext context;
     return run(input, parameters, context, cancelMidway);
   }
-
-  // The layer an output id names (a memory layer the context holds).
-  static QgsVectorLayer* outputLayer(const RunResult& result, const QString& name, QgsProcessingContext& context)
-  {
-    return qobject_cast<QgsVectorLayer*>(
-      QgsProcessingUtils::mapLayerFromString(result.outputs.value(name).toString(), context));
-  }
 };
 
 // Random sites, and a few on the poles and the antimeridian.

@@ -1,0 +1,242 @@
+// The last steps of the bands, on the host for both backends (their work is proportional to the
+// output, not the mesh): rings that touch themselves are split at the node they pass twice, rings
+// left without area are dropped, and each hole goes to the smallest shell around it (a grid over
+// the shells' boxes finds the candidates).
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "core/errors.h"
+#include "mesh/detail/contourer.h"
+
+namespace gpugeo::mesh::detail {
+
+namespace {
+
+struct Loop
+{
+  std::vector<int64_t> node;  // indices into the raw arrays, not repeated at the end
+  double area = 0;            // signed, counter-clockwise positive
+  double box[4] = {0, 0, 0, 0};
+};
+
+void measure(const RawRings& raw, Loop& loop)
+{
+  const std::size_t n = loop.node.size();
+  const double ox = raw.x[std::size_t(loop.node[0])], oy = raw.y[std::size_t(loop.node[0])];
+  double twice = 0;
+  loop.box[0] = loop.box[2] = ox;
+  loop.box[1] = loop.box[3] = oy;
+  for (std::size_t i = 0; i < n; ++i)
+  {
+    const std::size_t a = std::size_t(loop.node[i]), b = std::size_t(loop.node[(i + 1) % n]);
+    twice += (raw.x[a] - ox) * (raw.y[b] - oy) - (raw.x[b] - ox) * (raw.y[a] - oy);
+    loop.box[0] = std::min(loop.box[0], raw.x[a]);
+    loop.box[1] = std::min(loop.box[1], raw.y[a]);
+    loop.box[2] = std::max(loop.box[2], raw.x[a]);
+    loop.box[3] = std::max(loop.box[3], raw.y[a]);
+  }
+  loop.area = twice / 2;
+}
+
+// The rings that pass a node twice. Only vertex nodes can come twice (a crossing has one segment in
+// and one out), and rings pass few vertices (the mesh's boundary, values exactly at a level).
+std::vector<uint8_t> ringsThatRepeat(const RawRings& raw)
+{
+  const std::size_t rings = raw.ringNode.empty() ? 0 : raw.ringNode.size() - 1;
+  std::vector<std::pair<int64_t, int64_t>> visits;  // (ring, vertex)
+  for (std::size_t r = 0; r < rings; ++r)
+    for (int64_t i = raw.ringNode[r]; i < raw.ringNode[r + 1]; ++i)
+      if (raw.key[std::size_t(i)] < raw.vertexCount)
+        visits.emplace_back(int64_t(r), raw.key[std::size_t(i)]);
+  std::sort(visits.begin(), visits.end());
+  std::vector<uint8_t> repeats(rings, 0);
+  for (std::size_t i = 1; i < visits.size(); ++i)
+    if (visits[i] == visits[i - 1])
+      repeats[std::size_t(visits[i].first)] = 1;
+  return repeats;
+}
+
+// The loops of one ring: split wherever it comes back to a node it passed.
+void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, std::vector<Loop>& loops)
+{
+  if (!repeats)
+  {
+    Loop loop;
+    loop.node.resize(std::size_t(end - begin));
+    for (int64_t i = begin; i < end; ++i)
+      loop.node[std::size_t(i - begin)] = i;
+    loops.push_back(std::move(loop));
+    return;
+  }
+  std::vector<int64_t> path;
+  std::unordered_map<int64_t, std::size_t> at;
+  for (int64_t i = begin; i < end; ++i)
+  {
+    const auto found = at.find(raw.key[std::size_t(i)]);
+    if (found == at.end())
+    {
+      at.emplace(raw.key[std::size_t(i)], path.size());
+      path.push_back(i);
+      continue;
+    }
+    const std::size_t p = found->second;
+    Loop loop;
+    loop.node.assign(path.begin() + std::ptrdiff_t(p), path.end());
+    loops.push_back(std::move(loop));
+    for (std::size_t q = p + 1; q < path.size(); ++q)
+      at.erase(raw.key[std::size_t(path[q])]);
+    path.resize(p + 1);
+  }
+  Loop rest;
+  rest.node = std::move(path);
+  loops.push_back(std::move(rest));
+}
+
+bool inside(const RawRings& raw, const Loop& ring, double px, double py)
+{
+  bool in = false;
+  const std::size_t n = ring.node.size();
+  for (std::size_t i = 0, j = n - 1; i < n; j = i++)
+  {
+    const double xi = raw.x[std::size_t(ring.node[i])], yi = raw.y[std::size_t(ring.node[i])];
+    const double xj = raw.x[std::size_t(ring.node[j])], yj = raw.y[std::size_t(ring.node[j])];
+    if ((yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi)
+      in = !in;
+  }
+  return in;
+}
+
+// For each hole, the index of the smallest shell that holds it, or -1.
+std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& shells, const std::vector<Loop>& holes)
+{
+  std::vector<int64_t> owner(holes.size(), -1);
+  if (shells.size() == 1)
+  {
+    std::fill(owner.begin(), owner.end(), 0);
+    return owner;
+  }
+  if (shells.empty() || holes.empty())
+    return owner;
+  // Shells by area, smallest first, in a grid over their boxes.
+  std::vector<int64_t> order(shells.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = int64_t(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return shells[std::size_t(a)].area < shells[std::size_t(b)].area; });
+  double box[4] = {shells[0].box[0], shells[0].box[1], shells[0].box[2], shells[0].box[3]};
+  for (const auto& s : shells)
+  {
+    box[0] = std::min(box[0], s.box[0]);
+    box[1] = std::min(box[1], s.box[1]);
+    box[2] = std::max(box[2], s.box[2]);
+    box[3] = std::max(box[3], s.box[3]);
+  }
+  const int side = int(std::clamp(std::sqrt(double(shells.size())), 1.0, 512.0));
+  const double w = std::max(box[2] - box[0], 1e-300), h = std::max(box[3] - box[1], 1e-300);
+  auto cell = [&](double v, double lo, double extent) {
+    return std::clamp(int(std::floor((v - lo) / extent * side)), 0, side - 1);
+  };
+  std::vector<std::vector<int64_t>> grid(static_cast<std::size_t>(side) * std::size_t(side));
+  for (const int64_t s : order)
+  {
+    const Loop& l = shells[std::size_t(s)];
+    const int x0 = cell(l.box[0], box[0], w), x1 = cell(l.box[2], box[0], w);
+    const int y0 = cell(l.box[1], box[1], h), y1 = cell(l.box[3], box[1], h);
+    for (int y = y0; y <= y1; ++y)
+      for (int x = x0; x <= x1; ++x)
+        grid[std::size_t(y) * std::size_t(side) + std::size_t(x)].push_back(s);
+  }
+  for (std::size_t i = 0; i < holes.size(); ++i)
+  {
+    const Loop& hole = holes[i];
+    // A point of the hole's boundary that no shell passes through: the middle of its first segment.
+    const std::size_t a = std::size_t(hole.node[0]), b = std::size_t(hole.node[1]);
+    const double px = (raw.x[a] + raw.x[b]) / 2, py = (raw.y[a] + raw.y[b]) / 2;
+    const auto& candidates = grid[std::size_t(cell(py, box[1], h)) * std::size_t(side) + std::size_t(cell(px, box[0], w))];
+    for (const int64_t s : candidates)
+    {
+      const Loop& l = shells[std::size_t(s)];
+      if (l.box[0] <= hole.box[0] && hole.box[2] <= l.box[2] && l.box[1] <= hole.box[1] && hole.box[3] <= l.box[3] &&
+          inside(raw, l, px, py))
+      {
+        owner[i] = s;
+        break;
+      }
+    }
+  }
+  return owner;
+}
+
+}  // namespace
+
+ContourBands assembleBands(const RawRings& raw, int64_t& droppedRings, const RunControl& control)
+{
+  ContourBands out;
+  out.bandPolygon.push_back(0);
+  out.polygonRing.push_back(0);
+  out.ringPoint.push_back(0);
+  const std::size_t bands = raw.bandRing.empty() ? 0 : raw.bandRing.size() - 1;
+  auto emit = [&](const Loop& loop) {
+    for (const int64_t i : loop.node)
+    {
+      out.x.push_back(raw.x[std::size_t(i)]);
+      out.y.push_back(raw.y[std::size_t(i)]);
+      out.z.push_back(raw.z[std::size_t(i)]);
+    }
+    const std::size_t first = std::size_t(loop.node[0]);
+    out.x.push_back(raw.x[first]);
+    out.y.push_back(raw.y[first]);
+    out.z.push_back(raw.z[first]);
+    out.ringPoint.push_back(int64_t(out.x.size()));
+  };
+  out.x.reserve(raw.x.size() + raw.ringNode.size());
+  out.y.reserve(raw.x.size() + raw.ringNode.size());
+  out.z.reserve(raw.x.size() + raw.ringNode.size());
+  const std::vector<uint8_t> repeats = ringsThatRepeat(raw);
+  for (std::size_t k = 0; k < bands; ++k)
+  {
+    if (control.isCanceled())
+      throw Canceled();
+    std::vector<Loop> loops;
+    for (int64_t r = raw.bandRing[k]; r < raw.bandRing[k + 1]; ++r)
+      splitRing(raw, raw.ringNode[std::size_t(r)], raw.ringNode[std::size_t(r + 1)], repeats[std::size_t(r)] != 0,
+                loops);
+    std::vector<Loop> shells, holes;
+    for (auto& loop : loops)
+    {
+      if (loop.node.size() < 3)
+      {
+        ++droppedRings;
+        continue;
+      }
+      measure(raw, loop);
+      if (loop.area > 0)
+        shells.push_back(std::move(loop));
+      else if (loop.area < 0)
+        holes.push_back(std::move(loop));
+      else
+        ++droppedRings;
+    }
+    const std::vector<int64_t> owner = holeOwners(raw, shells, holes);
+    std::vector<std::vector<std::size_t>> holesOf(shells.size());
+    for (std::size_t i = 0; i < holes.size(); ++i)
+    {
+      if (owner[i] < 0)
+        ++droppedRings;
+      else
+        holesOf[std::size_t(owner[i])].push_back(i);
+    }
+    for (std::size_t s = 0; s < shells.size(); ++s)
+    {
+      emit(shells[s]);
+      for (const std::size_t i : holesOf[s])
+        emit(holes[i]);
+      out.polygonRing.push_back(int64_t(out.ringPoint.size()) - 1);
+    }
+    out.bandPolygon.push_back(int64_t(out.polygonRing.size()) - 1);
+  }
+  return out;
+}
+
+}  // namespace gpugeo::mesh::detail

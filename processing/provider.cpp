@@ -7,6 +7,7 @@
 #include <QIcon>
 
 #include "dbscan_algorithm.h"
+#include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
 #include "qtmvoronoi_algorithm.h"
 #ifdef GPUGEO_WITH_QHULL
@@ -75,6 +76,7 @@ void Provider::loadAlgorithms()
 #endif
   addAlgorithm(new PointNeighboursAlgorithm());
   addAlgorithm(new DbscanAlgorithm());
+  addAlgorithm(new MeshContoursAlgorithm());
 }
 
 }  // namespace gpugeo

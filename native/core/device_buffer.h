@@ -11,17 +11,34 @@
 
 namespace gpugeo::cuda {
 
-template <typename T>
-class DeviceBuffer
+// Plain cudaMalloc / cudaFree.
+struct DeviceAllocation
+{
+  static void allocate(void** p, std::size_t bytes) { GPUGEO_CUDA_CHECK(cudaMalloc(p, bytes)); }
+  static void free(void* p) { cudaFree(p); }
+};
+
+// The device's stream-ordered pool on the legacy default stream (cudaMallocAsync / cudaFreeAsync):
+// for a backend that runs all its work there and takes and frees many buffers per call, where
+// cudaMalloc and cudaFree (which synchronises) would cost more than the kernels. How much the pool
+// keeps between calls is its release threshold (cudaMemPoolAttrReleaseThreshold).
+struct PooledAllocation
+{
+  static void allocate(void** p, std::size_t bytes) { GPUGEO_CUDA_CHECK(cudaMallocAsync(p, bytes, 0)); }
+  static void free(void* p) { cudaFreeAsync(p, 0); }
+};
+
+template <typename T, typename Allocation = DeviceAllocation>
+class BasicDeviceBuffer
 {
 public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t count) { resize(count); }
-  ~DeviceBuffer() { release(); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept
+  BasicDeviceBuffer() = default;
+  explicit BasicDeviceBuffer(std::size_t count) { resize(count); }
+  ~BasicDeviceBuffer() { release(); }
+  BasicDeviceBuffer(const BasicDeviceBuffer&) = delete;
+  BasicDeviceBuffer& operator=(const BasicDeviceBuffer&) = delete;
+  BasicDeviceBuffer(BasicDeviceBuffer&& other) noexcept { swap(other); }
+  BasicDeviceBuffer& operator=(BasicDeviceBuffer&& other) noexcept
   {
     swap(other);
     return *this;
@@ -33,7 +50,7 @@ public:
     if (count > mCapacity)
     {
       release();
-      GPUGEO_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&mData), count * sizeof(T)));
+      Allocation::allocate(reinterpret_cast<void**>(&mData), count * sizeof(T));
       mCapacity = count;
     }
     mSize = count;
@@ -42,7 +59,7 @@ public:
   void release()
   {
     if (mData)
-      cudaFree(mData);
+      Allocation::free(mData);
     mData = nullptr;
     mSize = mCapacity = 0;
   }
@@ -53,7 +70,7 @@ public:
   std::size_t bytes() const { return mSize * sizeof(T); }
 
 private:
-  void swap(DeviceBuffer& other) noexcept
+  void swap(BasicDeviceBuffer& other) noexcept
   {
     std::swap(mData, other.mData);
     std::swap(mSize, other.mSize);
@@ -64,6 +81,11 @@ private:
   std::size_t mSize = 0;
   std::size_t mCapacity = 0;
 };
+
+template <typename T>
+using DeviceBuffer = BasicDeviceBuffer<T, DeviceAllocation>;
+template <typename T>
+using PooledDeviceBuffer = BasicDeviceBuffer<T, PooledAllocation>;
 
 template <typename T>
 class PinnedBuffer

@@ -280,7 +280,7 @@ public:
             if (n < 3)
               continue;
             for (int j = 0; j < n; ++j)
-              if (onBoundary(m, f, t, nodes, n, j, k))
+              if (onBoundary(m, f, t, v, nodes, n, j, k))
                 visit(k, nodes, j);
           }
         };

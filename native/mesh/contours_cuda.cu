@@ -30,57 +30,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Device memory from the device's stream-ordered pool (cudaMallocAsync on the legacy default
-// stream, where all of this backend's work runs): a contour call takes and frees some forty
-// buffers, and plain cudaMalloc/cudaFree (which synchronises) would cost more than the kernels.
-// The pool keeps up to kPoolKeep bytes between calls (setPoolThreshold()).
+// Buffers from the device's stream-ordered pool: all of this backend's work runs on the legacy
+// default stream, and a contour call takes and frees some forty buffers. The pool keeps up to
+// kPoolKeep bytes between calls (setPoolThreshold()).
 template <typename T>
-class DeviceBuffer
-{
-public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t count) { resize(count); }
-  ~DeviceBuffer() { release(); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept
-  {
-    swap(other);
-    return *this;
-  }
-  void resize(std::size_t count)
-  {
-    if (count > mCapacity)
-    {
-      release();
-      GPUGEO_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&mData), std::max<std::size_t>(count, 1) * sizeof(T), 0));
-      mCapacity = count;
-    }
-    mSize = count;
-  }
-  void release()
-  {
-    if (mData)
-      cudaFreeAsync(mData, 0);
-    mData = nullptr;
-    mSize = mCapacity = 0;
-  }
-  T* data() { return mData; }
-  const T* data() const { return mData; }
-  std::size_t size() const { return mSize; }
-  std::size_t bytes() const { return mSize * sizeof(T); }
-
-private:
-  void swap(DeviceBuffer& other) noexcept
-  {
-    std::swap(mData, other.mData);
-    std::swap(mSize, other.mSize);
-    std::swap(mCapacity, other.mCapacity);
-  }
-  T* mData = nullptr;
-  std::size_t mSize = 0, mCapacity = 0;
-};
+using DeviceBuffer = cuda::PooledDeviceBuffer<T>;
 
 constexpr uint64_t kPoolKeep = uint64_t(1) << 30;
 
@@ -458,7 +412,7 @@ __global__ void bandCountKernel(MeshArrays m, FieldArrays f, int64_t* count)
       if (n < 3)
         continue;
       for (int j = 0; j < n; ++j)
-        c += onBoundary(m, f, t, nodes, n, j, k);
+        c += onBoundary(m, f, t, v, nodes, n, j, k);
     }
   }
   count[t] = c;
@@ -483,7 +437,7 @@ __global__ void bandWriteKernel(MeshArrays m, FieldArrays f, const int64_t* offs
     if (n < 3)
       continue;
     for (int j = 0; j < n; ++j)
-      if (onBoundary(m, f, t, nodes, n, j, k))
+      if (onBoundary(m, f, t, v, nodes, n, j, k))
       {
         key[s] = boundaryKey(t, k, j, nb);
         node[s] = nodeKey(m, t, nodes[j], k, f.levelCount);

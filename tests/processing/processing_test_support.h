@@ -81,7 +81,7 @@ protected:
 
   // Runs algorithm `id` with INPUT = `input` (added to the context's temporary store for the run).
   // cancelMidway: cancel once the run is past 60%.
-  static RunResult runAlgorithm(const QString& id, QgsVectorLayer* input, QVariantMap parameters,
+  static RunResult runAlgorithm(const QString& id, QgsMapLayer* input, QVariantMap parameters,
                                 QgsProcessingContext& context, bool cancelMidway = false)
   {
     std::unique_ptr<QgsProcessingAlgorithm> algorithm(QgsApplication::processingRegistry()->createAlgorithmById(id));

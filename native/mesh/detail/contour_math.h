@@ -345,20 +345,25 @@ GPUGEO_HD int lineSegment(const MeshArrays& m, const FieldArrays& f, int64_t t, 
 }
 
 // Whether segment j of a band piece (nodes[j] -> nodes[j + 1]) is on the band's boundary: it
-// crosses the triangle, or it lies on an edge whose other side has no piece of the band.
-GPUGEO_HD bool onBoundary(const MeshArrays& m, const FieldArrays& f, int64_t t, const uint8_t* nodes, int n, int j,
-                          int32_t band)
+// crosses the triangle, or it lies on an edge whose other side has no piece of the band. (An edge
+// whose two corners lie strictly inside the band always has a piece on a live other side.)
+GPUGEO_HD bool onBoundary(const MeshArrays& m, const FieldArrays& f, int64_t t, const double v[3],
+                          const uint8_t* nodes, int n, int j, int32_t band)
 {
-  const int e = commonEdge(nodes[j], nodes[(j + 1) % n]);
+  const uint8_t a = nodes[j], b = nodes[(j + 1) % n];
+  const int e = commonEdge(a, b);
   if (e < 0)
     return true;
   const int64_t u = liveNeighbour(m, f, t, e);
   if (u < 0)
     return true;
+  const double lo = f.levels[band], hi = f.levels[band + 1];
+  if (a < 3 && b < 3 && lo < v[a] && v[a] < hi && lo < v[b] && v[b] < hi)
+    return false;
   double w[3];
   cornerValues(m, f, u, w);
   uint8_t other[kMaxPieceNodes + 1];
-  return pieceNodes(w, f.levels[band], f.levels[band + 1], other) < 3;
+  return pieceNodes(w, lo, hi, other) < 3;
 }
 
 // The boundary segment that follows segment j of band piece (t, band) on its ring: the next segment

@@ -17,40 +17,68 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 13;
 
-// Exclusive prefix sum in place; returns the total.
-int64_t exclusiveScan(std::vector<int64_t>& v)
+// A line segment: its two end nodes' keys and points, its level, and whether it is weak (along an
+// edge at the level).
+struct LineRecord
 {
-  int64_t sum = 0;
-  for (auto& x : v)
-  {
-    const int64_t c = x;
-    x = sum;
-    sum += c;
-  }
-  return sum;
-}
-
-// Line segments in triangle order (all levels of a triangle together), each with its two end
-// nodes' keys and points.
-struct Segments
-{
-  std::vector<int64_t> from, to;
-  std::vector<int32_t> level;
-  std::vector<int32_t> rank;  // s, or count + s for a weak segment
-  std::vector<double> point;  // 6 per segment: from x, y, z, to x, y, z
+  int64_t from, to;
+  int32_t level;
+  uint8_t weak;
+  double point[6];  // from x, y, z, to x, y, z
 };
 
-ContourLines chainLines(const Segments& seg, int32_t levelCount, int threads, const RunControl& control)
+// A band's boundary segment: its key (triangle, band, segment of the piece), its first node's key
+// and point, its band.
+struct BandRecord
 {
-  const int64_t count = int64_t(seg.level.size());
+  int64_t key, node;
+  int32_t band;
+  double point[3];
+};
+
+// Runs produce(t, records) for every triangle, on all threads in chunks of kGrain triangles, and
+// returns the records in triangle order (one pass, no count first).
+template <typename Record, typename Produce>
+std::vector<Record> collect(int64_t count, int threads, const RunControl& control, Produce produce)
+{
+  const int64_t chunks = (count + kGrain - 1) / kGrain;
+  std::vector<std::vector<Record>> parts(static_cast<std::size_t>(chunks));
+  parallelFor(chunks, 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c)
+    {
+      auto& out = parts[std::size_t(c)];
+      const int64_t end = std::min(count, (c + 1) * kGrain);
+      for (int64_t t = c * kGrain; t < end; ++t)
+        produce(t, out);
+    }
+  }, &control);
+  std::vector<int64_t> offset(static_cast<std::size_t>(chunks + 1), 0);
+  for (int64_t c = 0; c < chunks; ++c)
+    offset[std::size_t(c + 1)] = offset[std::size_t(c)] + int64_t(parts[std::size_t(c)].size());
+  std::vector<Record> all(static_cast<std::size_t>(offset.back()));
+  parallelFor(chunks, 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c)
+    {
+      std::copy(parts[std::size_t(c)].begin(), parts[std::size_t(c)].end(), all.begin() + offset[std::size_t(c)]);
+      std::vector<Record>().swap(parts[std::size_t(c)]);
+    }
+  }, &control);
+  return all;
+}
+
+ContourLines chainLines(const std::vector<LineRecord>& seg, int32_t levelCount, int threads, const RunControl& control)
+{
+  const int64_t count = int64_t(seg.size());
+  // A segment's rank: its index, after every segment that is not weak when it is weak.
+  auto rank = [&](int64_t s) { return seg[std::size_t(s)].weak ? count + s : s; };
   // End 2 s is the start of segment s, 2 s + 1 its end; ends that meet at a node of exactly two
   // ends are partners.
   std::vector<std::pair<int64_t, int32_t>> ends(static_cast<std::size_t>(2 * count));
   parallelFor(count, kGrain, threads, [&](int64_t b, int64_t e) {
     for (int64_t s = b; s < e; ++s)
     {
-      ends[std::size_t(2 * s)] = {seg.from[std::size_t(s)], int32_t(2 * s)};
-      ends[std::size_t(2 * s + 1)] = {seg.to[std::size_t(s)], int32_t(2 * s + 1)};
+      ends[std::size_t(2 * s)] = {seg[std::size_t(s)].from, int32_t(2 * s)};
+      ends[std::size_t(2 * s + 1)] = {seg[std::size_t(s)].to, int32_t(2 * s + 1)};
     }
   }, &control);
   parallelSort(ends, threads, control);
@@ -78,7 +106,7 @@ ContourLines chainLines(const Segments& seg, int32_t levelCount, int threads, co
   std::vector<Part> parts;
   std::vector<uint8_t> done(static_cast<std::size_t>(count), 0);
   std::vector<int32_t> walk;
-  auto pointOf = [&](int32_t end) { return &seg.point[std::size_t(3 * end)]; };  // end 2s: from, 2s+1: to
+  auto pointOf = [&](int32_t end) { return &seg[std::size_t(end / 2)].point[3 * (end & 1)]; };
   for (int64_t s0 = 0; s0 < count; ++s0)
   {
     if (done[std::size_t(s0)])
@@ -115,9 +143,9 @@ ContourLines chainLines(const Segments& seg, int32_t levelCount, int threads, co
     }
     std::size_t best = 0;
     for (std::size_t i = 1; i < walk.size(); ++i)
-      if (seg.rank[std::size_t(walk[i] / 2)] < seg.rank[std::size_t(walk[best] / 2)])
+      if (rank(walk[i] / 2) < rank(walk[best] / 2))
         best = i;
-    const int32_t bestRank = seg.rank[std::size_t(walk[best] / 2)];
+    const int64_t bestRank = rank(walk[best] / 2);
     if (walk[best] & 1)  // the walk runs against the best segment: turn it round
     {
       std::reverse(walk.begin(), walk.end());
@@ -128,7 +156,7 @@ ContourLines chainLines(const Segments& seg, int32_t levelCount, int threads, co
     if (closed)
       std::rotate(walk.begin(), walk.begin() + std::ptrdiff_t(best), walk.end());
     Part part;
-    part.order = int64_t(seg.level[std::size_t(walk[0] / 2)]) * 2 * count + bestRank;
+    part.order = int64_t(seg[std::size_t(walk[0] / 2)].level) * 2 * count + bestRank;
     const double* first = pointOf(walk[0]);
     part.points.assign(first, first + 3);
     for (const int32_t e : walk)
@@ -201,60 +229,34 @@ public:
     int64_t lineSegments = 0;
     if (options.lines)
     {
-      Segments seg;
+      std::vector<LineRecord> seg;
       {
         ScopedStage stage(mTimes, "line segments");
-        std::vector<int64_t> offset(static_cast<std::size_t>(nt), 0);
-        parallelFor(nt, kGrain, mThreads, [&](int64_t b, int64_t e) {
-          for (int64_t t = b; t < e; ++t)
+        seg = collect<LineRecord>(nt, mThreads, control, [&](int64_t t, std::vector<LineRecord>& out) {
+          if (!valid[std::size_t(t)])
+            return;
+          double v[3];
+          cornerValues(m, f, t, v);
+          int32_t first, last;
+          lineLevelRange(v, f.levels, nl, first, last);
+          uint8_t nodes[2];
+          bool weak;
+          for (int32_t k = first; k < last; ++k)
           {
-            if (!valid[std::size_t(t)])
+            if (lineSegment(m, f, t, v, k, nodes, weak) != 2)
               continue;
-            double v[3];
-            cornerValues(m, f, t, v);
-            int32_t first, last;
-            lineLevelRange(v, f.levels, nl, first, last);
-            int64_t c = 0;
-            uint8_t nodes[2];
-            bool weak;
-            for (int32_t k = first; k < last; ++k)
-              c += lineSegment(m, f, t, v, k, nodes, weak) == 2;
-            offset[std::size_t(t)] = c;
+            LineRecord r;
+            r.from = nodeKey(m, t, nodes[0], k, nl);
+            r.to = nodeKey(m, t, nodes[1], k, nl);
+            r.level = k;
+            r.weak = weak;
+            nodePoint(m, f, t, nodes[0], k, r.point);
+            nodePoint(m, f, t, nodes[1], k, r.point + 3);
+            out.push_back(r);
           }
-        }, &control);
-        lineSegments = exclusiveScan(offset);
+        });
+        lineSegments = int64_t(seg.size());
         checkSegmentCount(lineSegments);
-        seg.from.resize(std::size_t(lineSegments));
-        seg.to.resize(std::size_t(lineSegments));
-        seg.level.resize(std::size_t(lineSegments));
-        seg.rank.resize(std::size_t(lineSegments));
-        seg.point.resize(std::size_t(6 * lineSegments));
-        parallelFor(nt, kGrain, mThreads, [&](int64_t b, int64_t e) {
-          for (int64_t t = b; t < e; ++t)
-          {
-            if (!valid[std::size_t(t)])
-              continue;
-            double v[3];
-            cornerValues(m, f, t, v);
-            int32_t first, last;
-            lineLevelRange(v, f.levels, nl, first, last);
-            int64_t s = offset[std::size_t(t)];
-            uint8_t nodes[2];
-            bool weak;
-            for (int32_t k = first; k < last; ++k)
-            {
-              if (lineSegment(m, f, t, v, k, nodes, weak) != 2)
-                continue;
-              seg.rank[std::size_t(s)] = int32_t(weak ? lineSegments + s : s);
-              seg.from[std::size_t(s)] = nodeKey(m, t, nodes[0], k, nl);
-              seg.to[std::size_t(s)] = nodeKey(m, t, nodes[1], k, nl);
-              seg.level[std::size_t(s)] = k;
-              nodePoint(m, f, t, nodes[0], k, &seg.point[std::size_t(6 * s)]);
-              nodePoint(m, f, t, nodes[1], k, &seg.point[std::size_t(6 * s + 3)]);
-              ++s;
-            }
-          }
-        }, &control);
       }
       ScopedStage stage(mTimes, "join lines");
       out.lines = chainLines(seg, nl, mThreads, control);
@@ -267,58 +269,42 @@ public:
       raw.vertexCount = mMesh.source.vertexCount;
       {
         ScopedStage stage(mTimes, "band boundaries");
-        std::vector<int64_t> offset(static_cast<std::size_t>(nt), 0);
-        auto forEachBoundary = [&](int64_t t, auto&& visit) {
-          double v[3];
-          cornerValues(m, f, t, v);
-          int32_t first, last;
-          bandRange(v, f.levels, nl, first, last);
-          for (int32_t k = first; k < last; ++k)
-          {
-            uint8_t nodes[kMaxPieceNodes + 1];
-            const int n = pieceNodes(v, f.levels[k], f.levels[k + 1], nodes);
-            if (n < 3)
-              continue;
-            for (int j = 0; j < n; ++j)
-              if (onBoundary(m, f, t, v, nodes, n, j, k))
-                visit(k, nodes, j);
-          }
-        };
-        parallelFor(nb > 0 ? nt : 0, kGrain, mThreads, [&](int64_t b, int64_t e) {
-          for (int64_t t = b; t < e; ++t)
-            if (valid[std::size_t(t)])
-            {
-              int64_t c = 0;
-              forEachBoundary(t, [&](int32_t, const uint8_t*, int) { ++c; });
-              offset[std::size_t(t)] = c;
-            }
-        }, &control);
-        const int64_t count = exclusiveScan(offset);
+        const std::vector<BandRecord> records =
+            collect<BandRecord>(nb > 0 ? nt : 0, mThreads, control, [&](int64_t t, std::vector<BandRecord>& out) {
+              if (!valid[std::size_t(t)])
+                return;
+              double v[3];
+              cornerValues(m, f, t, v);
+              int32_t first, last;
+              bandRange(v, f.levels, nl, first, last);
+              for (int32_t k = first; k < last; ++k)
+              {
+                uint8_t nodes[kMaxPieceNodes + 1];
+                const int n = pieceNodes(v, f.levels[k], f.levels[k + 1], nodes);
+                if (n < 3)
+                  continue;
+                for (int j = 0; j < n; ++j)
+                  if (onBoundary(m, f, t, v, nodes, n, j, k))
+                  {
+                    BandRecord r;
+                    r.key = boundaryKey(t, k, j, nb);
+                    r.node = nodeKey(m, t, nodes[j], k, nl);
+                    r.band = k;
+                    nodePoint(m, f, t, nodes[j], k, r.point);
+                    out.push_back(r);
+                  }
+              }
+            });
+        const int64_t count = int64_t(records.size());
         checkSegmentCount(lineSegments + count);
-        std::vector<int64_t> key(static_cast<std::size_t>(count)), node(static_cast<std::size_t>(count));
-        std::vector<int32_t> band(static_cast<std::size_t>(count));
-        std::vector<double> point(static_cast<std::size_t>(3 * count));
-        parallelFor(nb > 0 ? nt : 0, kGrain, mThreads, [&](int64_t b, int64_t e) {
-          for (int64_t t = b; t < e; ++t)
-            if (valid[std::size_t(t)])
-            {
-              int64_t s = offset[std::size_t(t)];
-              forEachBoundary(t, [&](int32_t k, const uint8_t* nodes, int j) {
-                key[std::size_t(s)] = boundaryKey(t, k, j, nb);
-                node[std::size_t(s)] = nodeKey(m, t, nodes[j], k, nl);
-                band[std::size_t(s)] = k;
-                nodePoint(m, f, t, nodes[j], k, &point[std::size_t(3 * s)]);
-                ++s;
-              });
-            }
-        }, &control);
+        auto keyAt = [&](int64_t s) { return records[std::size_t(s)].key; };
         // Each boundary segment's follower on its ring.
         std::vector<int32_t> next(static_cast<std::size_t>(count), -1);
         std::atomic<bool> broken{false};
         parallelFor(count, kGrain, mThreads, [&](int64_t b, int64_t e) {
           for (int64_t s = b; s < e; ++s)
           {
-            const int64_t k = key[std::size_t(s)];
+            const int64_t k = keyAt(s);
             const int j = int(k & 7);
             const int64_t tb = k >> 3;
             int64_t nt2;
@@ -329,11 +315,12 @@ public:
               continue;
             }
             const int64_t want = boundaryKey(nt2, int32_t(tb % nb), nj, nb);
-            const auto it = std::lower_bound(key.begin(), key.end(), want);
-            if (it == key.end() || *it != want)
+            const auto it = std::lower_bound(records.begin(), records.end(), want,
+                                             [](const BandRecord& r, int64_t w) { return r.key < w; });
+            if (it == records.end() || it->key != want)
               broken = true;
             else
-              next[std::size_t(s)] = int32_t(it - key.begin());
+              next[std::size_t(s)] = int32_t(it - records.begin());
           }
         }, &control);
         if (broken)
@@ -349,7 +336,7 @@ public:
               done[std::size_t(c)] = 1;
             if (c != s)  // the walk must come back to where it began
               throw InvalidInput("the mesh's triangles overlap or their edges do not match; the bands cannot be traced");
-            ringLists[std::size_t(band[std::size_t(s)])].push_back(s);
+            ringLists[std::size_t(records[std::size_t(s)].band)].push_back(s);
           }
         raw.bandRing.push_back(0);
         raw.ringNode.push_back(0);
@@ -362,10 +349,11 @@ public:
             {
               if (++length > count)
                 throw InvalidInput("the mesh's triangles overlap or their edges do not match; the bands cannot be traced");
-              raw.key.push_back(node[std::size_t(c)]);
-              raw.x.push_back(point[std::size_t(3 * c)]);
-              raw.y.push_back(point[std::size_t(3 * c + 1)]);
-              raw.z.push_back(point[std::size_t(3 * c + 2)]);
+              const BandRecord& r = records[std::size_t(c)];
+              raw.key.push_back(r.node);
+              raw.x.push_back(r.point[0]);
+              raw.y.push_back(r.point[1]);
+              raw.z.push_back(r.point[2]);
               c = next[std::size_t(c)];
             } while (c != s);
             raw.ringNode.push_back(int64_t(raw.key.size()));

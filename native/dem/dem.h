@@ -1,0 +1,91 @@
+// DEM hydrology: exact depression filling, flat resolution, D8 flow directions and flow
+// accumulation (the source paper's chain of fill, D8 and downstream sums, before travel times).
+//
+// The grid is row-major, row 0 at the top (north), with NaN for nodata. Cells are 8-connected. An
+// edge cell is a valid cell on the raster's border or next to a nodata cell: water leaves the grid
+// there (the practice of ArcGIS, SAGA and WhiteboxTools; RichDEM seeds the border only).
+//
+// Filling. The filled elevation of a valid cell is the lowest level at which water standing on it
+// could leave the grid: the minimum, over the 8-connected paths of valid cells from it to an edge
+// cell, of the highest elevation on the path (the cell and the edge cell included). It is what
+// Priority-Flood (Barnes et al. 2014) computes when seeded from the edge cells, and as it takes only
+// minima and maxima of the input values, every correct method gives it bit for bit.
+//
+// Flats (Barnes et al. 2014, "An efficient assignment of drainage direction over flat surfaces"):
+// a flat cell is a valid cell that is not an edge cell and has no lower neighbour. Each flat that
+// touches a cell of its elevation that can drain (a low edge) gets a mask: 2 x (8-connected steps
+// from the low edges through the flat) + (the flat's highest count of steps from higher ground - the
+// cell's own count), so flow runs towards the outlet and away from higher ground. Flats without an
+// outlet (pits of a DEM not filled) get no mask.
+//
+// D8. A valid cell drains to the neighbour of steepest positive drop (z - z_n) / distance, the
+// distances being the cell's width (east, west), height (north, south) and diagonal; ties go to the
+// first in the order E, SE, S, SW, W, NW, N, NE. Without a lower neighbour: a flat cell with a mask
+// drains to the neighbour of its elevation with the steepest fall of the mask (same distances and
+// order); an edge cell drains out of the grid (to its first neighbour off the grid or on nodata, in
+// that order); any other cell (a pit) has no direction.
+//
+// Accumulation: every valid cell counts itself and every cell that drains through it; its area is
+// the sum of those cells' areas (width x height), summed in fixed point (1e-6 m^2) so the order of
+// the sums does not matter.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/run_control.h"
+#include "core/stage_times.h"
+
+namespace gpugeo::dem {
+
+// The largest grid (cells) one call takes: int64 indices, int32 per-cell labels.
+constexpr int64_t kMaxCells = (int64_t(1) << 31) - 1;
+
+// Directions: index 0..7 in the order E, SE, S, SW, W, NW, N, NE (clockwise from east, row 0 at the
+// top); kNoFlow for a pit, kNoData for a nodata cell.
+constexpr uint8_t kNoFlow = 8;
+constexpr uint8_t kNoData = 255;
+constexpr int kDx[8] = {1, 1, 0, -1, -1, -1, 0, 1};
+constexpr int kDy[8] = {0, 1, 1, 1, 0, -1, -1, -1};
+// ESRI's codes for the eight directions (1 = E ... 128 = NE).
+constexpr int kEsriCode[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+struct Grid
+{
+  const float* z = nullptr;  // width x height, NaN = nodata
+  int64_t width = 0;
+  int64_t height = 0;
+  // One entry per row: the cells' width (east-west) and height (north-south) in metres (for a
+  // geographic CRS, from the ellipsoid at the row's latitude).
+  const double* cellWidth = nullptr;
+  const double* cellHeight = nullptr;
+};
+
+// Throws InvalidInput for an empty grid, more than kMaxCells cells, null arrays, or cell sizes that
+// are not positive and finite.
+void validateGrid(const Grid& grid);
+
+// The filled DEM (nodata stays NaN).
+std::vector<float> fillDepressions(Backend backend, const Grid& grid, int threads, const RunControl& control,
+                                   StageTimes* times = nullptr);
+
+// Per cell: the flat mask (0 where the cell is not on a drained flat).
+std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int threads, const RunControl& control,
+                              StageTimes* times = nullptr);
+
+// D8 directions (0..7, kNoFlow, kNoData). With resolveFlats, flats drain by their mask.
+std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool resolveFlats, int threads,
+                                    const RunControl& control, StageTimes* times = nullptr);
+
+struct Accumulation
+{
+  std::vector<int64_t> cells;  // 0 on nodata
+  std::vector<int64_t> area;   // in 1e-6 m^2; 0 on nodata
+};
+
+// Accumulation along D8 directions (as flowDirections gives them) over the grid.
+Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions, int threads,
+                              const RunControl& control, StageTimes* times = nullptr);
+
+}  // namespace gpugeo::dem

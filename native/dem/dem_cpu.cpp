@@ -1,0 +1,225 @@
+// The CPU backend of the DEM tools.
+//
+// Filling after Barnes (2016), "Parallel priority-flood depression filling for trillion cell
+// digital elevation models": the grid is cut into tiles; each tile, on its own thread, runs
+// Priority-Flood (the improved variant with a queue for pits) from its perimeter and its edge
+// cells, labelling every cell with the seed it was reached from (the edge cells all with the
+// "ocean" label) and keeping, for each pair of labels that meet, the lowest level at which they
+// spill into each other; the labels, the spills and the facing perimeter cells of neighbouring
+// tiles make a small graph on which a last Priority-Flood from the ocean gives each label its
+// level; each cell ends at max(its tile's filled value, its label's level). Only minima and maxima
+// of input values are taken, so the result is the one surface dem.h defines, whatever the tiling.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "dem/detail/dem_cpu.h"
+#include "dem/detail/dem_math.h"
+
+namespace gpugeo::dem::detail {
+
+namespace {
+
+constexpr int64_t kTile = 256;
+constexpr int32_t kOcean = 0;
+constexpr int32_t kUnlabelled = -1;
+
+struct Tile
+{
+  int64_t x0, y0, x1, y1;  // [x0, x1) x [y0, y1)
+  int32_t firstLabel;      // its perimeter cells' labels start here
+};
+
+// The perimeter cells of a tile in a fixed order: top row, bottom row, left column, right column.
+template <typename Visit>
+void forPerimeter(const Tile& t, Visit visit)
+{
+  int32_t k = 0;
+  for (int64_t x = t.x0; x < t.x1; ++x)
+    visit(x, t.y0, k++);
+  if (t.y1 - 1 > t.y0)
+    for (int64_t x = t.x0; x < t.x1; ++x)
+      visit(x, t.y1 - 1, k++);
+  for (int64_t y = t.y0 + 1; y < t.y1 - 1; ++y)
+    visit(t.x0, y, k++);
+  if (t.x1 - 1 > t.x0)
+    for (int64_t y = t.y0 + 1; y < t.y1 - 1; ++y)
+      visit(t.x1 - 1, y, k++);
+}
+
+int32_t perimeterSize(const Tile& t)
+{
+  const int64_t w = t.x1 - t.x0, h = t.y1 - t.y0;
+  return int32_t(w == 1 || h == 1 ? w * h : 2 * w + 2 * h - 4);
+}
+
+uint64_t pairKey(int32_t a, int32_t b)
+{
+  return (uint64_t(uint32_t(std::min(a, b))) << 32) | uint32_t(std::max(a, b));
+}
+
+struct Spill
+{
+  int32_t a, b;
+  float level;
+};
+
+}  // namespace
+
+std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& control)
+{
+  const int64_t w = grid.width, h = grid.height;
+  std::vector<float> out(grid.z, grid.z + w * h);
+  std::vector<int32_t> label(static_cast<std::size_t>(w * h), kUnlabelled);
+  std::vector<Tile> tiles;
+  int32_t labels = 1;  // 0 is the ocean
+  for (int64_t y0 = 0; y0 < h; y0 += kTile)
+    for (int64_t x0 = 0; x0 < w; x0 += kTile)
+    {
+      Tile t{x0, y0, std::min(w, x0 + kTile), std::min(h, y0 + kTile), labels};
+      labels += perimeterSize(t);
+      tiles.push_back(t);
+    }
+  const float* z = grid.z;
+  std::vector<std::vector<Spill>> spills(tiles.size());
+
+  // Each tile flooded from its perimeter and its edge cells.
+  parallelFor(int64_t(tiles.size()), 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t ti = b; ti < e; ++ti)
+    {
+      const Tile& t = tiles[std::size_t(ti)];
+      using Item = std::pair<float, int64_t>;
+      std::priority_queue<Item, std::vector<Item>, std::greater<Item>> open;
+      std::deque<int64_t> pit;
+      auto seed = [&](int64_t x, int64_t y, int32_t own) {
+        const int64_t c = y * w + x;
+        if (isNoData(z[c]) || label[std::size_t(c)] != kUnlabelled)
+          return;
+        label[std::size_t(c)] = isEdgeCell(z, w, h, x, y) ? kOcean : own;
+        open.emplace(out[std::size_t(c)], c);
+      };
+      forPerimeter(t, [&](int64_t x, int64_t y, int32_t k) { seed(x, y, t.firstLabel + k); });
+      for (int64_t y = t.y0 + 1; y < t.y1 - 1; ++y)
+        for (int64_t x = t.x0 + 1; x < t.x1 - 1; ++x)
+          if (!isNoData(z[y * w + x]) && isEdgeCell(z, w, h, x, y))
+            seed(x, y, kOcean);
+      std::unordered_map<uint64_t, float> lowest;
+      while (!open.empty() || !pit.empty())
+      {
+        int64_t c;
+        if (!pit.empty())
+        {
+          c = pit.front();
+          pit.pop_front();
+        }
+        else
+        {
+          c = open.top().second;
+          open.pop();
+        }
+        const float wc = out[std::size_t(c)];
+        const int32_t lc = label[std::size_t(c)];
+        const int64_t x = c % w, y = c / w;
+        for (int d = 0; d < 8; ++d)
+        {
+          const int64_t nx = x + kDx[d], ny = y + kDy[d];
+          if (nx < t.x0 || ny < t.y0 || nx >= t.x1 || ny >= t.y1)
+            continue;
+          const int64_t n = ny * w + nx;
+          if (isNoData(z[n]))
+            continue;
+          const int32_t ln = label[std::size_t(n)];
+          if (ln != kUnlabelled)
+          {
+            if (ln != lc)
+            {
+              const float level = std::max(wc, out[std::size_t(n)]);
+              auto [it, added] = lowest.emplace(pairKey(lc, ln), level);
+              if (!added && level < it->second)
+                it->second = level;
+            }
+            continue;
+          }
+          label[std::size_t(n)] = lc;
+          if (out[std::size_t(n)] <= wc)
+          {
+            out[std::size_t(n)] = wc;
+            pit.push_back(n);
+          }
+          else
+            open.emplace(out[std::size_t(n)], n);
+        }
+      }
+      auto& mine = spills[std::size_t(ti)];
+      for (const auto& [key, level] : lowest)
+        mine.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), level});
+    }
+  }, &control);
+
+  // The graph of labels: spills inside tiles, and facing cells of neighbouring tiles.
+  std::vector<std::vector<std::pair<int32_t, float>>> edges(static_cast<std::size_t>(labels));
+  auto connect = [&](int32_t a, int32_t b, float level) {
+    if (a == b)
+      return;
+    edges[std::size_t(a)].emplace_back(b, level);
+    edges[std::size_t(b)].emplace_back(a, level);
+  };
+  for (const auto& list : spills)
+    for (const Spill& s : list)
+      connect(s.a, s.b, s.level);
+  for (const Tile& t : tiles)
+    forPerimeter(t, [&](int64_t x, int64_t y, int32_t) {
+      const int64_t c = y * w + x;
+      if (isNoData(z[c]))
+        return;
+      for (int d = 0; d < 8; ++d)
+      {
+        const int64_t nx = x + kDx[d], ny = y + kDy[d];
+        if (nx < 0 || ny < 0 || nx >= w || ny >= h || (nx >= t.x0 && ny >= t.y0 && nx < t.x1 && ny < t.y1))
+          continue;
+        const int64_t n = ny * w + nx;
+        if (n < c || isNoData(z[n]))  // each facing pair once
+          continue;
+        connect(label[std::size_t(c)], label[std::size_t(n)], std::max(out[std::size_t(c)], out[std::size_t(n)]));
+      }
+    });
+  if (control.isCanceled())
+    throw Canceled();
+  std::vector<float> level(static_cast<std::size_t>(labels), std::numeric_limits<float>::infinity());
+  {
+    using Item = std::pair<float, int32_t>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> open;
+    level[kOcean] = -std::numeric_limits<float>::infinity();
+    open.emplace(level[kOcean], kOcean);
+    while (!open.empty())
+    {
+      const auto [lv, a] = open.top();
+      open.pop();
+      if (lv > level[std::size_t(a)])
+        continue;
+      for (const auto& [b, weight] : edges[std::size_t(a)])
+      {
+        const float reach = std::max(lv, weight);
+        if (reach < level[std::size_t(b)])
+        {
+          level[std::size_t(b)] = reach;
+          open.emplace(reach, b);
+        }
+      }
+    }
+  }
+  parallelFor(h, 64, threads, [&](int64_t b, int64_t e) {
+    for (int64_t c = b * w; c < e * w; ++c)
+      if (label[std::size_t(c)] > kOcean)
+        out[std::size_t(c)] = std::max(out[std::size_t(c)], level[std::size_t(label[std::size_t(c)])]);
+  }, &control);
+  return out;
+}
+
+}  // namespace gpugeo::dem::detail

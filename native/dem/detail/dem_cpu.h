@@ -1,0 +1,18 @@
+// The CPU backend of the DEM tools (dem_cpu.cpp, dem_cpu_flow.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/run_control.h"
+#include "dem/dem.h"
+
+namespace gpugeo::dem::detail {
+
+std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& control);
+std::vector<int32_t> flatMaskCpu(const Grid& grid, const RunControl& control);
+std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>* mask, int threads,
+                                   const RunControl& control);
+Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
+
+}  // namespace gpugeo::dem::detail

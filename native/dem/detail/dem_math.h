@@ -1,0 +1,97 @@
+// The per-cell rules of the DEM tools, shared by the backends and the reference: what an edge cell
+// is, a cell's area in fixed point, the eight neighbours' distances.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/hd.h"
+#include "dem/dem.h"
+
+namespace gpugeo::dem::detail {
+
+GPUGEO_HD bool isNoData(float v)
+{
+  return v != v;
+}
+
+// A valid cell on the border or with a nodata neighbour (callers check that the cell is valid).
+GPUGEO_HD bool isEdgeCell(const float* z, int64_t w, int64_t h, int64_t x, int64_t y)
+{
+  if (x == 0 || y == 0 || x == w - 1 || y == h - 1)
+    return true;
+  for (int d = 0; d < 8; ++d)
+    if (isNoData(z[(y + kDy[d]) * w + x + kDx[d]]))
+      return true;
+  return false;
+}
+
+// Distances to the eight neighbours from a cell of the given width and height.
+GPUGEO_HD double neighbourDistance(int d, double width, double height, double diagonal)
+{
+  return (d & 1) ? diagonal : ((d & 2) ? height : width);
+}
+
+// A cell's area in units of 1e-6 m^2, rounded.
+inline int64_t cellArea(const Grid& grid, int64_t row)
+{
+  return std::llround(grid.cellWidth[row] * grid.cellHeight[row] * 1e6);
+}
+
+}  // namespace gpugeo::dem::detail
+
+namespace gpugeo::dem::detail {
+
+// The D8 direction of cell (x, y) (dem.h's rule); mask may be null (no flat resolution).
+GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, int64_t h, int64_t x, int64_t y,
+                              double width, double height)
+{
+  const int64_t c = y * w + x;
+  const float zc = z[c];
+  if (isNoData(zc))
+    return kNoData;
+  const double diagonal = sqrt(width * width + height * height);
+  int best = -1;
+  double bestDrop = 0;
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t nx = x + kDx[d], ny = y + kDy[d];
+    if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+      continue;
+    const float zn = z[ny * w + nx];
+    if (isNoData(zn))
+      continue;
+    const double drop = (double(zc) - double(zn)) / neighbourDistance(d, width, height, diagonal);
+    if (drop > bestDrop)
+    {
+      bestDrop = drop;
+      best = d;
+    }
+  }
+  if (best < 0 && mask && mask[c] > 0)
+  {
+    double bestFall = 0;
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t nx = x + kDx[d], ny = y + kDy[d];
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h || z[ny * w + nx] != zc)
+        continue;
+      const double fall = double(mask[c] - mask[ny * w + nx]) / neighbourDistance(d, width, height, diagonal);
+      if (fall > bestFall)
+      {
+        bestFall = fall;
+        best = d;
+      }
+    }
+  }
+  if (best < 0 && isEdgeCell(z, w, h, x, y))
+    for (int d = 0; d < 8 && best < 0; ++d)
+    {
+      const int64_t nx = x + kDx[d], ny = y + kDy[d];
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h || isNoData(z[ny * w + nx]))
+        best = d;
+    }
+  return best < 0 ? kNoFlow : uint8_t(best);
+}
+
+}  // namespace gpugeo::dem::detail

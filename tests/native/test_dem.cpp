@@ -1,0 +1,289 @@
+// The DEM tools' CPU path against the serial references (dem_reference.cpp): filling bit for bit
+// against Priority-Flood, directions and accumulation cell by cell; flats drained; bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/errors.h"
+#include "dem/dem.h"
+#include "dem/dem_reference.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+
+namespace {
+
+struct TestDem
+{
+  int64_t width = 0, height = 0;
+  std::vector<float> z;
+  std::vector<double> cellWidth, cellHeight;
+
+  Grid grid() const
+  {
+    Grid g;
+    g.z = z.data();
+    g.width = width;
+    g.height = height;
+    g.cellWidth = cellWidth.data();
+    g.cellHeight = cellHeight.data();
+    return g;
+  }
+  Grid gridWith(const std::vector<float>& values) const
+  {
+    Grid g = grid();
+    g.z = values.data();
+    return g;
+  }
+};
+
+// A random terrain: a tilted surface with noise (pits), values rounded to `step` (plateaus and
+// flats), nodata blobs, and cells `width` x `height` metres (different per row when `perRow`).
+TestDem randomDem(uint64_t seed, int64_t w, int64_t h, double step, int holes, double cw = 30, double ch = 30,
+                  bool perRow = false)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  TestDem d;
+  d.width = w;
+  d.height = h;
+  d.z.resize(std::size_t(w * h));
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+    {
+      double v = 0.3 * x + 0.2 * y + 10 * std::sin(x * 0.05) * std::cos(y * 0.07) + 8 * u(rng);
+      if (step > 0)
+        v = std::round(v / step) * step;
+      d.z[std::size_t(y * w + x)] = float(v);
+    }
+  for (int k = 0; k < holes; ++k)
+  {
+    const int64_t cx = int64_t(u(rng) * w), cy = int64_t(u(rng) * h), r = 1 + int64_t(u(rng) * 4);
+    for (int64_t y = std::max<int64_t>(0, cy - r); y < std::min(h, cy + r); ++y)
+      for (int64_t x = std::max<int64_t>(0, cx - r); x < std::min(w, cx + r); ++x)
+        d.z[std::size_t(y * w + x)] = std::nanf("");
+  }
+  for (int64_t y = 0; y < h; ++y)
+  {
+    d.cellWidth.push_back(perRow ? cw * std::cos(0.6 + 0.2 * double(y) / double(h)) : cw);
+    d.cellHeight.push_back(ch);
+  }
+  return d;
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
+{
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+RunControl noCancel;
+
+// Follows directions from every valid cell; true when each walk leaves the grid (or reaches a
+// nodata cell) within the cell count, i.e. no pit and no cycle.
+bool everyCellDrains(const TestDem& d, const std::vector<uint8_t>& dirs)
+{
+  const int64_t w = d.width, h = d.height;
+  for (int64_t c = 0; c < w * h; ++c)
+  {
+    if (dirs[std::size_t(c)] == kNoData)
+      continue;
+    int64_t at = c;
+    for (int64_t steps = 0;; ++steps)
+    {
+      if (steps > w * h)
+        return false;
+      const uint8_t dir = dirs[std::size_t(at)];
+      if (dir == kNoFlow)
+        return false;
+      const int64_t nx = at % w + kDx[dir], ny = at / w + kDy[dir];
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h || dirs[std::size_t(ny * w + nx)] == kNoData)
+        break;
+      at = ny * w + nx;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(DemCpu, FillEqualsPriorityFloodBitForBit)
+{
+  struct Case
+  {
+    uint64_t seed;
+    int64_t w, h;
+    double step;
+    int holes;
+  };
+  for (const Case& c : {Case{1, 40, 30, 0, 0}, Case{2, 300, 280, 0, 20}, Case{3, 600, 530, 1.0, 60},
+                        Case{4, 257, 513, 0.5, 10}, Case{5, 1, 50, 0, 0}, Case{6, 50, 1, 0, 0}, Case{7, 1, 1, 0, 0},
+                        Case{8, 520, 260, 4.0, 200}})
+  {
+    const TestDem d = randomDem(c.seed, c.w, c.h, c.step, c.holes);
+    const std::vector<float> want = reference::priorityFlood(d.grid());
+    for (int threads : {1, 2, 4})
+    {
+      const std::vector<float> got = fillDepressions(Backend::Cpu, d.grid(), threads, noCancel);
+      EXPECT_TRUE(sameBits(got, want)) << "seed " << c.seed << " " << c.w << "x" << c.h << " threads " << threads;
+    }
+    const std::vector<float> got = fillDepressions(Backend::Auto, d.grid(), 0, noCancel);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (!std::isnan(d.z[i]))
+        ASSERT_GE(got[i], d.z[i]);
+      else
+        ASSERT_TRUE(std::isnan(got[i]));
+  }
+}
+
+TEST(DemCpu, FillOfAPitAndAClosedBasin)
+{
+  // A 5 x 5 bowl: rim 10, inside 3 with a 1 at the centre, one gap in the rim at 6.
+  TestDem d;
+  d.width = d.height = 5;
+  d.z.assign(25, 10.f);
+  for (int y = 1; y < 4; ++y)
+    for (int x = 1; x < 4; ++x)
+      d.z[std::size_t(y * 5 + x)] = 3.f;
+  d.z[12] = 1.f;
+  d.z[2] = 6.f;  // the gap, on the top border
+  d.cellWidth.assign(5, 1.0);
+  d.cellHeight.assign(5, 1.0);
+  const std::vector<float> got = fillDepressions(Backend::Cpu, d.grid(), 1, noCancel);
+  for (int y = 1; y < 4; ++y)
+    for (int x = 1; x < 4; ++x)
+      EXPECT_EQ(got[std::size_t(y * 5 + x)], 6.f) << x << "," << y;
+  EXPECT_EQ(got[2], 6.f);
+  EXPECT_EQ(got[0], 10.f);
+  // A nodata cell next to the centre makes it an edge cell: nothing inside fills above 3 then.
+  d.z[13] = std::nanf("");
+  const std::vector<float> drained = fillDepressions(Backend::Cpu, d.grid(), 1, noCancel);
+  EXPECT_EQ(drained[12], 1.f);
+  EXPECT_EQ(drained[6], 3.f);
+  EXPECT_TRUE(sameBits(drained, reference::priorityFlood(d.grid())));
+}
+
+TEST(DemCpu, DirectionsEqualTheReference)
+{
+  for (uint64_t seed : {11, 12, 13})
+    for (bool perRow : {false, true})
+    {
+      const TestDem d = randomDem(seed, 120, 90, seed == 13 ? 1.0 : 0.0, 8, 30, seed == 12 ? 20 : 30, perRow);
+      for (bool flats : {false, true})
+      {
+        const std::vector<int32_t> mask = flats ? flatMask(Backend::Cpu, d.grid(), 1, noCancel) : std::vector<int32_t>();
+        EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), flats, 2, noCancel), reference::directions(d.grid(), mask))
+            << "seed " << seed << " perRow " << perRow << " flats " << flats;
+      }
+    }
+}
+
+TEST(DemCpu, DiagonalsByTheirTrueDistance)
+{
+  // Centre 10; east 9 (drop 1 over 1 m); south-east 8.5 (drop 1.5 over sqrt 2 = 1.06): SE wins on
+  // square cells. With cells 1 m wide and 3 m high the diagonal is sqrt 10: E wins.
+  TestDem d;
+  d.width = d.height = 3;
+  d.z = {20, 20, 20, 20, 10, 9, 20, 20, 8.5};
+  d.cellWidth.assign(3, 1.0);
+  d.cellHeight.assign(3, 1.0);
+  EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), false, 1, noCancel)[4], 1);  // SE
+  d.cellHeight.assign(3, 3.0);
+  EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), false, 1, noCancel)[4], 0);  // E
+  // Equal drops: the first in the order E, SE, S, ... wins.
+  d.z = {20, 20, 20, 20, 10, 9, 20, 9, 20};
+  d.cellHeight.assign(3, 1.0);
+  EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), false, 1, noCancel)[4], 0);
+}
+
+TEST(DemCpu, FilledAndResolvedEveryCellDrains)
+{
+  for (uint64_t seed : {21, 22, 23, 24})
+  {
+    TestDem d = randomDem(seed, 150, 140, seed % 2 ? 2.0 : 0.0, seed == 24 ? 30 : 0);
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+    const Grid g = d.gridWith(filled);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 2, noCancel);
+    EXPECT_TRUE(everyCellDrains(d, dirs)) << "seed " << seed;
+    // Without flat resolution the flats of the filled DEM are pits.
+    const std::vector<uint8_t> raw = flowDirections(Backend::Cpu, g, false, 2, noCancel);
+    int64_t noFlow = 0;
+    for (uint8_t v : raw)
+      noFlow += v == kNoFlow;
+    EXPECT_GT(noFlow, 0) << "seed " << seed;
+  }
+}
+
+TEST(DemCpu, FlatMaskOfAPlateauDrainsTowardsItsOutletAndAwayFromHighGround)
+{
+  // A 7 x 5 flat at 5 inside a rim at 9, with its outlet, a 4, on the east border of row 2.
+  TestDem d;
+  d.width = 7;
+  d.height = 5;
+  d.z.assign(35, 9.f);
+  for (int y = 1; y < 4; ++y)
+    for (int x = 1; x < 6; ++x)
+      d.z[std::size_t(y * 7 + x)] = 5.f;
+  d.z[2 * 7 + 6] = 5.f;  // the outlet cell on the border at the flat's elevation
+  d.cellWidth.assign(5, 1.0);
+  d.cellHeight.assign(5, 1.0);
+  const std::vector<int32_t> mask = flatMask(Backend::Cpu, d.grid(), 1, noCancel);
+  // Every flat cell gets a mask; it grows with the steps from the low edge (the border cell at
+  // (6, 2)), so the far end of the flat is higher than the cell next to the outlet.
+  for (int y = 1; y < 4; ++y)
+    for (int x = 1; x < 6; ++x)
+      EXPECT_GT(mask[std::size_t(y * 7 + x)], 0) << x << "," << y;
+  EXPECT_LT(mask[2 * 7 + 5], mask[2 * 7 + 1]);
+  const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, d.grid(), true, 1, noCancel);
+  EXPECT_TRUE(everyCellDrains(d, dirs));
+  EXPECT_EQ(dirs[2 * 7 + 5], 0);  // east, to the outlet
+}
+
+TEST(DemCpu, AccumulationEqualsTheReference)
+{
+  for (uint64_t seed : {31, 32})
+    for (bool perRow : {false, true})
+    {
+      TestDem d = randomDem(seed, 130, 110, 1.0, 10, 25, 30, perRow);
+      const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+      const Grid g = d.gridWith(filled);
+      const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 2, noCancel);
+      const Accumulation got = flowAccumulation(Backend::Cpu, g, dirs, 2, noCancel);
+      const Accumulation want = reference::accumulation(g, dirs);
+      EXPECT_EQ(got.cells, want.cells) << "seed " << seed;
+      EXPECT_EQ(got.area, want.area) << "seed " << seed;
+      // Every valid cell drains out, so the outlets' counts sum to the valid cells.
+      int64_t valid = 0, leaving = 0;
+      for (int64_t c = 0; c < d.width * d.height; ++c)
+      {
+        if (dirs[std::size_t(c)] == kNoData)
+          continue;
+        ++valid;
+        const int64_t nx = c % d.width + kDx[dirs[std::size_t(c)]], ny = c / d.width + kDy[dirs[std::size_t(c)]];
+        if (nx < 0 || ny < 0 || nx >= d.width || ny >= d.height || dirs[std::size_t(ny * d.width + nx)] == kNoData)
+          leaving += got.cells[std::size_t(c)];
+      }
+      EXPECT_EQ(leaving, valid);
+    }
+}
+
+TEST(DemCpu, BadInputAndGpu)
+{
+  TestDem d = randomDem(41, 10, 10, 0, 0);
+  Grid g = d.grid();
+  g.width = 0;
+  EXPECT_THROW(fillDepressions(Backend::Cpu, g, 1, noCancel), InvalidInput);
+  g = d.grid();
+  g.z = nullptr;
+  EXPECT_THROW(fillDepressions(Backend::Cpu, g, 1, noCancel), InvalidInput);
+  d.cellWidth[3] = 0;
+  EXPECT_THROW(fillDepressions(Backend::Cpu, d.grid(), 1, noCancel), InvalidInput);
+  d.cellWidth[3] = 30;
+  EXPECT_THROW(fillDepressions(Backend::Gpu, d.grid(), 1, noCancel), DeviceUnavailable);
+  EXPECT_THROW(flowAccumulation(Backend::Cpu, d.grid(), std::vector<uint8_t>(5), 1, noCancel), InvalidInput);
+  RunControl cancel;
+  cancel.canceled = [] { return true; };
+  EXPECT_THROW(fillDepressions(Backend::Cpu, d.grid(), 1, cancel), Canceled);
+}

@@ -5,19 +5,10 @@
 
 #include "core/errors.h"
 #include "dem/detail/dem_cpu.h"
+#include "dem/detail/dem_cuda.h"
 
 namespace gpugeo::dem {
 
-namespace {
-
-// The DEM tools have no GPU path yet: Backend::Gpu is refused, Auto runs on the CPU.
-void requireCpu(Backend backend)
-{
-  if (backend == Backend::Gpu)
-    throw DeviceUnavailable("the DEM tools have no GPU path yet");
-}
-
-}  // namespace
 
 void validateGrid(const Grid& grid)
 {
@@ -38,16 +29,17 @@ std::vector<float> fillDepressions(Backend backend, const Grid& grid, int thread
                                    StageTimes* times)
 {
   validateGrid(grid);
-  requireCpu(backend);
   StageTimes local;
   ScopedStage stage(times ? *times : local, "fill");
+  if (backend == Backend::Gpu)
+    return detail::fillCuda(grid, control);
   return detail::fillCpu(grid, threads, control);
 }
 
 std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int, const RunControl& control, StageTimes* times)
 {
   validateGrid(grid);
-  requireCpu(backend);
+  (void)backend;  // the flats are found on the CPU for both backends (for now)
   StageTimes local;
   ScopedStage stage(times ? *times : local, "flats");
   return detail::flatMaskCpu(grid, control);
@@ -57,12 +49,13 @@ std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool reso
                                     const RunControl& control, StageTimes* times)
 {
   validateGrid(grid);
-  requireCpu(backend);
   std::vector<int32_t> mask;
   if (resolveFlats)
     mask = flatMask(backend, grid, threads, control, times);
   StageTimes local;
   ScopedStage stage(times ? *times : local, "directions");
+  if (backend == Backend::Gpu)
+    return detail::directionsCuda(grid, resolveFlats ? &mask : nullptr, control);
   return detail::directionsCpu(grid, resolveFlats ? &mask : nullptr, threads, control);
 }
 
@@ -70,11 +63,12 @@ Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vect
                               const RunControl& control, StageTimes* times)
 {
   validateGrid(grid);
-  requireCpu(backend);
   if (int64_t(directions.size()) != grid.width * grid.height)
     throw InvalidInput("the flow directions do not match the DEM's size");
   StageTimes local;
   ScopedStage stage(times ? *times : local, "accumulation");
+  if (backend == Backend::Gpu)
+    return detail::accumulationCuda(grid, directions, control);
   return detail::accumulationCpu(grid, directions, control);
 }
 

@@ -9,7 +9,8 @@
 // could leave the grid: the minimum, over the 8-connected paths of valid cells from it to an edge
 // cell, of the highest elevation on the path (the cell and the edge cell included). It is what
 // Priority-Flood (Barnes et al. 2014) computes when seeded from the edge cells, and as it takes only
-// minima and maxima of the input values, every correct method gives it bit for bit.
+// minima and maxima of the input values, every correct method gives it bit for bit (a zero is
+// written as +0).
 //
 // Flats (Barnes et al. 2014, "An efficient assignment of drainage direction over flat surfaces"):
 // a flat cell is a valid cell that is not an edge cell and has no lower neighbour. Each flat that
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/hd.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
 
@@ -48,6 +50,17 @@ constexpr uint8_t kNoFlow = 8;
 constexpr uint8_t kNoData = 255;
 constexpr int kDx[8] = {1, 1, 0, -1, -1, -1, 0, 1};
 constexpr int kDy[8] = {0, 1, 1, 1, 0, -1, -1, -1};
+// The same steps for code that also runs on the device.
+GPUGEO_HD int stepX(int d)
+{
+  const int t[8] = {1, 1, 0, -1, -1, -1, 0, 1};
+  return t[d];
+}
+GPUGEO_HD int stepY(int d)
+{
+  const int t[8] = {0, 1, 1, 1, 0, -1, -1, -1};
+  return t[d];
+}
 // ESRI's codes for the eight directions (1 = E ... 128 = NE).
 constexpr int kEsriCode[8] = {1, 2, 4, 8, 16, 32, 64, 128};
 

@@ -216,8 +216,11 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
   }
   parallelFor(h, 64, threads, [&](int64_t b, int64_t e) {
     for (int64_t c = b * w; c < e * w; ++c)
+    {
       if (label[std::size_t(c)] > kOcean)
         out[std::size_t(c)] = std::max(out[std::size_t(c)], level[std::size_t(label[std::size_t(c)])]);
+      out[std::size_t(c)] += 0.0f;  // -0 as +0: max() of equal zeros may return either
+    }
   }, &control);
   return out;
 }

@@ -40,6 +40,8 @@ std::vector<float> priorityFlood(const Grid& grid)
       open.emplace(out[std::size_t(n)], n);
     }
   }
+  for (float& v : out)
+    v += 0.0f;  // -0 as +0
   return out;
 }
 

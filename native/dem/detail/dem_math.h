@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/exact_math.h"
 #include "core/hd.h"
 #include "dem/dem.h"
 
@@ -21,7 +22,7 @@ GPUGEO_HD bool isEdgeCell(const float* z, int64_t w, int64_t h, int64_t x, int64
   if (x == 0 || y == 0 || x == w - 1 || y == h - 1)
     return true;
   for (int d = 0; d < 8; ++d)
-    if (isNoData(z[(y + kDy[d]) * w + x + kDx[d]]))
+    if (isNoData(z[(y + stepY(d)) * w + x + stepX(d)]))
       return true;
   return false;
 }
@@ -50,18 +51,18 @@ GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, in
   const float zc = z[c];
   if (isNoData(zc))
     return kNoData;
-  const double diagonal = sqrt(width * width + height * height);
+  const double diagonal = exact::sqrt(exact::add(exact::mul(width, width), exact::mul(height, height)));
   int best = -1;
   double bestDrop = 0;
   for (int d = 0; d < 8; ++d)
   {
-    const int64_t nx = x + kDx[d], ny = y + kDy[d];
+    const int64_t nx = x + stepX(d), ny = y + stepY(d);
     if (nx < 0 || ny < 0 || nx >= w || ny >= h)
       continue;
     const float zn = z[ny * w + nx];
     if (isNoData(zn))
       continue;
-    const double drop = (double(zc) - double(zn)) / neighbourDistance(d, width, height, diagonal);
+    const double drop = exact::div(exact::sub(double(zc), double(zn)), neighbourDistance(d, width, height, diagonal));
     if (drop > bestDrop)
     {
       bestDrop = drop;
@@ -73,10 +74,10 @@ GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, in
     double bestFall = 0;
     for (int d = 0; d < 8; ++d)
     {
-      const int64_t nx = x + kDx[d], ny = y + kDy[d];
+      const int64_t nx = x + stepX(d), ny = y + stepY(d);
       if (nx < 0 || ny < 0 || nx >= w || ny >= h || z[ny * w + nx] != zc)
         continue;
-      const double fall = double(mask[c] - mask[ny * w + nx]) / neighbourDistance(d, width, height, diagonal);
+      const double fall = exact::div(double(mask[c] - mask[ny * w + nx]), neighbourDistance(d, width, height, diagonal));
       if (fall > bestFall)
       {
         bestFall = fall;
@@ -87,7 +88,7 @@ GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, in
   if (best < 0 && isEdgeCell(z, w, h, x, y))
     for (int d = 0; d < 8 && best < 0; ++d)
     {
-      const int64_t nx = x + kDx[d], ny = y + kDy[d];
+      const int64_t nx = x + stepX(d), ny = y + stepY(d);
       if (nx < 0 || ny < 0 || nx >= w || ny >= h || isNoData(z[ny * w + nx]))
         best = d;
     }

@@ -1,0 +1,29 @@
+// The DEM tools where this build has no CUDA backend.
+#include "core/errors.h"
+#include "dem/detail/dem_cuda.h"
+
+namespace gpugeo::dem::detail {
+
+namespace {
+[[noreturn]] void noCuda()
+{
+  throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
+}
+}  // namespace
+
+std::vector<float> fillCuda(const Grid&, const RunControl&)
+{
+  noCuda();
+}
+
+std::vector<uint8_t> directionsCuda(const Grid&, const std::vector<int32_t>*, const RunControl&)
+{
+  noCuda();
+}
+
+Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const RunControl&)
+{
+  noCuda();
+}
+
+}  // namespace gpugeo::dem::detail

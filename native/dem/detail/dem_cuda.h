@@ -1,0 +1,17 @@
+// The CUDA backend of the DEM tools (dem_cuda.cu; dem_nocuda.cpp where there is no CUDA). Each call
+// uploads its input and downloads its result.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/run_control.h"
+#include "dem/dem.h"
+
+namespace gpugeo::dem::detail {
+
+std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
+std::vector<uint8_t> directionsCuda(const Grid& grid, const std::vector<int32_t>* mask, const RunControl& control);
+Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
+
+}  // namespace gpugeo::dem::detail

@@ -1,0 +1,112 @@
+// The DEM tools on the GPU against the CPU: filled DEMs, directions and accumulation bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/errors.h"
+#include "dem/dem.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+
+namespace {
+
+struct GpuDem
+{
+  int64_t width, height;
+  std::vector<float> z;
+  std::vector<double> cellWidth, cellHeight;
+  Grid grid(const std::vector<float>* values = nullptr) const
+  {
+    return Grid{values ? values->data() : z.data(), width, height, cellWidth.data(), cellHeight.data()};
+  }
+};
+
+// Terrain with pits (noise), plateaus (rounding), basins larger than a tile, nodata blobs.
+GpuDem terrain(uint64_t seed, int64_t w, int64_t h, double step, int holes, bool perRow)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  GpuDem d{w, h, std::vector<float>(std::size_t(w * h)), {}, {}};
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+    {
+      double v = 0.02 * x + 40 * std::sin(x * 0.011) * std::cos(y * 0.013) + 3 * u(rng);
+      if (step > 0)
+        v = std::round(v / step) * step;
+      d.z[std::size_t(y * w + x)] = float(v);
+    }
+  for (int k = 0; k < holes; ++k)
+  {
+    const int64_t cx = int64_t(u(rng) * w), cy = int64_t(u(rng) * h), r = 1 + int64_t(u(rng) * 6);
+    for (int64_t y = std::max<int64_t>(0, cy - r); y < std::min(h, cy + r); ++y)
+      for (int64_t x = std::max<int64_t>(0, cx - r); x < std::min(w, cx + r); ++x)
+        d.z[std::size_t(y * w + x)] = std::nanf("");
+  }
+  for (int64_t y = 0; y < h; ++y)
+  {
+    d.cellWidth.push_back(perRow ? 30 * std::cos(0.5 + 0.3 * double(y) / double(h)) : 30);
+    d.cellHeight.push_back(perRow ? 30 : 25);
+  }
+  return d;
+}
+
+bool gpuUsable()
+{
+  return probeGpu().usable;
+}
+
+RunControl noCancel;
+
+}  // namespace
+
+TEST(DemGpu, SameAsTheCpu)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  struct Case
+  {
+    uint64_t seed;
+    int64_t w, h;
+    double step;
+    int holes;
+    bool perRow;
+  };
+  for (const Case& c : {Case{1, 1, 1, 0, 0, false}, Case{2, 1, 70, 0, 0, false}, Case{3, 70, 1, 0, 0, false},
+                        Case{4, 97, 63, 0, 5, false}, Case{5, 600, 500, 1.0, 80, true},
+                        Case{6, 1500, 1200, 0.0, 300, false}, Case{7, 1024, 1024, 4.0, 0, true}})
+  {
+    const GpuDem d = terrain(c.seed, c.w, c.h, c.step, c.holes, c.perRow);
+    const std::string at = "seed " + std::to_string(c.seed);
+    const std::vector<float> cpu = fillDepressions(Backend::Cpu, d.grid(), 0, noCancel);
+    const std::vector<float> gpu = fillDepressions(Backend::Gpu, d.grid(), 0, noCancel);
+    ASSERT_EQ(cpu.size(), gpu.size());
+    EXPECT_EQ(std::memcmp(cpu.data(), gpu.data(), cpu.size() * sizeof(float)), 0) << at;
+    for (bool flats : {false, true})
+    {
+      const std::vector<uint8_t> dc = flowDirections(Backend::Cpu, d.grid(&cpu), flats, 0, noCancel);
+      const std::vector<uint8_t> dg = flowDirections(Backend::Gpu, d.grid(&cpu), flats, 0, noCancel);
+      EXPECT_EQ(dc, dg) << at << " flats " << flats;
+      const Accumulation ac = flowAccumulation(Backend::Cpu, d.grid(&cpu), dc, 0, noCancel);
+      const Accumulation ag = flowAccumulation(Backend::Gpu, d.grid(&cpu), dc, 0, noCancel);
+      EXPECT_EQ(ac.cells, ag.cells) << at << " flats " << flats;
+      EXPECT_EQ(ac.area, ag.area) << at << " flats " << flats;
+    }
+    // Directions of the raw DEM (pits have none).
+    EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), false, 0, noCancel),
+              flowDirections(Backend::Gpu, d.grid(), false, 0, noCancel))
+        << at;
+  }
+}
+
+TEST(DemGpu, NoGpuIsDeviceUnavailable)
+{
+  if (gpuUsable())
+    GTEST_SKIP() << "a GPU is usable here";
+  const GpuDem d = terrain(9, 10, 10, 0, 0, false);
+  EXPECT_THROW(fillDepressions(Backend::Gpu, d.grid(), 0, noCancel), DeviceUnavailable);
+}

@@ -39,9 +39,10 @@ std::vector<float> fillDepressions(Backend backend, const Grid& grid, int thread
 std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int, const RunControl& control, StageTimes* times)
 {
   validateGrid(grid);
-  (void)backend;  // the flats are found on the CPU for both backends (for now)
   StageTimes local;
   ScopedStage stage(times ? *times : local, "flats");
+  if (backend == Backend::Gpu)
+    return detail::flatMaskCuda(grid, control);
   return detail::flatMaskCpu(grid, control);
 }
 

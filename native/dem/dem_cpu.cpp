@@ -219,7 +219,8 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
     {
       if (label[std::size_t(c)] > kOcean)
         out[std::size_t(c)] = std::max(out[std::size_t(c)], level[std::size_t(label[std::size_t(c)])]);
-      out[std::size_t(c)] += 0.0f;  // -0 as +0: max() of equal zeros may return either
+      if (!isNoData(out[std::size_t(c)]))
+        out[std::size_t(c)] += 0.0f;  // -0 as +0: max() of equal zeros may return either
     }
   }, &control);
   return out;

@@ -121,8 +121,8 @@ __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, i
 __global__ void positiveZeroKernel(float* W, int64_t n)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n)
-    W[c] = __fadd_rn(W[c], 0.0f);  // -0 as +0, as on the CPU
+  if (c < n && !isNoData(W[c]))
+    W[c] = __fadd_rn(W[c], 0.0f);  // -0 as +0, as on the CPU (nodata keeps its NaN's bits)
 }
 
 __global__ void directionKernel(const float* z, const int32_t* mask, int64_t w, int64_t h, const double* cellWidth,
@@ -192,6 +192,216 @@ __global__ void accumulationWalkKernel(const uint8_t* dirs, const uint8_t* sourc
     sc = atomicAdd(cells + d, 0ull);
     sa = atomicAdd(area + d, 0ull);
   }
+}
+
+
+// ---- flats (Barnes et al. 2014, as flatMaskCpu computes them) ----
+
+// Cell classes, one byte a cell.
+constexpr uint8_t kValid = 1, kFlat = 2, kLowEdge = 4, kHighEdge = 8, kDrained = 16;
+constexpr int32_t kFar = 0x3fffffff;
+
+__global__ void flatClassKernel(const float* z, int64_t w, int64_t h, uint8_t* cls)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h)
+    return;
+  const int64_t x = c % w, y = c / w;
+  const float zc = z[c];
+  if (isNoData(zc))
+  {
+    cls[c] = 0;
+    return;
+  }
+  bool lower = false;
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t nx = x + stepX(d), ny = y + stepY(d);
+    if (nx >= 0 && ny >= 0 && nx < w && ny < h)
+      lower = lower || z[ny * w + nx] < zc;
+  }
+  cls[c] = uint8_t(kValid | ((!lower && !isEdgeCell(z, w, h, x, y)) ? kFlat : 0));
+}
+
+__global__ void flatEdgeKernel(const float* z, int64_t w, int64_t h, uint8_t* cls)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h || !(cls[c] & kValid))
+    return;
+  const int64_t x = c % w, y = c / w;
+  const float zc = z[c];
+  const bool flat = cls[c] & kFlat;
+  bool low = false, high = false;
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t nx = x + stepX(d), ny = y + stepY(d);
+    if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+      continue;
+    const int64_t m = ny * w + nx;
+    if (!(cls[m] & kValid))
+      continue;
+    low = low || (!flat && (cls[m] & kFlat) && z[m] == zc);
+    high = high || (flat && z[m] > zc);
+  }
+  cls[c] = uint8_t(cls[c] | (low ? kLowEdge : 0) | (high ? kHighEdge : 0));
+}
+
+// What a relaxation pass computes: value(c) = min over linked neighbours of value(n) + step, for
+// the cells it moves (sources keep their values).
+enum class Relax
+{
+  Component,  // equal-elevation valid cells: the lowest cell index (step 0)
+  Towards,    // flat cells from the low edges through flat or low-edge cells of their elevation
+  Away,       // drained flat cells from the drained high edges through flat cells of their elevation
+};
+
+template <Relax R>
+__device__ bool moves(uint8_t k)
+{
+  if (R == Relax::Component)
+    return k & kValid;
+  if (R == Relax::Towards)
+    return k & kFlat;
+  return (k & kFlat) && (k & kDrained) && !(k & kHighEdge);
+}
+
+template <Relax R>
+__device__ bool links(uint8_t k)
+{
+  if (R == Relax::Component)
+    return k & kValid;
+  if (R == Relax::Towards)
+    return k & (kFlat | kLowEdge);
+  return k & kFlat;
+}
+
+template <Relax R>
+__global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, int64_t h, int32_t* value,
+                                int* changed)
+{
+  constexpr int32_t step = R == Relax::Component ? 0 : 1;
+  __shared__ int32_t s[kTile + 2][kTile + 2];
+  __shared__ float sz[kTile + 2][kTile + 2];
+  __shared__ uint8_t sk[kTile + 2][kTile + 2];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
+  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
+  {
+    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
+    const bool in = hx >= 0 && hy >= 0 && hx < w && hy < h;
+    s[i / (kTile + 2)][i % (kTile + 2)] = in ? value[hy * w + hx] : kFar;
+    sz[i / (kTile + 2)][i % (kTile + 2)] = in ? z[hy * w + hx] : NAN;
+    sk[i / (kTile + 2)][i % (kTile + 2)] = in ? cls[hy * w + hx] : 0;
+  }
+  __syncthreads();
+  const int64_t x = x0 + tx, y = y0 + ty;
+  const bool active = x < w && y < h && moves<R>(sk[ty + 1][tx + 1]);
+  const float zc = sz[ty + 1][tx + 1];
+  int32_t mine = s[ty + 1][tx + 1];
+  bool lowered = false;
+  for (;;)
+  {
+    bool stepped = false;
+    if (active)
+    {
+      int32_t m = mine;
+      for (int d = 0; d < 8; ++d)
+      {
+        const int yy = ty + 1 + stepY(d), xx = tx + 1 + stepX(d);
+        if (sz[yy][xx] == zc && links<R>(sk[yy][xx]) && s[yy][xx] < kFar)
+          m = min(m, s[yy][xx] + step);
+      }
+      if (m < mine)
+      {
+        mine = m;
+        s[ty + 1][tx + 1] = m;
+        stepped = true;
+      }
+    }
+    lowered = lowered || stepped;
+    if (!__syncthreads_or(stepped))
+      break;
+  }
+  if (lowered)
+    value[y * w + x] = mine;
+  if (__syncthreads_or(lowered) && tid == 0)
+    *changed = 1;
+}
+
+template <Relax R>
+void relax(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& cls, int64_t w, int64_t h,
+           DeviceBuffer<int32_t>& value, DeviceBuffer<int>& changed, const RunControl& control)
+{
+  const dim3 blocks(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  for (int64_t pass = 0;; ++pass)
+  {
+    GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
+    relaxTileKernel<R><<<blocks, threads>>>(z.data(), cls.data(), w, h, value.data(), changed.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    int any = 0;
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&any, changed.data(), sizeof(int), cudaMemcpyDeviceToHost));
+    if (!any)
+      break;
+    if ((pass & 63) == 63 && control.isCanceled())
+      throw Canceled();
+  }
+}
+
+__global__ void componentInitKernel(const uint8_t* cls, int64_t n, int32_t* label)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n)
+    label[c] = (cls[c] & kValid) ? int32_t(c) : kFar;
+}
+
+__global__ void drainedRootKernel(const uint8_t* cls, const int32_t* label, int64_t n, uint8_t* rootDrained)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && (cls[c] & kLowEdge))
+    rootDrained[label[c]] = 1;
+}
+
+__global__ void drainedKernel(const int32_t* label, const uint8_t* rootDrained, int64_t n, uint8_t* cls)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && (cls[c] & kValid) && rootDrained[label[c]])
+    cls[c] = uint8_t(cls[c] | kDrained);
+}
+
+__global__ void distanceInitKernel(const uint8_t* cls, int64_t n, Relax mode, int32_t* value)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= n)
+    return;
+  const uint8_t k = cls[c];
+  if (mode == Relax::Towards)
+    value[c] = (k & kLowEdge) ? 0 : kFar;
+  else
+    value[c] = ((k & kHighEdge) && (k & kDrained)) ? 1 : kFar;
+}
+
+__global__ void flatHeightKernel(const uint8_t* cls, const int32_t* label, const int32_t* away, int64_t n,
+                                 int32_t* height)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && (cls[c] & kFlat) && (cls[c] & kDrained) && away[c] < kFar)
+    atomicMax(height + label[c], away[c]);
+}
+
+__global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32_t* towards, const int32_t* away,
+                           const int32_t* height, int64_t n, int32_t* mask)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= n)
+    return;
+  const uint8_t k = cls[c];
+  if (!((k & kFlat) && (k & kDrained)))
+  {
+    mask[c] = 0;
+    return;
+  }
+  const int32_t t = towards[c] < kFar ? towards[c] : 0, a = away[c] < kFar ? away[c] : 0;
+  mask[c] = 2 * t + (a > 0 ? height[label[c]] - a : 0);
 }
 
 }  // namespace
@@ -269,6 +479,43 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
   out.cells.assign(cells.begin(), cells.end());
   out.area.assign(areas.begin(), areas.end());
   return out;
+}
+
+std::vector<int32_t> flatMaskCuda(const Grid& grid, const RunControl& control)
+{
+  useGpu();
+  const int64_t w = grid.width, h = grid.height, n = w * h;
+  DeviceBuffer<float> z;
+  upload(z, grid.z, std::size_t(n));
+  DeviceBuffer<uint8_t> cls(static_cast<std::size_t>(n)), rootDrained(static_cast<std::size_t>(n));
+  DeviceBuffer<int32_t> label(static_cast<std::size_t>(n)), towards(static_cast<std::size_t>(n)),
+      away(static_cast<std::size_t>(n)), height(static_cast<std::size_t>(n)), mask(static_cast<std::size_t>(n));
+  DeviceBuffer<int> changed(1);
+  flatClassKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  flatEdgeKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  componentInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, label.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  relax<Relax::Component>(z, cls, w, h, label, changed, control);
+  GPUGEO_CUDA_CHECK(cudaMemset(rootDrained.data(), 0, rootDrained.bytes()));
+  drainedRootKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), n, rootDrained.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  drainedKernel<<<blocksFor(n), 256>>>(label.data(), rootDrained.data(), n, cls.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  distanceInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, Relax::Towards, towards.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  relax<Relax::Towards>(z, cls, w, h, towards, changed, control);
+  distanceInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, Relax::Away, away.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  relax<Relax::Away>(z, cls, w, h, away, changed, control);
+  GPUGEO_CUDA_CHECK(cudaMemset(height.data(), 0, height.bytes()));
+  flatHeightKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), away.data(), n, height.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  maskKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), towards.data(), away.data(), height.data(), n,
+                                    mask.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  return download(mask, std::size_t(n));
 }
 
 }  // namespace gpugeo::dem::detail

@@ -16,6 +16,11 @@ std::vector<float> fillCuda(const Grid&, const RunControl&)
   noCuda();
 }
 
+std::vector<int32_t> flatMaskCuda(const Grid&, const RunControl&)
+{
+  noCuda();
+}
+
 std::vector<uint8_t> directionsCuda(const Grid&, const std::vector<int32_t>*, const RunControl&)
 {
   noCuda();

@@ -41,7 +41,8 @@ std::vector<float> priorityFlood(const Grid& grid)
     }
   }
   for (float& v : out)
-    v += 0.0f;  // -0 as +0
+    if (!std::isnan(v))
+      v += 0.0f;  // -0 as +0
   return out;
 }
 

@@ -86,6 +86,8 @@ TEST(DemGpu, SameAsTheCpu)
     const std::vector<float> gpu = fillDepressions(Backend::Gpu, d.grid(), 0, noCancel);
     ASSERT_EQ(cpu.size(), gpu.size());
     EXPECT_EQ(std::memcmp(cpu.data(), gpu.data(), cpu.size() * sizeof(float)), 0) << at;
+    EXPECT_EQ(flatMask(Backend::Cpu, d.grid(&cpu), 0, noCancel), flatMask(Backend::Gpu, d.grid(&cpu), 0, noCancel))
+        << at;
     for (bool flats : {false, true})
     {
       const std::vector<uint8_t> dc = flowDirections(Backend::Cpu, d.grid(&cpu), flats, 0, noCancel);

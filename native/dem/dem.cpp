@@ -36,14 +36,15 @@ std::vector<float> fillDepressions(Backend backend, const Grid& grid, int thread
   return detail::fillCpu(grid, threads, control);
 }
 
-std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int, const RunControl& control, StageTimes* times)
+std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int threads, const RunControl& control,
+                              StageTimes* times)
 {
   validateGrid(grid);
   StageTimes local;
   ScopedStage stage(times ? *times : local, "flats");
   if (backend == Backend::Gpu)
     return detail::flatMaskCuda(grid, control);
-  return detail::flatMaskCpu(grid, control);
+  return detail::flatMaskCpu(grid, threads, control);
 }
 
 std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool resolveFlats, int threads,

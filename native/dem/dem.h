@@ -97,7 +97,8 @@ struct Accumulation
   std::vector<int64_t> area;   // in 1e-6 m^2; 0 on nodata
 };
 
-// Accumulation along D8 directions (as flowDirections gives them) over the grid.
+// Accumulation along D8 directions (as flowDirections gives them) over the grid. Throws InvalidInput
+// when the directions go round in a loop (they may come from elsewhere).
 Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions, int threads,
                               const RunControl& control, StageTimes* times = nullptr);
 

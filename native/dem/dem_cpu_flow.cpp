@@ -215,6 +215,11 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
     if (--inflow[std::size_t(d)] == 0)
       ready.push_back(d);
   }
+  int64_t valid = 0;
+  for (int64_t c = 0; c < n; ++c)
+    valid += directions[std::size_t(c)] != kNoData;
+  if (done != valid)
+    throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
   return out;
 }
 

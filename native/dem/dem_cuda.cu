@@ -8,12 +8,15 @@
 // keeps W >= the answer, so the order in which threads and blocks see each other's values does not
 // matter: the result is the CPU's, bit for bit.
 // Directions: one thread a cell, the same rule as the CPU (detail/dem_math.h).
-// Accumulation: each source cell (nothing drains into it) walks downstream with its sums; at every
-// cell it adds them and counts down the cell's inflow, and the walker that brings the last inflow
-// goes on with the cell's complete sums. Every cell is passed on once; integer sums, so the result
-// does not depend on the order.
+// Accumulation: the flow directions make a forest (each cell's parent is the cell it drains to). Its
+// Euler tour (enter a cell, its upstream cells' tours, leave it) is linked from the children lists
+// (a CUB radix sort of the cells by parent) and ranked by pointer jumping; a cell's upstream cells
+// are the cells entered between its enter and its leave, so the counts come from the two positions
+// and the areas from a CUB prefix sum over the tour. Integer sums: the CPU's numbers exactly.
+#include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -146,54 +149,86 @@ __device__ int64_t downstreamOf(const uint8_t* dirs, int64_t w, int64_t h, int64
   return ny * w + nx;
 }
 
-__global__ void accumulationInitKernel(const uint8_t* dirs, int64_t w, int64_t h, const long long* rowArea,
-                                       unsigned long long* cells, unsigned long long* area, int* inflow)
+__global__ void parentKernel(const uint8_t* dirs, int64_t w, int64_t h, uint32_t* key, int32_t* cell)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= w * h)
     return;
-  const bool valid = dirs[c] != kNoData;
-  cells[c] = valid ? 1 : 0;
-  area[c] = valid ? (unsigned long long)rowArea[c / w] : 0;
-  if (!valid)
-    return;
-  const int64_t d = downstreamOf(dirs, w, h, c);
-  if (d >= 0)
-    atomicAdd(inflow + d, 1);
+  // Key 0: roots (cells that drain out); p + 1: cells that drain to p; invalid cells last.
+  key[c] = dirs[c] == kNoData ? uint32_t(w * h + 1) : uint32_t(downstreamOf(dirs, w, h, c) + 1);
+  cell[c] = int32_t(c);
 }
 
-__global__ void sourceKernel(const uint8_t* dirs, const int* inflow, int64_t n, uint8_t* source)
+// From the cells sorted by parent: each cell's first child and next sibling (roots are siblings).
+__global__ void childrenKernel(const uint32_t* key, const int32_t* cell, int64_t n, int32_t* firstChild,
+                               int32_t* nextSibling)
 {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n)
-    source[c] = dirs[c] != kNoData && inflow[c] == 0;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n || key[i] > uint32_t(n))
+    return;
+  const int32_t c = cell[i];
+  nextSibling[c] = (i + 1 < n && key[i + 1] == key[i]) ? cell[i + 1] : -1;
+  if ((i == 0 || key[i - 1] != key[i]) && key[i] > 0)
+    firstChild[key[i] - 1] = c;
 }
 
-__global__ void accumulationWalkKernel(const uint8_t* dirs, const uint8_t* source, int64_t w, int64_t h,
-                                       unsigned long long* cells, unsigned long long* area, int* inflow)
+// Tour states: 2c enters cell c, 2c + 1 leaves it.
+__global__ void tourKernel(const uint8_t* dirs, int64_t w, int64_t h, const int32_t* firstChild,
+                           const int32_t* nextSibling, int32_t* next, int32_t* dist)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h || !source[c])
+  if (c >= w * h)
     return;
-  int64_t at = c;
-  unsigned long long sc = cells[at], sa = area[at];
-  for (;;)
+  if (dirs[c] == kNoData)
   {
-    const int64_t d = downstreamOf(dirs, w, h, at);
-    if (d < 0)
-      return;
-    atomicAdd(cells + d, sc);
-    atomicAdd(area + d, sa);
-    __threadfence();
-    if (atomicSub(inflow + d, 1) != 1)
-      return;  // another walker brings the rest
-    __threadfence();
-    at = d;
-    sc = atomicAdd(cells + d, 0ull);
-    sa = atomicAdd(area + d, 0ull);
+    next[2 * c] = next[2 * c + 1] = -1;
+    dist[2 * c] = dist[2 * c + 1] = 0;
+    return;
   }
+  const int32_t child = firstChild[c];
+  next[2 * c] = child >= 0 ? 2 * child : int32_t(2 * c + 1);
+  const int32_t sibling = nextSibling[c];
+  const int64_t parent = downstreamOf(dirs, w, h, c);
+  next[2 * c + 1] = sibling >= 0 ? 2 * sibling : (parent >= 0 ? int32_t(2 * parent + 1) : -1);
+  dist[2 * c] = 1;
+  dist[2 * c + 1] = next[2 * c + 1] >= 0 ? 1 : 0;
 }
 
+__global__ void jumpKernel(int64_t n, const int32_t* nextIn, const int32_t* distIn, int32_t* nextOut, int32_t* distOut)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  const int32_t j = nextIn[i];
+  nextOut[i] = j < 0 ? j : nextIn[j];
+  distOut[i] = j < 0 ? distIn[i] : distIn[i] + distIn[j];
+}
+
+// Each cell's enter weight at its tour position (positions counted from the tour's end).
+__global__ void weightKernel(const uint8_t* dirs, int64_t w, int64_t h, const long long* rowArea, const int32_t* dist,
+                             int64_t length, long long* weight)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h || dirs[c] == kNoData)
+    return;
+  weight[length - 1 - dist[2 * c]] = rowArea[c / w];
+}
+
+__global__ void accumulationKernel(const uint8_t* dirs, int64_t w, int64_t h, const int32_t* dist, int64_t length,
+                                   const long long* prefix, long long* cells, long long* area)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h)
+    return;
+  if (dirs[c] == kNoData)
+  {
+    cells[c] = area[c] = 0;
+    return;
+  }
+  const int64_t enter = length - 1 - dist[2 * c], leave = length - 1 - dist[2 * c + 1];
+  cells[c] = (leave - enter + 1) / 2;
+  area[c] = prefix[leave] - (enter > 0 ? prefix[enter - 1] : 0);
+}
 
 // ---- flats (Barnes et al. 2014, as flatMaskCpu computes them) ----
 
@@ -451,33 +486,85 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, const std::vector<int32_t>
   return download(out, std::size_t(n));
 }
 
-Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl&)
+Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
   std::vector<long long> rowArea(static_cast<std::size_t>(h));
   for (int64_t y = 0; y < h; ++y)
     rowArea[std::size_t(y)] = cellArea(grid, y);
-  DeviceBuffer<uint8_t> dirs, source(static_cast<std::size_t>(n));
+  DeviceBuffer<uint8_t> dirs;
   DeviceBuffer<long long> rows;
   upload(dirs, directions.data(), std::size_t(n));
   upload(rows, rowArea.data(), std::size_t(h));
-  DeviceBuffer<unsigned long long> cellSum(static_cast<std::size_t>(n)), areaSum(static_cast<std::size_t>(n));
-  DeviceBuffer<int> inflow(static_cast<std::size_t>(n));
-  GPUGEO_CUDA_CHECK(cudaMemset(inflow.data(), 0, inflow.bytes()));
-  accumulationInitKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, rows.data(), cellSum.data(), areaSum.data(),
-                                                inflow.data());
+  // Children lists: the cells sorted by parent.
+  DeviceBuffer<uint32_t> key(static_cast<std::size_t>(n)), keySorted(static_cast<std::size_t>(n));
+  DeviceBuffer<int32_t> cell(static_cast<std::size_t>(n)), cellSorted(static_cast<std::size_t>(n));
+  parentKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, key.data(), cell.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  sourceKernel<<<blocksFor(n), 256>>>(dirs.data(), inflow.data(), n, source.data());
+  int bits = 1;
+  while ((int64_t(1) << bits) < n + 2)
+    ++bits;
+  std::size_t need = 0;
+  GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, key.data(), keySorted.data(), cell.data(),
+                                                    cellSorted.data(), n, 0, bits));
+  DeviceBuffer<unsigned char> temp(need);
+  GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), need, key.data(), keySorted.data(), cell.data(),
+                                                    cellSorted.data(), n, 0, bits));
+  DeviceBuffer<int32_t> firstChild(static_cast<std::size_t>(n)), nextSibling(static_cast<std::size_t>(n));
+  GPUGEO_CUDA_CHECK(cudaMemset(firstChild.data(), 0xff, firstChild.bytes()));
+  GPUGEO_CUDA_CHECK(cudaMemset(nextSibling.data(), 0xff, nextSibling.bytes()));
+  childrenKernel<<<blocksFor(n), 256>>>(keySorted.data(), cellSorted.data(), n, firstChild.data(), nextSibling.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  accumulationWalkKernel<<<blocksFor(n), 256>>>(dirs.data(), source.data(), w, h, cellSum.data(), areaSum.data(),
-                                                inflow.data());
+  key.release();
+  keySorted.release();
+  cell.release();
+  cellSorted.release();
+  // The tour, ranked: dist = steps to its end.
+  const int64_t states = 2 * n;
+  DeviceBuffer<int32_t> next(static_cast<std::size_t>(states)), dist(static_cast<std::size_t>(states)),
+      next2(static_cast<std::size_t>(states)), dist2(static_cast<std::size_t>(states));
+  tourKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, firstChild.data(), nextSibling.data(), next.data(), dist.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  for (int64_t span = 1; span < states; span *= 2)
+  {
+    jumpKernel<<<blocksFor(states), 256>>>(states, next.data(), dist.data(), next2.data(), dist2.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    std::swap(next, next2);
+    std::swap(dist, dist2);
+  }
+  if (control.isCanceled())
+    throw Canceled();
+  {
+    // A list that never ends: the directions go round in a loop somewhere.
+    DeviceBuffer<int32_t> largest(1);
+    GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, need, next.data(), largest.data(), states));
+    temp.resize(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), need, next.data(), largest.data(), states));
+    int32_t top = -1;
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&top, largest.data(), sizeof(int32_t), cudaMemcpyDeviceToHost));
+    if (top >= 0)
+      throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
+  }
+  // The tour's length: the valid cells' enters and leaves.
+  const int64_t valid = int64_t(std::count_if(directions.begin(), directions.end(), [](uint8_t d) { return d != kNoData; }));
+  const int64_t length = 2 * valid;
+  DeviceBuffer<long long> weight(static_cast<std::size_t>(std::max<int64_t>(length, 1))),
+      prefix(static_cast<std::size_t>(std::max<int64_t>(length, 1)));
+  GPUGEO_CUDA_CHECK(cudaMemset(weight.data(), 0, weight.bytes()));
+  weightKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, rows.data(), dist.data(), length, weight.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, need, weight.data(), prefix.data(), length));
+  temp.resize(need);
+  GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), need, weight.data(), prefix.data(), length));
+  DeviceBuffer<long long> cells(static_cast<std::size_t>(n)), area(static_cast<std::size_t>(n));
+  accumulationKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, dist.data(), length, prefix.data(), cells.data(),
+                                            area.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   Accumulation out;
-  const std::vector<unsigned long long> cells = download(cellSum, std::size_t(n));
-  const std::vector<unsigned long long> areas = download(areaSum, std::size_t(n));
-  out.cells.assign(cells.begin(), cells.end());
-  out.area.assign(areas.begin(), areas.end());
+  const std::vector<long long> c = download(cells, std::size_t(n)), a = download(area, std::size_t(n));
+  out.cells.assign(c.begin(), c.end());
+  out.area.assign(a.begin(), a.end());
   return out;
 }
 

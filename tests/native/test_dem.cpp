@@ -282,6 +282,11 @@ TEST(DemCpu, BadInputAndCancel)
   EXPECT_THROW(fillDepressions(Backend::Cpu, d.grid(), 1, noCancel), InvalidInput);
   d.cellWidth[3] = 30;
   EXPECT_THROW(flowAccumulation(Backend::Cpu, d.grid(), std::vector<uint8_t>(5), 1, noCancel), InvalidInput);
+  // Directions that go round in a loop: E then W.
+  std::vector<uint8_t> loop(100, kNoFlow);
+  loop[55] = 0;
+  loop[56] = 4;
+  EXPECT_THROW(flowAccumulation(Backend::Cpu, d.grid(), loop, 1, noCancel), InvalidInput);
   RunControl cancel;
   cancel.canceled = [] { return true; };
   EXPECT_THROW(fillDepressions(Backend::Cpu, d.grid(), 1, cancel), Canceled);

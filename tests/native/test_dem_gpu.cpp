@@ -105,6 +105,17 @@ TEST(DemGpu, SameAsTheCpu)
   }
 }
 
+TEST(DemGpu, LoopedDirectionsAreRefused)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  const GpuDem d = terrain(9, 10, 10, 0, 0, false);
+  std::vector<uint8_t> loop(100, kNoFlow);
+  loop[55] = 0;
+  loop[56] = 4;
+  EXPECT_THROW(flowAccumulation(Backend::Gpu, d.grid(), loop, 0, noCancel), InvalidInput);
+}
+
 TEST(DemGpu, NoGpuIsDeviceUnavailable)
 {
   if (gpuUsable())

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "dem/dem.h"
 #include "dem/dem_reference.h"
+#include "dem/travel_time.h"
 
 using namespace gpugeo;
 using namespace gpugeo::dem;
@@ -290,4 +291,129 @@ TEST(DemCpu, BadInputAndCancel)
   RunControl cancel;
   cancel.canceled = [] { return true; };
   EXPECT_THROW(fillDepressions(Backend::Cpu, d.grid(), 1, cancel), Canceled);
+}
+
+namespace {
+
+// Travel times by walking every cell's path to the outlet (NaN when the path misses it).
+std::vector<double> walkedTimes(const TestDem& d, const Grid& g, const std::vector<uint8_t>& dirs, int64_t outlet,
+                                const std::vector<double>& speed)
+{
+  const int64_t w = d.width, h = d.height;
+  std::vector<double> out(std::size_t(w * h), std::nan(""));
+  for (int64_t c = 0; c < w * h; ++c)
+  {
+    if (dirs[std::size_t(c)] == kNoData)
+      continue;
+    double t = 0;
+    int64_t at = c;
+    bool reached = false;
+    for (int64_t steps = 0; steps <= w * h; ++steps)
+    {
+      const uint8_t dir = dirs[std::size_t(at)];
+      const double cw = g.cellWidth[at / w], ch = g.cellHeight[at / w];
+      const double length = dir >= 8 ? cw : (dir % 2 ? std::sqrt(cw * cw + ch * ch) : (dir == 2 || dir == 6 ? ch : cw));
+      if (std::isnan(speed[std::size_t(at)]))
+        break;
+      t += length / speed[std::size_t(at)] / 60.0;
+      if (at == outlet)
+      {
+        reached = true;
+        break;
+      }
+      if (dir >= 8)
+        break;
+      const int64_t nx = at % w + kDx[dir], ny = at / w + kDy[dir];
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h || dirs[std::size_t(ny * w + nx)] == kNoData)
+        break;
+      at = ny * w + nx;
+    }
+    if (reached)
+      out[std::size_t(c)] = t;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(DemCpu, TravelTimesEqualAWalkDownEveryPath)
+{
+  for (uint64_t seed : {51, 52})
+  {
+    TestDem d = randomDem(seed, 120, 100, 0.5, seed == 52 ? 12 : 0, 30, 25, seed == 52);
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+    const Grid g = d.gridWith(filled);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, g, dirs, 2, noCancel);
+    const int64_t outlet = largestBasinOutlet(g, dirs, acc);
+    for (VelocityModel::Kind kind : {VelocityModel::Kind::Constant, VelocityModel::Kind::Slope, VelocityModel::Kind::Manning})
+    {
+      VelocityModel model;
+      model.kind = kind;
+      model.speed = 0.7;
+      model.rainfall = 80;
+      const TravelTimes t = travelTime(g, dirs, acc, outlet, model, 2, noCancel);
+      const std::vector<double> want = walkedTimes(d, g, dirs, outlet, t.speed);
+      int64_t inside = 0;
+      for (std::size_t c = 0; c < want.size(); ++c)
+      {
+        ASSERT_EQ(std::isnan(want[c]), std::isnan(t.minutes[c])) << "cell " << c;
+        if (std::isnan(want[c]))
+          continue;
+        ++inside;
+        EXPECT_NEAR(t.minutes[c], want[c], 1e-9 * want[c]) << "cell " << c;
+      }
+      EXPECT_EQ(inside, t.watershedCells);
+      EXPECT_EQ(inside, acc.cells[std::size_t(outlet)]);  // the watershed is what drains through the outlet
+      if (kind == VelocityModel::Kind::Constant)
+        EXPECT_EQ(t.speed[std::size_t(outlet)], 0.7);
+    }
+  }
+}
+
+TEST(DemCpu, ManningSpeedFollowsSagasFormulas)
+{
+  VelocityModel m;
+  m.kind = VelocityModel::Kind::Manning;
+  m.rainfall = 100;
+  // Overland: 10 ha, slope 0.1, n 0.15.
+  const double S = 25400.0 / 75 - 254, r = (100 - 0.2 * S) * (100 - 0.2 * S) / (100 + 0.8 * S), I = r / 3.6e6;
+  const double D = std::sqrt(2 * 1e5 / 3.14159);
+  EXPECT_NEAR(manningSpeed(m, 0.1, 1e5, 0.15), std::pow(I * D, 0.4) * std::pow(0.1, 0.3) / std::pow(0.15, 0.6), 1e-15);
+  // Low rainfall: runoff floored at 0.1 mm/h, the speed at the minimum.
+  m.rainfall = 1;
+  EXPECT_EQ(manningSpeed(m, 0.1, 1e5, 0.15), 0.05);
+  // Channel: Manning's flow at the depth found is within 0.1 m^3/s of Q = I A.
+  m.rainfall = 100;
+  const double A = 5e7, s = 0.02, v = manningSpeed(m, s, A, 0.15);
+  const double Q = I * A, z = 0.5, wet = Q / v, h = std::sqrt(wet * z);
+  const double perimeter = 2 * (h / z + std::sqrt(h * h + (h / z) * (h / z)));
+  EXPECT_LE(std::fabs(std::sqrt(s) * std::pow(wet, 5.0 / 3) / std::pow(perimeter, 2.0 / 3) / 0.05 - Q), 0.1);
+}
+
+TEST(DemCpu, OutletsSnapAndTheLargestBasin)
+{
+  // A valley draining south along column 5 of an 11 x 11 grid.
+  TestDem d;
+  d.width = d.height = 11;
+  for (int y = 0; y < 11; ++y)
+    for (int x = 0; x < 11; ++x)
+      d.z.push_back(float(std::abs(x - 5) * 2 + (10 - y)));
+  d.cellWidth.assign(11, 10.0);
+  d.cellHeight.assign(11, 10.0);
+  const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, d.grid(), true, 1, noCancel);
+  const Accumulation acc = flowAccumulation(Backend::Cpu, d.grid(), dirs, 1, noCancel);
+  EXPECT_EQ(largestBasinOutlet(d.grid(), dirs, acc), 10 * 11 + 5);
+  EXPECT_EQ(snapOutlet(d.grid(), acc, 7, 6, 25.0), 7 * 11 + 5);  // the valley cell of most flow within 25 m
+  EXPECT_EQ(snapOutlet(d.grid(), acc, 7, 6, 0.0), 6 * 11 + 7);
+  EXPECT_THROW(snapOutlet(d.grid(), acc, 11, 0, 10.0), InvalidInput);
+  VelocityModel bad;
+  bad.kind = VelocityModel::Kind::Constant;
+  bad.speed = 0;
+  EXPECT_THROW(travelTime(d.grid(), dirs, acc, 5, bad, 1, noCancel), InvalidInput);
+  bad.speed = 1;
+  EXPECT_THROW(travelTime(d.grid(), dirs, acc, 121, bad, 1, noCancel), InvalidInput);
+  d.z[5] = std::nanf("");
+  const std::vector<uint8_t> holed = flowDirections(Backend::Cpu, d.grid(), true, 1, noCancel);
+  EXPECT_THROW(travelTime(d.grid(), holed, acc, 5, bad, 1, noCancel), InvalidInput);
 }

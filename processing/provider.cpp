@@ -7,6 +7,9 @@
 #include <QIcon>
 
 #include "dbscan_algorithm.h"
+#include "filldepressions_algorithm.h"
+#include "flowaccumulation_algorithm.h"
+#include "flowdirection_algorithm.h"
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
 #include "qtmvoronoi_algorithm.h"
@@ -77,6 +80,9 @@ void Provider::loadAlgorithms()
   addAlgorithm(new PointNeighboursAlgorithm());
   addAlgorithm(new DbscanAlgorithm());
   addAlgorithm(new MeshContoursAlgorithm());
+  addAlgorithm(new FillDepressionsAlgorithm());
+  addAlgorithm(new FlowDirectionAlgorithm());
+  addAlgorithm(new FlowAccumulationAlgorithm());
 }
 
 }  // namespace gpugeo

@@ -23,7 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NODATA = -2147483648
 # Every algorithm of the provider, sorted. gpugeo:spherevoronoi needs Qhull at build time; CI
 # installs it.
-ALGORITHMS = ["gpugeo:dbscan", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi", "gpugeo:spherevoronoi",
+ALGORITHMS = ["gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
+              "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi", "gpugeo:spherevoronoi",
               "gpugeo:voronoiraster"]
 
 

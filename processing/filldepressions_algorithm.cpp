@@ -1,0 +1,194 @@
+#include "filldepressions_algorithm.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include <qgsexception.h>
+#include <qgsprocessingfeedback.h>
+#include <qgsprocessingparameters.h>
+#include <qgsrasterlayer.h>
+
+#include "adapters/geotiff_writer.h"
+#include "core/errors.h"
+#include "dem/dem.h"
+
+namespace gpugeo {
+
+QString FillDepressionsAlgorithm::name() const
+{
+  return QStringLiteral("filldepressions");
+}
+
+QString FillDepressionsAlgorithm::displayName() const
+{
+  return QObject::tr("Fill depressions");
+}
+
+QStringList FillDepressionsAlgorithm::tags() const
+{
+  return QObject::tr("dem,fill,sinks,pits,depressions,priority-flood,hydrology,elevation,terrain,gpu,cuda").split(',');
+}
+
+QString FillDepressionsAlgorithm::group() const
+{
+  return QObject::tr("Hydrology");
+}
+
+QString FillDepressionsAlgorithm::groupId() const
+{
+  return QStringLiteral("hydrology");
+}
+
+QString FillDepressionsAlgorithm::iconFile() const
+{
+  return QStringLiteral("filldepressions.svg");
+}
+
+QString FillDepressionsAlgorithm::shortDescription() const
+{
+  return QObject::tr("Fills the depressions (pits, sinks) of a DEM up to their spill level, exactly as "
+                     "Priority-Flood does, on the GPU or all processor cores.");
+}
+
+QString FillDepressionsAlgorithm::shortHelpString() const
+{
+  return QObject::tr(
+           "<p>Fills the depressions of a digital elevation model (DEM), so that water from every cell can flow "
+           "out of the grid without going uphill: the first step before flow directions and flow "
+           "accumulation.</p>"
+           "<p><b>Input DEM</b>: a raster file GDAL reads, north-up. <b>Band number</b>: the band holding the "
+           "elevations (1 by default). Cells holding the band's nodata value, NaN or an infinite value are "
+           "nodata; the values are taken as float32 (a band with a scale or offset is scaled first).</p>"
+           "<p><b>What is filled</b>: cells are 8-connected. An <i>edge cell</i> is a valid cell on the raster's "
+           "border or next to a nodata cell: water leaves the grid there (the practice of ArcGIS, SAGA and "
+           "WhiteboxTools). The filled elevation of a valid cell is the lowest level at which water standing on "
+           "it could leave the grid: the minimum, over the 8-connected paths of valid cells from the cell to an "
+           "edge cell, of the highest elevation on the path (the cell and the edge cell included). Cells that "
+           "are not in a depression keep their elevation; a depression (a pit, a closed basin) rises to its "
+           "spill level, the elevation of the lowest pass out of it. This is what Priority-Flood (Barnes, Lehman "
+           "&amp; Mulla 2014) computes when seeded from the edge cells; as it takes only minima and maxima of the "
+           "input values, the result equals Priority-Flood's bit for bit, on either backend.</p>"
+           "<p><b>Flats remain</b>: a filled depression is a flat surface (no epsilon gradient is added, so no "
+           "elevation is changed beyond the spill level). <i>Flow direction</i> (gpugeo:flowdirection) drains "
+           "such flats towards their outlets (Barnes, Lehman &amp; Mulla's flat resolution).</p>"
+           "<p><b>Output</b>: the filled DEM, Float32 GeoTIFF with the input's size, geotransform and CRS; nodata "
+           "cells stay nodata, with the input band's nodata value (NaN when it has none or when a float32 value "
+           "would collide with it). The log gives the number of raised cells, the deepest fill and the filled "
+           "volume (from the cell sizes below).</p>") +
+         cellSizeHelp() +
+         QObject::tr(
+           "<p><b>Method</b>: the raster is cut into tiles flooded in parallel; the tiles are then joined through "
+           "the graph of their spill levels and each tile is finished from its border levels, after Barnes "
+           "(2016), the parallel tiled Priority-Flood. The GPU path computes the same unique surface.</p>"
+           "<p><b>References</b>: R. Barnes, C. Lehman, D. Mulla (2014), Priority-Flood: an optimal "
+           "depression-filling and watershed-labeling algorithm for digital elevation models, Computers &amp; "
+           "Geosciences 62, 117&ndash;127, doi:10.1016/j.cageo.2013.04.024. R. Barnes (2016), Parallel "
+           "Priority-Flood depression filling for trillion cell digital elevation models on desktops or clusters, "
+           "Computers &amp; Geosciences 96, 56&ndash;68.</p>") +
+         deviceHelp();
+}
+
+FillDepressionsAlgorithm* FillDepressionsAlgorithm::createInstance() const
+{
+  return new FillDepressionsAlgorithm();
+}
+
+void FillDepressionsAlgorithm::initAlgorithm(const QVariantMap&)
+{
+  addParameter(new QgsProcessingParameterRasterLayer(QStringLiteral("INPUT"), QObject::tr("Input DEM")));
+  // Optional so that qgis_process takes the default (a mandatory band must always be given there).
+  addParameter(new QgsProcessingParameterBand(QStringLiteral("BAND"), QObject::tr("Band number"), 1,
+                                              QStringLiteral("INPUT"), true));
+  addDeviceParameter();
+  addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Filled DEM")));
+}
+
+bool FillDepressionsAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                QgsProcessingFeedback*)
+{
+  mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
+                        parameters.value(QStringLiteral("INPUT")));
+  return true;
+}
+
+QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                                              QgsProcessingFeedback* feedback)
+{
+  StageTimes times;
+  QgsProcessingMultiStepFeedback steps(3, feedback);
+  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  const QString outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
+
+  LoadedDem loaded = loadDem(mSource, band, times, &steps, feedback);
+  const DemRaster& raster = loaded.raster;
+  Elevations& dem = loaded.elevations;
+
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Filling depressions"));
+  const RunControl control = runControl(feedback);
+  const dem::Grid grid = raster.grid(dem.z.data());
+  std::vector<float> filled;
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    filled = dem::fillDepressions(backend, grid, cpuThreads(), control, &times);
+  });
+
+  int64_t raised = 0;
+  double deepest = 0.0, volume = 0.0;
+  for (int64_t y = 0; y < raster.height; ++y)
+  {
+    const double cellArea = raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)];
+    for (int64_t i = y * raster.width; i < (y + 1) * raster.width; ++i)
+    {
+      const double depth = double(filled[size_t(i)]) - double(dem.z[size_t(i)]);
+      if (depth > 0.0)
+      {
+        ++raised;
+        deepest = std::max(deepest, depth);
+        volume += depth * cellArea;
+      }
+    }
+  }
+  feedback->pushInfo(QObject::tr("Raised %1 of %2 cells; the deepest by %3; filled volume %4 m³.")
+                       .arg(raised)
+                       .arg(dem.valid)
+                       .arg(deepest, 0, 'g', 8)
+                       .arg(volume, 0, 'g', 10));
+  std::vector<float>().swap(dem.z);
+
+  // The input's nodata value where float32 can hold it and no value collides with it, else NaN.
+  float noData = std::numeric_limits<float>::quiet_NaN();
+  if (raster.noData)
+  {
+    const float wanted = static_cast<float>(*raster.noData);
+    if (std::isfinite(wanted) && dem.roundedToNoData == 0)
+      noData = wanted;
+    else
+      feedback->pushWarning(QObject::tr("The input's nodata value %1 cannot mark nodata in a float32 raster here (out "
+                                        "of range, or equal to an elevation once rounded to float32): the output's "
+                                        "nodata is NaN.")
+                              .arg(*raster.noData, 0, 'g', 17));
+  }
+  steps.setCurrentStep(2);
+  feedback->setProgressText(QObject::tr("Writing the filled DEM"));
+  FinishedRasters finished;
+  {
+    ScopedStage stage(times, "write");
+    writeDemRaster(
+      outputPath, raster, GDT_Float32, double(noData),
+      [&](int64_t row0, int64_t rows, void* buffer) {
+        float* out = static_cast<float*>(buffer);
+        const float* in = filled.data() + row0 * raster.width;
+        for (int64_t i = 0; i < rows * raster.width; ++i)
+          out[i] = std::isnan(in[i]) ? noData : in[i];
+      },
+      finished, &steps);
+  }
+  logStageTimes(times, feedback);
+  finished.keep();
+  return {{QStringLiteral("OUTPUT"), outputPath}};
+}
+
+}  // namespace gpugeo

@@ -1,0 +1,368 @@
+#include "flowaccumulation_algorithm.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <qgsexception.h>
+#include <qgsprocessingfeedback.h>
+#include <qgsprocessingparameters.h>
+#include <qgsrasterlayer.h>
+
+#include "adapters/geotiff_writer.h"
+#include "adapters/layer_styles.h"
+#include "core/errors.h"
+#include "dem/dem.h"
+#include "flowdirection_algorithm.h"
+
+namespace gpugeo {
+
+namespace {
+
+constexpr int32_t kCellsNoData = -1;
+constexpr double kAreaNoData = -1.0;
+constexpr int16_t kInvalid = -1;
+
+// value -> direction (0..7, dem::kNoFlow, dem::kNoData) or kInvalid, for the values 0..255 of one
+// encoding.
+std::array<int16_t, 256> decodingTable(int encoding)
+{
+  std::array<int16_t, 256> table;
+  table.fill(kInvalid);
+  for (int d = 0; d < 8; ++d)
+    table[FlowDirectionAlgorithm::encode(uint8_t(d), encoding)] = int16_t(d);
+  table[FlowDirectionAlgorithm::encode(dem::kNoFlow, encoding)] = dem::kNoFlow;
+  table[255] = dem::kNoData;
+  return table;
+}
+
+int16_t decode(const std::array<int16_t, 256>& table, double value)
+{
+  if (std::isnan(value))
+    return dem::kNoData;
+  if (!(value >= 0.0 && value <= 255.0) || value != std::floor(value))
+    return kInvalid;
+  return table[size_t(value)];
+}
+
+// About the 99th percentile of the values at the cells where `valid`, from a sample of at most a
+// million cells.
+template <class T, class Valid>
+double upperPercentile(const std::vector<T>& values, int64_t validCount, Valid valid)
+{
+  const int64_t stride = std::max<int64_t>(1, validCount / 1000000);
+  std::vector<T> sample;
+  int64_t seen = 0;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (valid(i) && seen++ % stride == 0)
+      sample.push_back(values[i]);
+  if (sample.empty())
+    return 1.0;
+  const size_t k = std::min(sample.size() - 1, size_t(double(sample.size()) * 0.99));
+  std::nth_element(sample.begin(), sample.begin() + std::ptrdiff_t(k), sample.end());
+  return double(sample[k]);
+}
+
+}  // namespace
+
+QString FlowAccumulationAlgorithm::name() const
+{
+  return QStringLiteral("flowaccumulation");
+}
+
+QString FlowAccumulationAlgorithm::displayName() const
+{
+  return QObject::tr("Flow accumulation (D8)");
+}
+
+QStringList FlowAccumulationAlgorithm::tags() const
+{
+  return QObject::tr("dem,d8,flow,accumulation,upstream,contributing,catchment,drainage area,streams,hydrology,gpu,cuda")
+    .split(',');
+}
+
+QString FlowAccumulationAlgorithm::group() const
+{
+  return QObject::tr("Hydrology");
+}
+
+QString FlowAccumulationAlgorithm::groupId() const
+{
+  return QStringLiteral("hydrology");
+}
+
+QString FlowAccumulationAlgorithm::iconFile() const
+{
+  return QStringLiteral("flowaccumulation.svg");
+}
+
+QString FlowAccumulationAlgorithm::shortDescription() const
+{
+  return QObject::tr("Upstream cell count and upstream area of every cell along D8 flow directions, on the GPU or "
+                     "all processor cores.");
+}
+
+QString FlowAccumulationAlgorithm::shortHelpString() const
+{
+  return QObject::tr(
+           "<p>Flow accumulation along D8 flow directions (Jenson &amp; Domingue 1988): for every cell, how many "
+           "cells drain through it and the area they cover.</p>"
+           "<p><b>Flow direction raster</b> (INPUT): D8 directions as gpugeo:flowdirection writes them (or "
+           "another D8 tool, in one of the two encodings); a raster file GDAL reads, north-up. <b>Band number</b>: "
+           "the band holding the directions. 255, NaN and the band's nodata value are nodata. A direction that "
+           "points off the grid or onto nodata is an outlet. A value that is not a code of the encoding is "
+           "refused, as are directions that run in a loop.</p>") +
+         FlowDirectionAlgorithm::encodingHelp() +
+         QObject::tr(
+           "<p><b>Upstream cells</b> (OUTPUT_CELLS): every valid cell counts itself and every cell that drains "
+           "through it (a cell on a ridge is 1; ArcGIS counts from 0); Int32, nodata &minus;1. The outlets' "
+           "counts add up to the number of valid cells when every cell drains out.</p>"
+           "<p><b>Upstream area</b> (OUTPUT_AREA, optional): the sum of the areas (width &times; height, from the "
+           "cell sizes below) of those cells, in the <b>Area units</b> (UNITS: 0 = m², 1 = km²); Float64, nodata "
+           "&minus;1. Each cell's area is rounded to 10<sup>-6</sup> m² and the sums are exact (fixed point): "
+           "their order does not matter, and both backends give the same bits.</p>"
+           "<p>The log names the largest catchment (its outlet cell, cells and area) and the number of outlets "
+           "and pits.</p>") +
+         cellSizeHelp() +
+         QObject::tr("<p><b>Reference</b>: S. K. Jenson, J. O. Domingue (1988), Extracting topographic structure from "
+                     "digital elevation data for geographic information system analysis, Photogrammetric "
+                     "Engineering and Remote Sensing 54(11), 1593&ndash;1600.</p>") +
+         deviceHelp();
+}
+
+FlowAccumulationAlgorithm* FlowAccumulationAlgorithm::createInstance() const
+{
+  return new FlowAccumulationAlgorithm();
+}
+
+void FlowAccumulationAlgorithm::initAlgorithm(const QVariantMap&)
+{
+  addParameter(new QgsProcessingParameterRasterLayer(QStringLiteral("INPUT"), QObject::tr("Flow direction raster")));
+  // Optional so that qgis_process takes the default (a mandatory band must always be given there).
+  addParameter(new QgsProcessingParameterBand(QStringLiteral("BAND"), QObject::tr("Band number"), 1,
+                                              QStringLiteral("INPUT"), true));
+  addParameter(FlowDirectionAlgorithm::encodingParameter(QObject::tr("Encoding of the flow directions")));
+  addParameter(new QgsProcessingParameterEnum(QStringLiteral("UNITS"), QObject::tr("Area units"),
+                                              QStringList{QObject::tr("Square metres"), QObject::tr("Square kilometres")},
+                                              false, 0));
+  addDeviceParameter();
+  addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_CELLS"),
+                                                           QObject::tr("Upstream cells")));
+  addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_AREA"), QObject::tr("Upstream area"),
+                                                           QVariant(), true, true));
+}
+
+bool FlowAccumulationAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                 QgsProcessingFeedback*)
+{
+  mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
+                        parameters.value(QStringLiteral("INPUT")));
+  return true;
+}
+
+QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                                               QgsProcessingFeedback* feedback)
+{
+  StageTimes times;
+  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
+  const bool squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
+  const QString cellsPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_CELLS"), context);
+  const bool wantArea = outputRequested(parameters, QStringLiteral("OUTPUT_AREA"));
+  const QString areaPath =
+    wantArea ? parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_AREA"), context) : QString();
+  QgsProcessingMultiStepFeedback steps(wantArea ? 4 : 3, feedback);
+
+  // --- Read and decode the directions. The native grid takes elevations too: the accumulation
+  // reads only which cells are nodata (NaN), so the valid cells get 0.
+  feedback->setProgressText(QObject::tr("Reading the flow directions"));
+  DemRaster raster;
+  std::vector<uint8_t> directions;
+  std::vector<float> z;
+  int64_t valid = 0, invalid = 0;
+  double firstInvalid = 0.0;
+  int64_t firstInvalidCell = -1;
+  bool otherEncodingFits = true;
+  {
+    ScopedStage stage(times, "read");
+    raster = openDemRaster(mSource, band);
+    const std::array<int16_t, 256> table = decodingTable(encoding);
+    const std::array<int16_t, 256> otherTable =
+      decodingTable(encoding == FlowDirectionAlgorithm::Esri ? FlowDirectionAlgorithm::Clockwise
+                                                             : FlowDirectionAlgorithm::Esri);
+    const size_t n = size_t(raster.width * raster.height);
+    directions.resize(n);
+    z.resize(n);
+    readDemRows(
+      raster,
+      [&](int64_t row0, int64_t rows, const double* values) {
+        const int64_t first = row0 * raster.width;
+        for (int64_t i = 0; i < rows * raster.width; ++i)
+        {
+          const int16_t d = decode(table, values[i]);
+          otherEncodingFits = otherEncodingFits && decode(otherTable, values[i]) != kInvalid;
+          if (d == kInvalid)
+          {
+            if (invalid++ == 0)
+            {
+              firstInvalid = values[i];
+              firstInvalidCell = first + i;
+            }
+            continue;
+          }
+          directions[size_t(first + i)] = uint8_t(d);
+          z[size_t(first + i)] = d == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+          valid += d != dem::kNoData;
+        }
+      },
+      &steps);
+  }
+  feedback->pushInfo(describeDem(raster, valid).replace(QStringLiteral("DEM:"), QObject::tr("Flow directions:")));
+  feedback->pushInfo(raster.cellSizeNote);
+  for (const QString& warning : raster.warnings)
+    feedback->pushWarning(warning);
+  const QString encodingName = encoding == FlowDirectionAlgorithm::Esri ? QObject::tr("ESRI") : QObject::tr("0 to 7");
+  if (invalid > 0)
+    throw QgsProcessingException(
+      QObject::tr("%1 cells hold values that are not flow directions in the %2 encoding (the first, %3, at column %4, "
+                  "row %5).%6")
+        .arg(invalid)
+        .arg(encodingName)
+        .arg(firstInvalid, 0, 'g', 10)
+        .arg(firstInvalidCell % raster.width)
+        .arg(firstInvalidCell / raster.width)
+        .arg(otherEncodingFits ? QObject::tr(" They all fit the other encoding: set ENCODING=%1.")
+                                   .arg(encoding == FlowDirectionAlgorithm::Esri ? 1 : 0)
+                               : QString()));
+  if (valid == 0)
+    throw QgsProcessingException(QObject::tr("The flow direction raster has no valid cell: all %1 cells of band %2 "
+                                             "are nodata.")
+                                   .arg(raster.width * raster.height)
+                                   .arg(raster.band));
+
+  // --- Accumulate ---------------------------------------------------------------------------
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Accumulating flow"));
+  const RunControl control = runControl(feedback);
+  const dem::Grid grid = raster.grid(z.data());
+  const QString loopHint = QObject::tr("Were the directions made by a D8 tool from a DEM, and does ENCODING (%1) match "
+                                       "them?")
+                             .arg(encodingName);
+  dem::Accumulation accumulation;
+  try
+  {
+    runWithCpuFallback(device, feedback, [&](Backend backend) {
+      accumulation = dem::flowAccumulation(backend, grid, directions, cpuThreads(), control, &times);
+    });
+  }
+  catch (const InvalidInput& e)  // directions that go round in a loop
+  {
+    throw QgsProcessingException(QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint));
+  }
+  std::vector<float>().swap(z);
+
+  // Every valid cell ends at one terminal (an outlet or a pit): the terminals' counts add up to the
+  // valid cells. (The native core refuses loops; this checks it did.)
+  const int64_t w = raster.width, h = raster.height;
+  int64_t reached = 0, outlets = 0, pits = 0, largestCell = -1;
+  for (int64_t c = 0; c < w * h; ++c)
+  {
+    const uint8_t d = directions[size_t(c)];
+    if (d == dem::kNoData)
+      continue;
+    bool terminal = d >= 8;
+    if (!terminal)
+    {
+      const int64_t nx = c % w + dem::kDx[d], ny = c / w + dem::kDy[d];
+      terminal = nx < 0 || ny < 0 || nx >= w || ny >= h || directions[size_t(ny * w + nx)] == dem::kNoData;
+    }
+    if (!terminal)
+      continue;
+    (d >= 8 ? pits : outlets) += 1;
+    reached += accumulation.cells[size_t(c)];
+    if (largestCell < 0 || accumulation.cells[size_t(c)] > accumulation.cells[size_t(largestCell)])
+      largestCell = c;
+  }
+  if (reached != valid)
+    throw QgsProcessingException(QObject::tr("The flow directions run in loops: %1 of %2 cells drain into a loop and "
+                                             "never reach an outlet. %3")
+                                   .arg(valid - reached)
+                                   .arg(valid)
+                                   .arg(loopHint));
+  const double areaScale = squareKilometres ? 1e-12 : 1e-6;  // from 1e-6 m^2
+  const QString unit = squareKilometres ? QStringLiteral("km²") : QStringLiteral("m²");
+  feedback->pushInfo(QObject::tr("%1 outlets (cells draining out of the grid or into nodata) and %2 pits. The largest "
+                                 "catchment drains out at column %3, row %4: %5 cells, %6 %7.")
+                       .arg(outlets)
+                       .arg(pits)
+                       .arg(largestCell % w)
+                       .arg(largestCell / w)
+                       .arg(accumulation.cells[size_t(largestCell)])
+                       .arg(double(accumulation.area[size_t(largestCell)]) * areaScale, 0, 'g', 12)
+                       .arg(unit));
+
+  // --- Write ---------------------------------------------------------------------------------
+  const auto isValid = [&](size_t i) { return directions[i] != dem::kNoData; };
+  FinishedRasters finished;
+  steps.setCurrentStep(2);
+  feedback->setProgressText(QObject::tr("Writing the upstream cells"));
+  {
+    ScopedStage stage(times, "write");
+    writeDemRaster(
+      cellsPath, raster, GDT_Int32, double(kCellsNoData),
+      [&](int64_t row0, int64_t rows, void* buffer) {
+        int32_t* out = static_cast<int32_t*>(buffer);
+        for (int64_t i = 0; i < rows * w; ++i)
+        {
+          const size_t c = size_t(row0 * w + i);
+          out[i] = isValid(c) ? int32_t(accumulation.cells[c]) : kCellsNoData;
+        }
+      },
+      finished, &steps);
+  }
+  mCellsPath = cellsPath;
+  mCellsTop = std::max(2.0, upperPercentile(accumulation.cells, valid, isValid));
+  QVariantMap outputs{{QStringLiteral("OUTPUT_CELLS"), cellsPath}};
+  if (wantArea)
+  {
+    steps.setCurrentStep(3);
+    feedback->setProgressText(QObject::tr("Writing the upstream area"));
+    ScopedStage stage(times, "write");
+    writeDemRaster(
+      areaPath, raster, GDT_Float64, kAreaNoData,
+      [&](int64_t row0, int64_t rows, void* buffer) {
+        double* out = static_cast<double*>(buffer);
+        for (int64_t i = 0; i < rows * w; ++i)
+        {
+          const size_t c = size_t(row0 * w + i);
+          out[i] = isValid(c) ? double(accumulation.area[c]) * areaScale : kAreaNoData;
+        }
+      },
+      finished, &steps);
+    outputs.insert(QStringLiteral("OUTPUT_AREA"), areaPath);
+    double smallest = std::numeric_limits<double>::infinity();
+    for (int64_t y = 0; y < h; ++y)
+      smallest = std::min(smallest, raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)] * areaScale * 1e6);
+    mAreaBottom = smallest;
+    mAreaTop = std::max(2.0 * smallest, upperPercentile(accumulation.area, valid, isValid) * areaScale);
+  }
+  mAreaPath = wantArea ? areaPath : QString();
+  logStageTimes(times, feedback);
+  finished.keep();
+  return outputs;
+}
+
+QVariantMap FlowAccumulationAlgorithm::postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback*)
+{
+  if (context.willLoadLayerOnCompletion(mCellsPath))
+    context.layerToLoadOnCompletionDetails(mCellsPath).setPostProcessor(new ContinuousRasterStyle(1.0, mCellsTop));
+  if (!mAreaPath.isEmpty() && context.willLoadLayerOnCompletion(mAreaPath))
+    context.layerToLoadOnCompletionDetails(mAreaPath).setPostProcessor(
+      new ContinuousRasterStyle(mAreaBottom, mAreaTop));
+  return QVariantMap();
+}
+
+}  // namespace gpugeo

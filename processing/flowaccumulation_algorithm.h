@@ -1,0 +1,45 @@
+// gpugeo:flowaccumulation — from a D8 flow direction raster, every cell's upstream cell count (itself
+// included) and upstream area in m² or km².
+#pragma once
+
+#include <QString>
+
+#include "adapters/dem_reader.h"
+#include "gpugeo_algorithm.h"
+
+namespace gpugeo {
+
+class FlowAccumulationAlgorithm : public Algorithm
+{
+public:
+  QString name() const override;
+  QString displayName() const override;
+  QStringList tags() const override;
+  QString group() const override;
+  QString groupId() const override;
+  QString shortDescription() const override;
+  QString shortHelpString() const override;
+  FlowAccumulationAlgorithm* createInstance() const override;
+
+protected:
+  QString iconFile() const override;
+  void initAlgorithm(const QVariantMap& configuration = QVariantMap()) override;
+  // On the main thread: the INPUT layer's file and CRS.
+  bool prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                        QgsProcessingFeedback* feedback) override;
+  QVariantMap execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                      QgsProcessingFeedback* feedback) override;
+  QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
+
+private:
+  DemSource mSource;
+  // What postProcessAlgorithm() needs to style the rasters once QGIS loads them: a ramp from the
+  // smallest value to the 99th percentile, so that the channels stand out.
+  QString mCellsPath;
+  double mCellsTop = 1.0;
+  QString mAreaPath;
+  double mAreaBottom = 0.0;
+  double mAreaTop = 1.0;
+};
+
+}  // namespace gpugeo

@@ -1,0 +1,232 @@
+#include "flowdirection_algorithm.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include <qgsexception.h>
+#include <qgsprocessingfeedback.h>
+#include <qgsprocessingparameters.h>
+#include <qgsrasterlayer.h>
+
+#include "adapters/geotiff_writer.h"
+#include "adapters/layer_styles.h"
+#include "core/errors.h"
+#include "dem/dem.h"
+
+namespace gpugeo {
+
+uint8_t FlowDirectionAlgorithm::encode(uint8_t direction, int encoding)
+{
+  if (direction == dem::kNoData)
+    return 255;
+  if (encoding == Esri)
+    return direction < 8 ? uint8_t(dem::kEsriCode[direction]) : 0;
+  return direction < 8 ? direction : 8;
+}
+
+QgsProcessingParameterDefinition* FlowDirectionAlgorithm::encodingParameter(const QString& description)
+{
+  return new QgsProcessingParameterEnum(
+    QStringLiteral("ENCODING"), description,
+    QStringList{QObject::tr("ESRI (1 = E, 2 = SE, 4 = S, 8 = SW, 16 = W, 32 = NW, 64 = N, 128 = NE)"),
+                QObject::tr("0 to 7 clockwise from east (0 = E, 1 = SE ... 7 = NE)")},
+    false, Esri);
+}
+
+QString FlowDirectionAlgorithm::encodingHelp()
+{
+  return QObject::tr(
+    "<p><b>Encoding</b> (ENCODING) of the directions, in a Byte raster: <i>ESRI</i> (0, the default): 1 = east, "
+    "2 = south-east, 4 = south, 8 = south-west, 16 = west, 32 = north-west, 64 = north, 128 = north-east, as "
+    "ArcGIS and WhiteboxTools (<i>--esri_pntr</i>) write them; a cell with no direction "
+    "(a pit) is 0. <i>0 to 7</i> (1): 0 = east, 1 = south-east, 2 = south ... 7 = north-east, clockwise; a cell "
+    "with no direction is 8. Nodata is 255 in both. North is up: row 0 is the raster's top row.</p>");
+}
+
+QString FlowDirectionAlgorithm::name() const
+{
+  return QStringLiteral("flowdirection");
+}
+
+QString FlowDirectionAlgorithm::displayName() const
+{
+  return QObject::tr("Flow direction (D8)");
+}
+
+QStringList FlowDirectionAlgorithm::tags() const
+{
+  return QObject::tr("dem,d8,flow,direction,drainage,steepest descent,flats,hydrology,terrain,gpu,cuda").split(',');
+}
+
+QString FlowDirectionAlgorithm::group() const
+{
+  return QObject::tr("Hydrology");
+}
+
+QString FlowDirectionAlgorithm::groupId() const
+{
+  return QStringLiteral("hydrology");
+}
+
+QString FlowDirectionAlgorithm::iconFile() const
+{
+  return QStringLiteral("flowdirection.svg");
+}
+
+QString FlowDirectionAlgorithm::shortDescription() const
+{
+  return QObject::tr("D8 flow directions of a DEM (steepest descent by true distances), with flats drained towards "
+                     "their outlets, on the GPU or all processor cores.");
+}
+
+QString FlowDirectionAlgorithm::shortHelpString() const
+{
+  return QObject::tr(
+           "<p>The D8 flow direction of every cell of a DEM: the one of its eight neighbours that water flows to "
+           "(O'Callaghan &amp; Mark 1984).</p>"
+           "<p><b>Input DEM</b>: normally a depression-filled DEM (gpugeo:filldepressions); a raster file GDAL "
+           "reads, north-up. <b>Band number</b>: the band holding the elevations. Cells holding the band's "
+           "nodata value, NaN or an infinite value are nodata.</p>"
+           "<p><b>The rule</b>: a valid cell drains to the neighbour of steepest positive drop (z &minus; "
+           "z<sub>n</sub>) / distance, the distances being the cell's width (east, west), its height (north, "
+           "south) and its true diagonal &radic;(width<sup>2</sup> + height<sup>2</sup>), from the cell sizes "
+           "below (non-square pixels and, in a geographic CRS, each row's own sizes). Equal drops go to the first "
+           "in the order E, SE, S, SW, W, NW, N, NE. Nodata neighbours are outlets, never receivers. A cell with "
+           "no lower neighbour: on a flat (with <b>Resolve flats</b>) it drains by the flat's mask, below; an "
+           "<i>edge cell</i> (on the raster's border or next to nodata) drains out of the grid, to its first "
+           "neighbour off the grid or on nodata in the same order; any other cell (a pit) has no direction.</p>"
+           "<p><b>Resolve flats</b> (RESOLVE_FLATS, default yes): a flat cell is a valid cell, not an edge cell, "
+           "with no lower neighbour. Each flat that touches a cell of its elevation that can drain (a low edge) "
+           "gets a mask after Barnes, Lehman &amp; Mulla (2014): 2 &times; (steps from the low edges through the "
+           "flat) + (the flat's highest count of steps from higher ground &minus; the cell's own count), so flow "
+           "runs towards the outlet and away from higher ground. A flat cell drains to the neighbour of its "
+           "elevation with the steepest fall of the mask (same distances and order). The elevations are not "
+           "changed. Flats without an outlet (pits of a DEM not filled) get no mask. Without flat resolution "
+           "every flat cell is a pit.</p>") +
+         encodingHelp() +
+         QObject::tr("<p><b>Output</b>: Byte GeoTIFF with the input's size, geotransform and CRS, nodata 255. The "
+                     "log counts the cells that drain out of the grid and the pits.</p>") +
+         cellSizeHelp() +
+         QObject::tr(
+           "<p><b>References</b>: J. F. O'Callaghan, D. M. Mark (1984), The extraction of drainage networks from "
+           "digital elevation data, Computer Vision, Graphics, and Image Processing 28, 323&ndash;344. R. Barnes, "
+           "C. Lehman, D. Mulla (2014), An efficient assignment of drainage direction over flat surfaces in "
+           "raster digital elevation models, Computers &amp; Geosciences 62, 128&ndash;135.</p>") +
+         deviceHelp();
+}
+
+FlowDirectionAlgorithm* FlowDirectionAlgorithm::createInstance() const
+{
+  return new FlowDirectionAlgorithm();
+}
+
+void FlowDirectionAlgorithm::initAlgorithm(const QVariantMap&)
+{
+  addParameter(new QgsProcessingParameterRasterLayer(QStringLiteral("INPUT"), QObject::tr("Input DEM (filled)")));
+  // Optional so that qgis_process takes the default (a mandatory band must always be given there).
+  addParameter(new QgsProcessingParameterBand(QStringLiteral("BAND"), QObject::tr("Band number"), 1,
+                                              QStringLiteral("INPUT"), true));
+  addParameter(new QgsProcessingParameterBoolean(QStringLiteral("RESOLVE_FLATS"), QObject::tr("Resolve flats"), true));
+  addParameter(encodingParameter(QObject::tr("Encoding")));
+  addDeviceParameter();
+  addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Flow direction")));
+}
+
+bool FlowDirectionAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                                              QgsProcessingFeedback*)
+{
+  mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
+                        parameters.value(QStringLiteral("INPUT")));
+  return true;
+}
+
+QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                                            QgsProcessingFeedback* feedback)
+{
+  StageTimes times;
+  QgsProcessingMultiStepFeedback steps(3, feedback);
+  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  const bool resolveFlats = parameterAsBool(parameters, QStringLiteral("RESOLVE_FLATS"), context);
+  const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
+  const QString outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
+
+  LoadedDem loaded = loadDem(mSource, band, times, &steps, feedback);
+  const DemRaster& raster = loaded.raster;
+  Elevations& dem = loaded.elevations;
+
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
+  steps.setCurrentStep(1);
+  feedback->setProgressText(resolveFlats ? QObject::tr("Resolving flats and computing flow directions")
+                                         : QObject::tr("Computing flow directions"));
+  const RunControl control = runControl(feedback);
+  const dem::Grid grid = raster.grid(dem.z.data());
+  std::vector<uint8_t> directions;
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    directions = dem::flowDirections(backend, grid, resolveFlats, cpuThreads(), control, &times);
+  });
+  std::vector<float>().swap(dem.z);
+
+  // Cells per direction, those draining out of the grid (off it or into nodata), pits.
+  std::array<int64_t, 9> perDirection{};
+  int64_t drainingOut = 0;
+  const int64_t w = raster.width, h = raster.height;
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+    {
+      const uint8_t d = directions[size_t(y * w + x)];
+      if (d == dem::kNoData)
+        continue;
+      ++perDirection[d < 8 ? d : 8];
+      if (d < 8)
+      {
+        const int64_t nx = x + dem::kDx[d], ny = y + dem::kDy[d];
+        drainingOut += nx < 0 || ny < 0 || nx >= w || ny >= h || directions[size_t(ny * w + nx)] == dem::kNoData;
+      }
+    }
+  const int64_t pits = perDirection[8];
+  feedback->pushInfo(QObject::tr("%1 cells drain out of the grid (at its border or into nodata); %2 cells have no "
+                                 "direction.")
+                       .arg(drainingOut)
+                       .arg(pits));
+  if (pits > 0)
+    feedback->pushWarning(
+      resolveFlats ? QObject::tr("%1 cells have no direction: pits and flats without an outlet. Fill the DEM first "
+                                 "(gpugeo:filldepressions) for a grid where every cell drains out.")
+                       .arg(pits)
+                   : QObject::tr("%1 cells have no direction: pits and flat cells (Resolve flats is off).").arg(pits));
+  mCodes.clear();
+  for (int d = 0; d < 9; ++d)
+    if (perDirection[size_t(d)] > 0)
+      mCodes << encode(d < 8 ? uint8_t(d) : dem::kNoFlow, encoding);
+  std::sort(mCodes.begin(), mCodes.end());
+
+  steps.setCurrentStep(2);
+  feedback->setProgressText(QObject::tr("Writing the flow directions"));
+  FinishedRasters finished;
+  {
+    ScopedStage stage(times, "write");
+    writeDemRaster(
+      outputPath, raster, GDT_Byte, 255.0,
+      [&](int64_t row0, int64_t rows, void* buffer) {
+        uint8_t* out = static_cast<uint8_t*>(buffer);
+        const uint8_t* in = directions.data() + row0 * w;
+        for (int64_t i = 0; i < rows * w; ++i)
+          out[i] = encode(in[i], encoding);
+      },
+      finished, &steps);
+  }
+  logStageTimes(times, feedback);
+  finished.keep();
+  mOutputPath = outputPath;
+  return {{QStringLiteral("OUTPUT"), outputPath}};
+}
+
+QVariantMap FlowDirectionAlgorithm::postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback*)
+{
+  if (context.willLoadLayerOnCompletion(mOutputPath))
+    context.layerToLoadOnCompletionDetails(mOutputPath).setPostProcessor(new LabelRasterStyle(mCodes));
+  return QVariantMap();
+}
+
+}  // namespace gpugeo

@@ -70,9 +70,15 @@ QString FillDepressionsAlgorithm::shortHelpString() const
            "spill level, the elevation of the lowest pass out of it. This is what Priority-Flood (Barnes, Lehman "
            "&amp; Mulla 2014) computes when seeded from the edge cells; as it takes only minima and maxima of the "
            "input values, the result equals Priority-Flood's bit for bit, on either backend.</p>"
-           "<p><b>Flats remain</b>: a filled depression is a flat surface (no epsilon gradient is added, so no "
-           "elevation is changed beyond the spill level). <i>Flow direction</i> (gpugeo:flowdirection) drains "
-           "such flats towards their outlets (Barnes, Lehman &amp; Mulla's flat resolution).</p>"
+           "<p><b>Flats</b> (FLATS): a filled depression is a flat surface. <i>Leave flat</i> (0, the default) "
+           "changes no elevation beyond the spill level; <i>Flow direction</i> (gpugeo:flowdirection) drains "
+           "such flats itself. <i>Resolve flats</i> (1) raises every cell of a flat that has an outlet by "
+           "Barnes, Lehman &amp; Mulla's (2014) flat mask, in steps of one float32 unit in the last place: the "
+           "cells then fall towards the outlet and away from higher ground, so every cell drains with plain D8. "
+           "<i>Epsilon gradient</i> (2) raises each such cell by its number of steps from the flat's outlet "
+           "(8-connected), in the same units, so every cell drains towards the nearest outlet. Both are "
+           "determined by the DEM alone (not by a processing order, unlike Priority-Flood+epsilon); the log "
+           "counts the raised cells and warns when a raised cell reached a neighbour that was higher.</p>"
            "<p><b>Output</b>: the filled DEM, Float32 GeoTIFF with the input's size, geotransform and CRS; nodata "
            "cells stay nodata, with the input band's nodata value (NaN when it has none or when a float32 value "
            "would collide with it). The log gives the number of raised cells, the deepest fill and the filled "
@@ -101,6 +107,11 @@ void FillDepressionsAlgorithm::initAlgorithm(const QVariantMap&)
   // Optional so that qgis_process takes the default (a mandatory band must always be given there).
   addParameter(new QgsProcessingParameterBand(QStringLiteral("BAND"), QObject::tr("Band number"), 1,
                                               QStringLiteral("INPUT"), true));
+  addParameter(new QgsProcessingParameterEnum(
+    QStringLiteral("FLATS"), QObject::tr("Flats"),
+    QStringList{QObject::tr("Leave flat"), QObject::tr("Resolve flats (Barnes et al. 2014 gradient)"),
+                QObject::tr("Epsilon gradient towards the outlet")},
+    false, 0));
   addDeviceParameter();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Filled DEM")));
 }
@@ -131,8 +142,22 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
   const RunControl control = runControl(feedback);
   const dem::Grid grid = raster.grid(dem.z.data());
   std::vector<float> filled;
+  const int flats = parameterAsEnum(parameters, QStringLiteral("FLATS"), context);
   runWithCpuFallback(device, feedback, [&](Backend backend) {
     filled = dem::fillDepressions(backend, grid, cpuThreads(), control, &times);
+    if (flats == 0)
+      return;
+    const dem::Grid filledGrid = raster.grid(filled.data());
+    const std::vector<int32_t> mask =
+      dem::flatMask(backend, filledGrid, cpuThreads(), control, &times,
+                    flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet);
+    dem::RaisedFlats raisedFlats = dem::raiseFlats(filledGrid, mask);
+    feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raisedFlats.raised));
+    if (raisedFlats.passedNeighbour > 0)
+      feedback->pushWarning(QObject::tr("%1 raised cells reached the elevation of a neighbour that was higher than "
+                                        "them; the float32 steps are too coarse for those flats.")
+                              .arg(raisedFlats.passedNeighbour));
+    filled = std::move(raisedFlats.z);
   });
 
   int64_t raised = 0;

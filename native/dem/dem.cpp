@@ -1,6 +1,8 @@
 #include "dem/dem.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/errors.h"
@@ -37,14 +39,14 @@ std::vector<float> fillDepressions(Backend backend, const Grid& grid, int thread
 }
 
 std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int threads, const RunControl& control,
-                              StageTimes* times)
+                              StageTimes* times, FlatGradient gradient)
 {
   validateGrid(grid);
   StageTimes local;
   ScopedStage stage(times ? *times : local, "flats");
   if (backend == Backend::Gpu)
-    return detail::flatMaskCuda(grid, control);
-  return detail::flatMaskCpu(grid, threads, control);
+    return detail::flatMaskCuda(grid, gradient == FlatGradient::TowardsOutlet, control);
+  return detail::flatMaskCpu(grid, gradient == FlatGradient::TowardsOutlet, threads, control);
 }
 
 std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool resolveFlats, int threads,
@@ -72,6 +74,65 @@ Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vect
   if (backend == Backend::Gpu)
     return detail::accumulationCuda(grid, directions, control);
   return detail::accumulationCpu(grid, directions, control);
+}
+
+float raiseBySteps(float x, int64_t steps)
+{
+  if (steps <= 0 || std::isnan(x))
+    return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if (bits & 0x80000000u)  // negative (or -0): towards zero first
+  {
+    const int64_t magnitude = bits & 0x7fffffffu;
+    if (steps < magnitude)
+    {
+      bits = 0x80000000u | uint32_t(magnitude - steps);
+      std::memcpy(&x, &bits, sizeof x);
+      return x;
+    }
+    steps -= magnitude;
+    bits = 0;  // +0
+  }
+  const int64_t largest = 0x7f7fffff;  // the largest finite float
+  bits = uint32_t(std::min<int64_t>(largest, int64_t(bits) + steps));
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask)
+{
+  validateGrid(grid);
+  const int64_t w = grid.width, h = grid.height;
+  if (int64_t(mask.size()) != w * h)
+    throw InvalidInput("the flat mask does not match the DEM's size");
+  RaisedFlats out;
+  out.z.assign(grid.z, grid.z + w * h);
+  for (int64_t c = 0; c < w * h; ++c)
+    if (mask[std::size_t(c)] > 0)
+    {
+      out.z[std::size_t(c)] = raiseBySteps(grid.z[c], mask[std::size_t(c)]);
+      ++out.raised;
+    }
+  for (int64_t c = 0; c < w * h; ++c)
+  {
+    if (mask[std::size_t(c)] <= 0)
+      continue;
+    const int64_t x = c % w, y = c / w;
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t nx = x + kDx[d], ny = y + kDy[d];
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+        continue;
+      const int64_t n = ny * w + nx;
+      if (grid.z[n] > grid.z[c] && out.z[std::size_t(c)] >= out.z[std::size_t(n)])
+      {
+        ++out.passedNeighbour;
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace gpugeo::dem

@@ -83,9 +83,31 @@ void validateGrid(const Grid& grid);
 std::vector<float> fillDepressions(Backend backend, const Grid& grid, int threads, const RunControl& control,
                                    StageTimes* times = nullptr);
 
+// Which gradient a flat mask holds: Barnes et al.'s combined one (towards the outlet and away from
+// higher ground), or the steps towards the outlet alone (an epsilon gradient).
+enum class FlatGradient
+{
+  Combined,
+  TowardsOutlet,
+};
+
 // Per cell: the flat mask (0 where the cell is not on a drained flat).
 std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int threads, const RunControl& control,
-                              StageTimes* times = nullptr);
+                              StageTimes* times = nullptr, FlatGradient gradient = FlatGradient::Combined);
+
+// The DEM with every flat cell raised by its mask in float32 steps (ULPs, upwards); D8 then drains
+// every flat without a mask. Counts the cells raised and those that rose to or above a neighbour
+// that was higher than them (possible where a flat is many steps across and its rim only a few
+// steps higher).
+struct RaisedFlats
+{
+  std::vector<float> z;
+  int64_t raised = 0;
+  int64_t passedNeighbour = 0;
+};
+RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask);
+// x raised by `steps` float32 steps (−0 counts as +0; stops at the largest finite float).
+float raiseBySteps(float x, int64_t steps);
 
 // D8 directions (0..7, kNoFlow, kNoData). With resolveFlats, flats drain by their mask.
 std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool resolveFlats, int threads,

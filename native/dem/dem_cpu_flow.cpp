@@ -9,7 +9,7 @@
 
 namespace gpugeo::dem::detail {
 
-std::vector<int32_t> flatMaskCpu(const Grid& grid, int threads, const RunControl& control)
+std::vector<int32_t> flatMaskCpu(const Grid& grid, bool towardsOnly, int threads, const RunControl& control)
 {
   const int64_t w = grid.width, h = grid.height, n = w * h;
   const float* z = grid.z;
@@ -151,7 +151,8 @@ std::vector<int32_t> flatMaskCpu(const Grid& grid, int threads, const RunControl
   {
     const int32_t id = flatId[std::size_t(flatCells[i])];
     if (id >= 0)
-      mask[std::size_t(flatCells[i])] = 2 * towards[i] + (away[i] > 0 ? flatHeight[std::size_t(id)] - away[i] : 0);
+      mask[std::size_t(flatCells[i])] =
+          towardsOnly ? towards[i] : 2 * towards[i] + (away[i] > 0 ? flatHeight[std::size_t(id)] - away[i] : 0);
   }
   return mask;
 }

@@ -424,7 +424,7 @@ __global__ void flatHeightKernel(const uint8_t* cls, const int32_t* label, const
 }
 
 __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32_t* towards, const int32_t* away,
-                           const int32_t* height, int64_t n, int32_t* mask)
+                           const int32_t* height, int64_t n, bool towardsOnly, int32_t* mask)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= n)
@@ -436,7 +436,7 @@ __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32
     return;
   }
   const int32_t t = towards[c] < kFar ? towards[c] : 0, a = away[c] < kFar ? away[c] : 0;
-  mask[c] = 2 * t + (a > 0 ? height[label[c]] - a : 0);
+  mask[c] = towardsOnly ? t : 2 * t + (a > 0 ? height[label[c]] - a : 0);
 }
 
 }  // namespace
@@ -568,7 +568,7 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
   return out;
 }
 
-std::vector<int32_t> flatMaskCuda(const Grid& grid, const RunControl& control)
+std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
@@ -600,7 +600,7 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, const RunControl& control)
   flatHeightKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), away.data(), n, height.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   maskKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), towards.data(), away.data(), height.data(), n,
-                                    mask.data());
+                                    towardsOnly, mask.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   return download(mask, std::size_t(n));
 }

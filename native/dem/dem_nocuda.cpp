@@ -16,7 +16,7 @@ std::vector<float> fillCuda(const Grid&, const RunControl&)
   noCuda();
 }
 
-std::vector<int32_t> flatMaskCuda(const Grid&, const RunControl&)
+std::vector<int32_t> flatMaskCuda(const Grid&, bool, const RunControl&)
 {
   noCuda();
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -416,4 +417,49 @@ TEST(DemCpu, OutletsSnapAndTheLargestBasin)
   d.z[5] = std::nanf("");
   const std::vector<uint8_t> holed = flowDirections(Backend::Cpu, d.grid(), true, 1, noCancel);
   EXPECT_THROW(travelTime(d.grid(), holed, acc, 5, bad, 1, noCancel), InvalidInput);
+}
+
+TEST(DemCpu, RaisingBySteps)
+{
+  std::mt19937_64 rng(61);
+  std::uniform_real_distribution<float> u(-3, 3);
+  std::vector<float> values{0.f, -0.f, 1.f, -1.f, std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::denorm_min(), -2 * std::numeric_limits<float>::denorm_min()};
+  for (int i = 0; i < 200; ++i)
+    values.push_back(u(rng) * std::pow(10.f, float(i % 7 - 3)));
+  for (const float v : values)
+    for (int64_t k : {0, 1, 2, 3, 17, 50})
+    {
+      float want = v;
+      for (int64_t i = 0; i < k; ++i)
+        want = std::nextafter(want == 0.f ? 0.f : want, std::numeric_limits<float>::infinity());
+      if (k == 0)
+        want = v;
+      const float got = raiseBySteps(v, k);
+      EXPECT_TRUE(got == want && (k == 0 || !std::signbit(got) || want < 0)) << v << " + " << k << " steps: " << got
+                                                                              << " want " << want;
+    }
+  EXPECT_EQ(raiseBySteps(std::numeric_limits<float>::max(), 5), std::numeric_limits<float>::max());
+}
+
+TEST(DemCpu, RaisedFlatsDrainWithoutResolution)
+{
+  for (uint64_t seed : {71, 72, 73})
+  {
+    TestDem d = randomDem(seed, 140, 120, seed == 73 ? 4.0 : 1.0, seed == 72 ? 20 : 0);
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+    const Grid g = d.gridWith(filled);
+    for (FlatGradient gradient : {FlatGradient::Combined, FlatGradient::TowardsOutlet})
+    {
+      const std::vector<int32_t> mask = flatMask(Backend::Cpu, g, 2, noCancel, nullptr, gradient);
+      const RaisedFlats raised = raiseFlats(g, mask);
+      EXPECT_GT(raised.raised, 0) << "seed " << seed;
+      EXPECT_EQ(raised.passedNeighbour, 0) << "seed " << seed;
+      for (std::size_t c = 0; c < filled.size(); ++c)
+        if (!std::isnan(filled[c]))
+          ASSERT_GE(raised.z[c], filled[c]);
+      const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, d.gridWith(raised.z), false, 2, noCancel);
+      EXPECT_TRUE(everyCellDrains(d, dirs)) << "seed " << seed << " gradient " << int(gradient);
+    }
+  }
 }

@@ -88,6 +88,9 @@ TEST(DemGpu, SameAsTheCpu)
     EXPECT_EQ(std::memcmp(cpu.data(), gpu.data(), cpu.size() * sizeof(float)), 0) << at;
     EXPECT_EQ(flatMask(Backend::Cpu, d.grid(&cpu), 0, noCancel), flatMask(Backend::Gpu, d.grid(&cpu), 0, noCancel))
         << at;
+    EXPECT_EQ(flatMask(Backend::Cpu, d.grid(&cpu), 0, noCancel, nullptr, FlatGradient::TowardsOutlet),
+              flatMask(Backend::Gpu, d.grid(&cpu), 0, noCancel, nullptr, FlatGradient::TowardsOutlet))
+        << at;
     for (bool flats : {false, true})
     {
       const std::vector<uint8_t> dc = flowDirections(Backend::Cpu, d.grid(&cpu), flats, 0, noCancel);

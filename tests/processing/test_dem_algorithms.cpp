@@ -244,6 +244,48 @@ TEST_F(DemAlgorithmsTest, FillEqualsPriorityFloodBitForBit)
   EXPECT_EQ(output.crs().authid(), QStringLiteral("EPSG:32633"));
 }
 
+// FLATS: the exact fill, then each flat cell raised by its gradient (Barnes et al.'s mask, or the
+// steps to the outlet) in float32 steps, as the native core raises them; plain D8 drains every cell.
+TEST_F(DemAlgorithmsTest, FlatsResolvedOrGivenAnEpsilonGradientDrainWithPlainD8)
+{
+  const TestDem d = randomDem(97, 83, 1);
+  writeTiff(path("dem.tif"), d);
+  const auto reader = readerGrid(path("dem.tif"), d.z);
+  std::vector<float> exact = dem::reference::priorityFlood(reader.grid);
+  dem::Grid exactGrid = reader.grid;
+  exactGrid.z = exact.data();
+  gpugeo::RunControl control;
+  for (int flats : {1, 2})
+  {
+    const QString out = path(QStringLiteral("flats%1.tif").arg(flats));
+    const RunResult result = run(kFill, path("dem.tif"), {{QStringLiteral("FLATS"), flats}, {QStringLiteral("OUTPUT"), out}});
+    ASSERT_TRUE(result.ok) << result.error.toStdString();
+    EXPECT_TRUE(result.logContains(QStringLiteral("cells raised by their gradient"))) << flats;
+    const auto got = read<float>(out, GDT_Float32);
+    const std::vector<int32_t> mask =
+      dem::flatMask(gpugeo::Backend::Cpu, exactGrid, 1, control, nullptr,
+                    flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet);
+    const dem::RaisedFlats want = dem::raiseFlats(exactGrid, mask);
+    int64_t raisedCells = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+    {
+      if (std::isnan(d.z[i]))
+        continue;
+      ASSERT_TRUE(sameBits(got[i], want.z[i])) << "FLATS " << flats << " cell " << i;
+      raisedCells += got[i] > exact[i];
+    }
+    EXPECT_GT(raisedCells, 0) << flats;
+    std::vector<float> values = got;
+    for (size_t i = 0; i < values.size(); ++i)
+      if (std::isnan(d.z[i]))
+        values[i] = std::numeric_limits<float>::quiet_NaN();
+    dem::Grid raisedGrid = reader.grid;
+    raisedGrid.z = values.data();
+    const std::vector<uint8_t> dirs = dem::flowDirections(gpugeo::Backend::Cpu, raisedGrid, false, 1, control);
+    EXPECT_EQ(std::count(dirs.begin(), dirs.end(), dem::kNoFlow), 0) << "FLATS " << flats;
+  }
+}
+
 // An Int16 DEM in band 2 of 2 (band 1 is something else), nodata -32768: the fill of band 2, with the
 // nodata value carried over; a raster without nodata value keeps NaN as nodata.
 TEST_F(DemAlgorithmsTest, FillReadsTheChosenBandAndItsNoData)

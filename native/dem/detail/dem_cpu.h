@@ -10,7 +10,7 @@
 namespace gpugeo::dem::detail {
 
 std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& control);
-std::vector<int32_t> flatMaskCpu(const Grid& grid, int threads, const RunControl& control);
+std::vector<int32_t> flatMaskCpu(const Grid& grid, bool towardsOnly, int threads, const RunControl& control);
 std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>* mask, int threads,
                                    const RunControl& control);
 Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);

@@ -11,7 +11,7 @@
 namespace gpugeo::dem::detail {
 
 std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
-std::vector<int32_t> flatMaskCuda(const Grid& grid, const RunControl& control);
+std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
 std::vector<uint8_t> directionsCuda(const Grid& grid, const std::vector<int32_t>* mask, const RunControl& control);
 Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
 

@@ -27,6 +27,7 @@
 #include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_math.h"
+#include "dem/detail/travel_math.h"
 
 namespace gpugeo::dem::detail {
 
@@ -439,6 +440,60 @@ __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32
   mask[c] = towardsOnly ? t : 2 * t + (a > 0 ? height[label[c]] - a : 0);
 }
 
+// ---- travel time ----
+
+__global__ void travelInitKernel(const float* z, const uint8_t* dirs, const long long* area, const double* cellWidth,
+                                 const double* cellHeight, const float* manning, VelocityModel model, int64_t w,
+                                 int64_t h, int64_t outlet, int32_t* next, int32_t* tail, double* sum, double* speed)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h)
+    return;
+  tail[c] = int32_t(c);
+  if (dirs[c] == kNoData)
+  {
+    next[c] = -1;
+    sum[c] = 0;
+    speed[c] = NAN;
+    return;
+  }
+  const int64_t x = c % w, y = c / w;
+  const int64_t receiver = downstreamOf(dirs, w, h, c);
+  const double v = cellSpeed(model, z, manning, w, h, x, y, receiver, area[c], cellWidth[y], cellHeight[y], dirs[c]);
+  speed[c] = v;
+  sum[c] = flowLength(cellWidth[y], cellHeight[y], dirs[c]) / v / 60.0;
+  next[c] = c == outlet ? -1 : int32_t(receiver);
+}
+
+__global__ void travelJumpKernel(int64_t n, const int32_t* nextIn, const int32_t* tailIn, const double* sumIn,
+                                 int32_t* nextOut, int32_t* tailOut, double* sumOut)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= n)
+    return;
+  const int32_t j = nextIn[c];
+  if (j < 0)
+  {
+    nextOut[c] = j;
+    tailOut[c] = tailIn[c];
+    sumOut[c] = sumIn[c];
+    return;
+  }
+  nextOut[c] = nextIn[j];
+  tailOut[c] = tailIn[j];
+  sumOut[c] = sumIn[c] + sumIn[j];
+}
+
+__global__ void travelFinishKernel(int64_t n, const int32_t* tail, int64_t outlet, double* minutes, double* speed)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && tail[c] != outlet)
+  {
+    minutes[c] = NAN;
+    speed[c] = NAN;
+  }
+}
+
 }  // namespace
 
 std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
@@ -603,6 +658,53 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunC
                                     towardsOnly, mask.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   return download(mask, std::size_t(n));
+}
+
+TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
+                           int64_t outlet, const VelocityModel& model, const RunControl& control)
+{
+  useGpu();
+  const int64_t w = grid.width, h = grid.height, n = w * h;
+  DeviceBuffer<float> z, manning;
+  DeviceBuffer<uint8_t> dirs;
+  DeviceBuffer<long long> area;
+  DeviceBuffer<double> cw, ch;
+  upload(z, grid.z, std::size_t(n));
+  upload(dirs, directions.data(), std::size_t(n));
+  static_assert(sizeof(long long) == sizeof(int64_t), "accumulated areas are 64-bit");
+  upload(area, reinterpret_cast<const long long*>(accumulation.area.data()), std::size_t(n));
+  upload(cw, grid.cellWidth, std::size_t(h));
+  upload(ch, grid.cellHeight, std::size_t(h));
+  VelocityModel deviceModel = model;
+  if (model.manning)
+  {
+    upload(manning, model.manning, std::size_t(n));
+    deviceModel.manning = manning.data();
+  }
+  DeviceBuffer<int32_t> next(static_cast<std::size_t>(n)), tail(static_cast<std::size_t>(n)),
+      next2(static_cast<std::size_t>(n)), tail2(static_cast<std::size_t>(n));
+  DeviceBuffer<double> sum(static_cast<std::size_t>(n)), sum2(static_cast<std::size_t>(n)), speed(static_cast<std::size_t>(n));
+  travelInitKernel<<<blocksFor(n), 256>>>(z.data(), dirs.data(), area.data(), cw.data(), ch.data(),
+                                          model.manning ? manning.data() : nullptr, deviceModel, w, h, outlet,
+                                          next.data(), tail.data(), sum.data(), speed.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  for (int64_t span = 1; span < n; span *= 2)
+  {
+    travelJumpKernel<<<blocksFor(n), 256>>>(n, next.data(), tail.data(), sum.data(), next2.data(), tail2.data(),
+                                            sum2.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    std::swap(next, next2);
+    std::swap(tail, tail2);
+    std::swap(sum, sum2);
+  }
+  if (control.isCanceled())
+    throw Canceled();
+  travelFinishKernel<<<blocksFor(n), 256>>>(n, tail.data(), outlet, sum.data(), speed.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  TravelTimes out;
+  out.minutes = download(sum, std::size_t(n));
+  out.speed = download(speed, std::size_t(n));
+  return out;
 }
 
 }  // namespace gpugeo::dem::detail

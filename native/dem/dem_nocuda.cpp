@@ -26,6 +26,12 @@ std::vector<uint8_t> directionsCuda(const Grid&, const std::vector<int32_t>*, co
   noCuda();
 }
 
+TravelTimes travelTimeCuda(const Grid&, const std::vector<uint8_t>&, const Accumulation&, int64_t, const VelocityModel&,
+                           const RunControl&)
+{
+  noCuda();
+}
+
 Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const RunControl&)
 {
   noCuda();

@@ -7,6 +7,8 @@
 #include "core/errors.h"
 #include "core/parallel.h"
 #include "dem/detail/dem_math.h"
+#include "dem/detail/dem_cuda.h"
+#include "dem/detail/travel_math.h"
 
 namespace gpugeo::dem {
 
@@ -54,91 +56,52 @@ void validateModel(const VelocityModel& m)
   }
 }
 
-// The D8 flow length of a cell in direction d (or the cell's width when it has none).
-double flowLength(const Grid& g, int64_t y, uint8_t d)
-{
-  const double w = g.cellWidth[y], h = g.cellHeight[y];
-  if (d >= 8)
-    return w;
-  return (d & 1) ? std::sqrt(w * w + h * h) : ((d & 2) ? h : w);
-}
-
-// The Zevenbergen & Thorne slope's tangent; a missing neighbour is extrapolated as 2 z - z_opposite
-// (as SAGA does), both missing: no gradient on that axis.
-double slopeTangent(const Grid& g, int64_t x, int64_t y)
-{
-  const int64_t w = g.width, h = g.height;
-  const float zc = g.z[y * w + x];
-  auto at = [&](int64_t xx, int64_t yy) -> double {
-    if (xx < 0 || yy < 0 || xx >= w || yy >= h)
-      return kNan;
-    return double(g.z[yy * w + xx]);
-  };
-  auto pair = [&](double a, double b) {
-    if (std::isnan(a) && std::isnan(b))
-      return 0.0;
-    if (std::isnan(a))
-      a = 2.0 * zc - b;
-    if (std::isnan(b))
-      b = 2.0 * zc - a;
-    return a - b;
-  };
-  const double G = pair(at(x + 1, y), at(x - 1, y)) / (2 * g.cellWidth[y]);
-  const double H = pair(at(x, y - 1), at(x, y + 1)) / (2 * g.cellHeight[y]);
-  return std::sqrt(G * G + H * H);
-}
-
 }  // namespace
 
 double manningSpeed(const VelocityModel& m, double slopeTangent, double area, double cellN)
 {
-  const double S = 25400.0 / m.curveNumber - 254.0;
-  const double runoff = m.rainfall < 0.2 * S ? 0.1 : (m.rainfall - 0.2 * S) * (m.rainfall - 0.2 * S) / (m.rainfall + 0.8 * S);
-  const double I = runoff / 3600.0 / 1000.0;
-  const double s = std::max(0.001, std::fabs(slopeTangent));
-  if (area < m.mixedArea)
-  {
-    const double D = std::sqrt(2 * area / 3.14159);
-    return std::max(m.minSpeed, std::pow(I * D, 0.4) * std::pow(s, 0.3) / std::pow(cellN, 0.6));
-  }
-  const double n = area < m.channelAreaManning ? m.mixedN : m.channelN;
-  const double Q = I * area, z = m.sideSlope;
-  auto wet = [&](double h) { return h * h / z; };
-  auto flowError = [&](double h) {
-    const double perimeter = 2 * (h / z + std::sqrt(h * h + (h / z) * (h / z)));
-    return std::sqrt(s) * std::pow(wet(h), 5.0 / 3.0) / std::pow(perimeter, 2.0 / 3.0) / n - Q;
-  };
-  double lo = 0, hi = 60, h = 2, f = flowError(h);
-  int steps = 0;
-  do
-  {
-    if (f > 0)
-    {
-      hi = h;
-      h = (lo + h) / 2;
-    }
-    else if (f < 0)
-    {
-      lo = h;
-      h = (hi + h) / 2;
-    }
-    f = flowError(h);
-  } while (std::fabs(f) > 0.1 && ++steps < m.maxIterations);
-  return std::max(m.minSpeed, Q / wet(h));
+  return detail::manningCellSpeed(m, slopeTangent, area, cellN);
 }
 
-TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc, int64_t outlet,
-                       const VelocityModel& model, int threads, const RunControl& control)
+namespace {
+
+void validateTravel(const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc, int64_t outlet,
+                    const VelocityModel& model)
 {
   validateGrid(g);
   validateModel(model);
-  const int64_t w = g.width, h = g.height, n = w * h;
+  const int64_t n = g.width * g.height;
   if (int64_t(directions.size()) != n || int64_t(acc.area.size()) != n)
     throw InvalidInput("the flow directions and accumulation do not match the DEM's size");
   if (outlet < 0 || outlet >= n)
     throw InvalidInput("the outlet lies outside the DEM");
   if (directions[std::size_t(outlet)] == kNoData)
     throw InvalidInput("the outlet lies on a nodata cell");
+}
+
+}  // namespace
+
+TravelTimes travelTime(Backend backend, const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc,
+                       int64_t outlet, const VelocityModel& model, int threads, const RunControl& control)
+{
+  if (backend != Backend::Gpu)
+    return travelTime(g, directions, acc, outlet, model, threads, control);
+  validateTravel(g, directions, acc, outlet, model);
+  TravelTimes out = detail::travelTimeCuda(g, directions, acc, outlet, model, control);
+  for (int64_t c = 0; c < g.width * g.height; ++c)
+    if (!std::isnan(out.minutes[std::size_t(c)]))
+    {
+      ++out.watershedCells;
+      out.watershedArea += g.cellWidth[c / g.width] * g.cellHeight[c / g.width];
+    }
+  return out;
+}
+
+TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc, int64_t outlet,
+                       const VelocityModel& model, int threads, const RunControl& control)
+{
+  validateTravel(g, directions, acc, outlet, model);
+  const int64_t w = g.width, h = g.height, n = w * h;
   auto downstream = [&](int64_t c) -> int64_t {
     const uint8_t d = directions[std::size_t(c)];
     if (d >= 8)
@@ -184,31 +147,9 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
         if (state[std::size_t(c)] != 1)
           continue;
         const uint8_t d = directions[std::size_t(c)];
-        const double length = flowLength(g, y, d);
-        double v = 0;
-        switch (model.kind)
-        {
-          case VelocityModel::Kind::Constant:
-            v = model.speed;
-            break;
-          case VelocityModel::Kind::Slope:
-          {
-            const int64_t r = downstream(c);
-            const double drop = r >= 0 ? double(g.z[c]) - double(g.z[r]) : 0.0;
-            const double s = std::max(model.minSlope, drop / length);
-            const double k = double(acc.area[std::size_t(c)]) * 1e-6 >= model.channelArea ? model.kChannel : model.kOverland;
-            v = std::max(model.minSpeed, k * std::sqrt(s) * model.b / model.n);
-            break;
-          }
-          case VelocityModel::Kind::Manning:
-          {
-            double cellN = model.overlandN;
-            if (model.manning && std::isfinite(model.manning[c]) && model.manning[c] > 0)
-              cellN = model.manning[c];
-            v = manningSpeed(model, slopeTangent(g, x, y), double(acc.area[std::size_t(c)]) * 1e-6, cellN);
-            break;
-          }
-        }
+        const double length = detail::flowLength(g.cellWidth[y], g.cellHeight[y], d);
+        const double v = detail::cellSpeed(model, g.z, model.manning, w, h, x, y, downstream(c), acc.area[std::size_t(c)],
+                                           g.cellWidth[y], g.cellHeight[y], d);
         out.speed[std::size_t(c)] = v;
         step[std::size_t(c)] = length / v / 60.0;
       }

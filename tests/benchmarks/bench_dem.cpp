@@ -1,4 +1,5 @@
-// Times the DEM chain of the native core (fill, flat resolution + D8, accumulation) on a synthetic
+// Times the DEM chain of the native core (fill, flat resolution + D8, accumulation, travel time to the
+// largest basin's outlet) on a synthetic
 // terrain with pits and flats, on the GPU or the CPU.
 //
 // usage: bench_dem --width W --height H [--backend gpu|cpu] [--reps R] [--threads T]
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "dem/dem.h"
+#include "dem/travel_time.h"
 
 using namespace gpugeo;
 
@@ -67,9 +69,20 @@ int main(int argc, char** argv)
     const dem::Grid fg{filled.data(), w, h, cw.data(), ch.data()};
     const std::vector<uint8_t> dirs = dem::flowDirections(b, fg, true, threads, control, &times);
     const dem::Accumulation acc = dem::flowAccumulation(b, fg, dirs, threads, control, &times);
+    double travelSum = 0;
+    {
+      ScopedStage stage(times, "travel time");
+      const int64_t outlet = dem::largestBasinOutlet(fg, dirs, acc);
+      dem::VelocityModel model;  // slope-based, the defaults
+      const dem::TravelTimes t = dem::travelTime(b, fg, dirs, acc, outlet, model, threads, control);
+      for (double m : t.minutes)
+        if (m == m)
+          travelSum += m;
+    }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (r < 0)
     {
+      std::printf("{\"travel_minutes_sum\": %.12e}\n", travelSum);
       noFlow = std::count(dirs.begin(), dirs.end(), dem::kNoFlow);
       maxCells = *std::max_element(acc.cells.begin(), acc.cells.end());
       filledSum = 0;

@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/travel_time.h"
 
 using namespace gpugeo;
 using namespace gpugeo::dem;
@@ -105,6 +106,44 @@ TEST(DemGpu, SameAsTheCpu)
     EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), false, 0, noCancel),
               flowDirections(Backend::Gpu, d.grid(), false, 0, noCancel))
         << at;
+  }
+}
+
+TEST(DemGpu, TravelTimesAgreeWithTheCpu)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  for (uint64_t seed : {21, 22})
+  {
+    const GpuDem d = terrain(seed, seed == 21 ? 700 : 300, seed == 21 ? 600 : 250, 0.5, seed == 22 ? 20 : 0, seed == 22);
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 0, noCancel);
+    const Grid g = d.grid(&filled);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 0, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, g, dirs, 0, noCancel);
+    const int64_t outlet = largestBasinOutlet(g, dirs, acc);
+    std::vector<float> manning(filled.size(), 0.08f);
+    for (std::size_t i = 0; i < manning.size(); i += 7)
+      manning[i] = std::nanf("");
+    for (VelocityModel::Kind kind : {VelocityModel::Kind::Constant, VelocityModel::Kind::Slope, VelocityModel::Kind::Manning})
+    {
+      VelocityModel model;
+      model.kind = kind;
+      model.rainfall = 60;
+      model.manning = kind == VelocityModel::Kind::Manning ? manning.data() : nullptr;
+      const TravelTimes cpu = travelTime(Backend::Cpu, g, dirs, acc, outlet, model, 0, noCancel);
+      const TravelTimes gpu = travelTime(Backend::Gpu, g, dirs, acc, outlet, model, 0, noCancel);
+      EXPECT_EQ(cpu.watershedCells, gpu.watershedCells) << "seed " << seed << " model " << int(kind);
+      EXPECT_EQ(cpu.watershedArea, gpu.watershedArea);
+      for (std::size_t c = 0; c < cpu.minutes.size(); ++c)
+      {
+        ASSERT_EQ(std::isnan(cpu.minutes[c]), std::isnan(gpu.minutes[c])) << "cell " << c;
+        if (!std::isnan(cpu.minutes[c]))
+        {
+          ASSERT_NEAR(gpu.minutes[c], cpu.minutes[c], 1e-9 * cpu.minutes[c]) << "cell " << c << " model " << int(kind);
+          ASSERT_NEAR(gpu.speed[c], cpu.speed[c], 1e-12 * cpu.speed[c]) << "cell " << c;
+        }
+      }
+    }
   }
 }
 

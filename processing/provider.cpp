@@ -10,6 +10,7 @@
 #include "filldepressions_algorithm.h"
 #include "flowaccumulation_algorithm.h"
 #include "flowdirection_algorithm.h"
+#include "isochrones_algorithm.h"
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
 #include "qtmvoronoi_algorithm.h"
@@ -83,6 +84,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new FillDepressionsAlgorithm());
   addAlgorithm(new FlowDirectionAlgorithm());
   addAlgorithm(new FlowAccumulationAlgorithm());
+  addAlgorithm(new IsochronesAlgorithm());
 }
 
 }  // namespace gpugeo

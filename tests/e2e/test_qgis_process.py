@@ -24,8 +24,8 @@ NODATA = -2147483648
 # Every algorithm of the provider, sorted. gpugeo:spherevoronoi needs Qhull at build time; CI
 # installs it.
 ALGORITHMS = ["gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
-              "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi", "gpugeo:spherevoronoi",
-              "gpugeo:voronoiraster"]
+              "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
+              "gpugeo:spherevoronoi", "gpugeo:voronoiraster"]
 
 
 def write_points(path, points, epsg=32633, field_values=None, extra=()):

@@ -28,6 +28,7 @@
 #include "core/backend.h"
 #include "dem/dem.h"
 #include "dem/dem_reference.h"
+#include "dem_test_support.h"
 #include "processing_test_support.h"
 
 namespace {
@@ -39,41 +40,13 @@ namespace dem = gpugeo::dem;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr int kEsri[8] = {1, 2, 4, 8, 16, 32, 64, 128};
 
-// A DEM as the tests build it: row 0 at the top, NaN for nodata.
-struct TestDem
-{
-  int width = 0;
-  int height = 0;
-  double geoTransform[6] = {500000.0, 10.0, 0.0, 4100000.0, 0.0, -7.5};
-  std::vector<float> z;
-
-  float& at(int x, int y) { return z[size_t(y) * size_t(width) + size_t(x)]; }
-};
+using gpugeo::test::TestDem;
 
 // Smooth hills quantised to 0.5 m (flats and ties), noise (pits), nodata holes (some NaN, some the
 // nodata value when written).
 TestDem randomDem(int width, int height, uint32_t seed, int holes = 3)
 {
-  TestDem d;
-  d.width = width;
-  d.height = height;
-  d.z.resize(size_t(width) * size_t(height));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> noise(-1.5, 1.5);
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width; ++x)
-    {
-      const double v = 100.0 + 12.0 * std::sin(x / 9.0) * std::cos(y / 7.0) + 0.15 * x + 0.1 * y + noise(rng);
-      d.at(x, y) = float(std::round(v * 2.0) / 2.0);
-    }
-  std::uniform_int_distribution<int> px(2, width - 8), py(2, height - 8);
-  for (int k = 0; k < holes; ++k)
-  {
-    const int x0 = px(rng), y0 = py(rng);
-    for (int y = y0; y < y0 + 4; ++y)
-      for (int x = x0; x < x0 + 5; ++x)
-        d.at(x, y) = kNaN;
-  }
+  TestDem d = gpugeo::test::randomHills(width, height, seed, holes);
   // A wide closed basin with a flat floor (a depression whose fill is a big flat).
   for (int y = height / 3; y < height / 3 + 6; ++y)
     for (int x = width / 2; x < width / 2 + 8; ++x)

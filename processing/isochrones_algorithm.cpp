@@ -38,6 +38,18 @@ QString number(double value)
   return QString::number(value, 'g', 10);
 }
 
+// The fields of a band, in ISOCHRONES and TIME_AREA.
+QgsFields bandFields()
+{
+  QgsFields fields;
+  fields.append(QgsField(QStringLiteral("band"), QVariant::Int));
+  fields.append(QgsField(QStringLiteral("t_min"), QVariant::Double));
+  fields.append(QgsField(QStringLiteral("t_max"), QVariant::Double));
+  fields.append(QgsField(QStringLiteral("cells"), QVariant::LongLong));
+  fields.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
+  return fields;
+}
+
 // Whether an optional parameter was given a value.
 bool parameterGiven(const QVariantMap& parameters, const QString& name)
 {
@@ -856,12 +868,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
             &steps))
         throw Canceled();
     }
-    QgsFields fields;
-    fields.append(QgsField(QStringLiteral("band"), QVariant::Int));
-    fields.append(QgsField(QStringLiteral("t_min"), QVariant::Double));
-    fields.append(QgsField(QStringLiteral("t_max"), QVariant::Double));
-    fields.append(QgsField(QStringLiteral("cells"), QVariant::LongLong));
-    fields.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
+    QgsFields fields = bandFields();
     QString id;
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("ISOCHRONES"), context, id, fields,
                                                       QgsWkbTypes::MultiPolygon, raster.crs);
@@ -886,12 +893,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     feedback->pushInfo(QObject::tr("%1 polygons were dissolved by GEOS to make them valid.").arg(repaired));
   if (wantTable)
   {
-    QgsFields fields;
-    fields.append(QgsField(QStringLiteral("band"), QVariant::Int));
-    fields.append(QgsField(QStringLiteral("t_min"), QVariant::Double));
-    fields.append(QgsField(QStringLiteral("t_max"), QVariant::Double));
-    fields.append(QgsField(QStringLiteral("cells"), QVariant::LongLong));
-    fields.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
+    QgsFields fields = bandFields();
     fields.append(QgsField(QStringLiteral("cumulative_share"), QVariant::Double));
     QString id;
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("TIME_AREA"), context, id, fields,

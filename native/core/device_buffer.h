@@ -5,7 +5,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "cuda_check.h"
 
@@ -156,5 +158,41 @@ private:
   cudaEvent_t mStart = nullptr;
   cudaEvent_t mStop = nullptr;
 };
+
+// Copies n values from the host into `d` (resized to n).
+template <typename T, typename A>
+void upload(BasicDeviceBuffer<T, A>& d, const T* h, std::size_t n)
+{
+  d.resize(n);
+  if (n)
+    GPUGEO_CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+// The first n values of `d`, on the host.
+template <typename T, typename A>
+std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n)
+{
+  std::vector<T> h(n);
+  if (n)
+    GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// One value from device memory.
+template <typename T>
+T readOne(const T* p)
+{
+  T v;
+  GPUGEO_CUDA_CHECK(cudaMemcpy(&v, p, sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// How much memory the device's stream-ordered pool (PooledDeviceBuffer) keeps between calls.
+inline void keepPooledMemory(int device, uint64_t bytes)
+{
+  cudaMemPool_t pool;
+  GPUGEO_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  GPUGEO_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &bytes));
+}
 
 }  // namespace gpugeo::cuda

@@ -53,13 +53,16 @@ std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool reso
                                     const RunControl& control, StageTimes* times)
 {
   validateGrid(grid);
+  StageTimes local;
+  if (backend == Backend::Gpu)
+  {
+    ScopedStage stage(times ? *times : local, "flats and directions");
+    return detail::directionsCuda(grid, resolveFlats, control);
+  }
   std::vector<int32_t> mask;
   if (resolveFlats)
     mask = flatMask(backend, grid, threads, control, times);
-  StageTimes local;
   ScopedStage stage(times ? *times : local, "directions");
-  if (backend == Backend::Gpu)
-    return detail::directionsCuda(grid, resolveFlats ? &mask : nullptr, control);
   return detail::directionsCpu(grid, resolveFlats ? &mask : nullptr, threads, control);
 }
 

@@ -177,15 +177,7 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
   Accumulation out;
   out.cells.assign(static_cast<std::size_t>(n), 0);
   out.area.assign(static_cast<std::size_t>(n), 0);
-  auto downstream = [&](int64_t c) -> int64_t {
-    const uint8_t d = directions[std::size_t(c)];
-    if (d >= 8)
-      return -1;
-    const int64_t nx = c % w + kDx[d], ny = c / w + kDy[d];
-    if (nx < 0 || ny < 0 || nx >= w || ny >= h || directions[std::size_t(ny * w + nx)] == kNoData)
-      return -1;
-    return ny * w + nx;
-  };
+  auto downstream = [&](int64_t c) { return receiverOf(directions.data(), w, h, c); };
   std::vector<uint8_t> inflow(static_cast<std::size_t>(n), 0);
   for (int64_t c = 0; c < n; ++c)
   {

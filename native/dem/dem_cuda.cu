@@ -24,7 +24,6 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
-#include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_math.h"
 #include "dem/detail/travel_math.h"
@@ -33,25 +32,18 @@ namespace gpugeo::dem::detail {
 
 namespace {
 
+// Buffers from the device's stream-ordered pool (all of this backend's work runs on the legacy
+// default stream; a call takes and frees up to a dozen grid-sized buffers), which keeps up to
+// kPoolKeep bytes between calls.
 template <typename T>
-using DeviceBuffer = cuda::DeviceBuffer<T>;
+using DeviceBuffer = cuda::PooledDeviceBuffer<T>;
+constexpr uint64_t kPoolKeep = uint64_t(1) << 30;
 
 constexpr int kTile = 32;
 
-template <typename T>
-void upload(DeviceBuffer<T>& d, const T* h, std::size_t n)
-{
-  d.resize(n);
-  GPUGEO_CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(T), cudaMemcpyHostToDevice));
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d, std::size_t n)
-{
-  std::vector<T> h(n);
-  GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
+using cuda::download;
+using cuda::readOne;
+using cuda::upload;
 
 unsigned blocksFor(int64_t n, int threads = 256)
 {
@@ -64,6 +56,25 @@ void useGpu()
   if (!gpu.usable)
     throw DeviceUnavailable(gpu.reason);
   GPUGEO_CUDA_CHECK(cudaSetDevice(gpu.device));
+  cuda::keepPooledMemory(gpu.device, kPoolKeep);
+}
+
+// Runs launch(blocks, threads, changed) over the grid's tiles until a pass changes nothing.
+template <typename Launch>
+void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch)
+{
+  const dim3 blocks(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  DeviceBuffer<int> changed(1);
+  for (int64_t pass = 0;; ++pass)
+  {
+    GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
+    launch(blocks, threads, changed.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    if (!readOne(changed.data()))
+      break;
+    if ((pass & 63) == 63 && control.isCanceled())
+      throw Canceled();
+  }
 }
 
 __global__ void fillInitKernel(const float* z, int64_t w, int64_t h, float* W)
@@ -139,16 +150,6 @@ __global__ void directionKernel(const float* z, const int32_t* mask, int64_t w, 
   out[c] = d8Direction(z, mask, w, h, c % w, y, cellWidth[y], cellHeight[y]);
 }
 
-__device__ int64_t downstreamOf(const uint8_t* dirs, int64_t w, int64_t h, int64_t c)
-{
-  const uint8_t d = dirs[c];
-  if (d >= 8)
-    return -1;
-  const int64_t nx = c % w + stepX(d), ny = c / w + stepY(d);
-  if (nx < 0 || ny < 0 || nx >= w || ny >= h || dirs[ny * w + nx] == kNoData)
-    return -1;
-  return ny * w + nx;
-}
 
 __global__ void parentKernel(const uint8_t* dirs, int64_t w, int64_t h, uint32_t* key, int32_t* cell)
 {
@@ -156,7 +157,7 @@ __global__ void parentKernel(const uint8_t* dirs, int64_t w, int64_t h, uint32_t
   if (c >= w * h)
     return;
   // Key 0: roots (cells that drain out); p + 1: cells that drain to p; invalid cells last.
-  key[c] = dirs[c] == kNoData ? uint32_t(w * h + 1) : uint32_t(downstreamOf(dirs, w, h, c) + 1);
+  key[c] = dirs[c] == kNoData ? uint32_t(w * h + 1) : uint32_t(receiverOf(dirs, w, h, c) + 1);
   cell[c] = int32_t(c);
 }
 
@@ -189,7 +190,7 @@ __global__ void tourKernel(const uint8_t* dirs, int64_t w, int64_t h, const int3
   const int32_t child = firstChild[c];
   next[2 * c] = child >= 0 ? 2 * child : int32_t(2 * c + 1);
   const int32_t sibling = nextSibling[c];
-  const int64_t parent = downstreamOf(dirs, w, h, c);
+  const int64_t parent = receiverOf(dirs, w, h, c);
   next[2 * c + 1] = sibling >= 0 ? 2 * sibling : (parent >= 0 ? int32_t(2 * parent + 1) : -1);
   dist[2 * c] = 1;
   dist[2 * c + 1] = next[2 * c + 1] >= 0 ? 1 : 0;
@@ -366,21 +367,11 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
 
 template <Relax R>
 void relax(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& cls, int64_t w, int64_t h,
-           DeviceBuffer<int32_t>& value, DeviceBuffer<int>& changed, const RunControl& control)
+           DeviceBuffer<int32_t>& value, const RunControl& control)
 {
-  const dim3 blocks(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
-  for (int64_t pass = 0;; ++pass)
-  {
-    GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
-    relaxTileKernel<R><<<blocks, threads>>>(z.data(), cls.data(), w, h, value.data(), changed.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    int any = 0;
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&any, changed.data(), sizeof(int), cudaMemcpyDeviceToHost));
-    if (!any)
-      break;
-    if ((pass & 63) == 63 && control.isCanceled())
-      throw Canceled();
-  }
+  untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, int* changed) {
+    relaxTileKernel<R><<<blocks, threads>>>(z.data(), cls.data(), w, h, value.data(), changed);
+  });
 }
 
 __global__ void componentInitKernel(const uint8_t* cls, int64_t n, int32_t* label)
@@ -458,7 +449,7 @@ __global__ void travelInitKernel(const float* z, const uint8_t* dirs, const long
     return;
   }
   const int64_t x = c % w, y = c / w;
-  const int64_t receiver = downstreamOf(dirs, w, h, c);
+  const int64_t receiver = receiverOf(dirs, w, h, c);
   const double v = cellSpeed(model, z, manning, w, h, x, y, receiver, area[c], cellWidth[y], cellHeight[y], dirs[c]);
   speed[c] = v;
   sum[c] = flowLength(cellWidth[y], cellHeight[y], dirs[c]) / v / 60.0;
@@ -504,39 +495,34 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
   upload(z, grid.z, std::size_t(n));
   fillInitKernel<<<blocksFor(n), 256>>>(z.data(), w, h, W.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  DeviceBuffer<int> changed(1);
-  const dim3 blocks(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
-  for (int64_t pass = 0;; ++pass)
-  {
-    GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
-    fillTileKernel<<<blocks, threads>>>(z.data(), w, h, W.data(), changed.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    int any = 0;
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&any, changed.data(), sizeof(int), cudaMemcpyDeviceToHost));
-    if (!any)
-      break;
-    if ((pass & 63) == 63 && control.isCanceled())
-      throw Canceled();
-  }
+  untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, int* changed) {
+    fillTileKernel<<<blocks, threads>>>(z.data(), w, h, W.data(), changed);
+  });
   positiveZeroKernel<<<blocksFor(n), 256>>>(W.data(), n);
   GPUGEO_CUDA_CHECK_LAUNCH();
   return download(W, std::size_t(n));
 }
 
-std::vector<uint8_t> directionsCuda(const Grid& grid, const std::vector<int32_t>* mask, const RunControl&)
+namespace {
+DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, bool towardsOnly,
+                                       const RunControl& control);
+}  // namespace
+
+std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
   DeviceBuffer<float> z;
   DeviceBuffer<double> cw, ch;
-  DeviceBuffer<int32_t> m;
   upload(z, grid.z, std::size_t(n));
   upload(cw, grid.cellWidth, std::size_t(h));
   upload(ch, grid.cellHeight, std::size_t(h));
-  if (mask)
-    upload(m, mask->data(), std::size_t(n));
+  DeviceBuffer<int32_t> mask;
+  if (resolveFlats)
+    mask = flatMaskOnDevice(z, w, h, false, control);
   DeviceBuffer<uint8_t> out(static_cast<std::size_t>(n));
-  directionKernel<<<blocksFor(n), 256>>>(z.data(), mask ? m.data() : nullptr, w, h, cw.data(), ch.data(), out.data());
+  directionKernel<<<blocksFor(n), 256>>>(z.data(), resolveFlats ? mask.data() : nullptr, w, h, cw.data(), ch.data(),
+                                         out.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   return download(out, std::size_t(n));
 }
@@ -596,9 +582,7 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
     GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, need, next.data(), largest.data(), states));
     temp.resize(need);
     GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), need, next.data(), largest.data(), states));
-    int32_t top = -1;
-    GPUGEO_CUDA_CHECK(cudaMemcpy(&top, largest.data(), sizeof(int32_t), cudaMemcpyDeviceToHost));
-    if (top >= 0)
+    if (readOne(largest.data()) >= 0)
       throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
   }
   // The tour's length: the valid cells' enters and leaves.
@@ -623,23 +607,23 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
   return out;
 }
 
-std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control)
+namespace {
+
+// The flat mask of the DEM already on the device.
+DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, bool towardsOnly,
+                                       const RunControl& control)
 {
-  useGpu();
-  const int64_t w = grid.width, h = grid.height, n = w * h;
-  DeviceBuffer<float> z;
-  upload(z, grid.z, std::size_t(n));
+  const int64_t n = w * h;
   DeviceBuffer<uint8_t> cls(static_cast<std::size_t>(n)), rootDrained(static_cast<std::size_t>(n));
   DeviceBuffer<int32_t> label(static_cast<std::size_t>(n)), towards(static_cast<std::size_t>(n)),
       away(static_cast<std::size_t>(n)), height(static_cast<std::size_t>(n)), mask(static_cast<std::size_t>(n));
-  DeviceBuffer<int> changed(1);
   flatClassKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   flatEdgeKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   componentInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, label.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  relax<Relax::Component>(z, cls, w, h, label, changed, control);
+  relax<Relax::Component>(z, cls, w, h, label, control);
   GPUGEO_CUDA_CHECK(cudaMemset(rootDrained.data(), 0, rootDrained.bytes()));
   drainedRootKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), n, rootDrained.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
@@ -647,17 +631,28 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunC
   GPUGEO_CUDA_CHECK_LAUNCH();
   distanceInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, Relax::Towards, towards.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  relax<Relax::Towards>(z, cls, w, h, towards, changed, control);
+  relax<Relax::Towards>(z, cls, w, h, towards, control);
   distanceInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, Relax::Away, away.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  relax<Relax::Away>(z, cls, w, h, away, changed, control);
+  relax<Relax::Away>(z, cls, w, h, away, control);
   GPUGEO_CUDA_CHECK(cudaMemset(height.data(), 0, height.bytes()));
   flatHeightKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), away.data(), n, height.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   maskKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), towards.data(), away.data(), height.data(), n,
                                     towardsOnly, mask.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  return download(mask, std::size_t(n));
+  return mask;
+}
+
+}  // namespace
+
+std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control)
+{
+  useGpu();
+  const int64_t n = grid.width * grid.height;
+  DeviceBuffer<float> z;
+  upload(z, grid.z, std::size_t(n));
+  return download(flatMaskOnDevice(z, grid.width, grid.height, towardsOnly, control), std::size_t(n));
 }
 
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,

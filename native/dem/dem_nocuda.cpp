@@ -21,7 +21,7 @@ std::vector<int32_t> flatMaskCuda(const Grid&, bool, const RunControl&)
   noCuda();
 }
 
-std::vector<uint8_t> directionsCuda(const Grid&, const std::vector<int32_t>*, const RunControl&)
+std::vector<uint8_t> directionsCuda(const Grid&, bool, const RunControl&)
 {
   noCuda();
 }

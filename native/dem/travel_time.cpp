@@ -102,15 +102,7 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
 {
   validateTravel(g, directions, acc, outlet, model);
   const int64_t w = g.width, h = g.height, n = w * h;
-  auto downstream = [&](int64_t c) -> int64_t {
-    const uint8_t d = directions[std::size_t(c)];
-    if (d >= 8)
-      return -1;
-    const int64_t nx = c % w + kDx[d], ny = c / w + kDy[d];
-    if (nx < 0 || ny < 0 || nx >= w || ny >= h || directions[std::size_t(ny * w + nx)] == kNoData)
-      return -1;
-    return ny * w + nx;
-  };
+  auto downstream = [&](int64_t c) { return detail::receiverOf(directions.data(), w, h, c); };
   TravelTimes out;
   out.minutes.assign(std::size_t(n), kNan);
   out.speed.assign(std::size_t(n), kNan);
@@ -216,15 +208,9 @@ int64_t largestBasinOutlet(const Grid& g, const std::vector<uint8_t>& directions
   int64_t best = -1;
   for (int64_t c = 0; c < w * h; ++c)
   {
-    const uint8_t d = directions[std::size_t(c)];
-    if (d == kNoData)
+    if (directions[std::size_t(c)] == kNoData)
       continue;
-    bool leaves = d >= 8;
-    if (!leaves)
-    {
-      const int64_t nx = c % w + kDx[d], ny = c / w + kDy[d];
-      leaves = nx < 0 || ny < 0 || nx >= w || ny >= h || directions[std::size_t(ny * w + nx)] == kNoData;
-    }
+    const bool leaves = detail::receiverOf(directions.data(), w, h, c) < 0;
     if (leaves && (best < 0 || acc.cells[std::size_t(c)] > acc.cells[std::size_t(best)]))
       best = c;
   }

@@ -32,49 +32,21 @@ constexpr int kThreads = 256;
 
 // Buffers from the device's stream-ordered pool: all of this backend's work runs on the legacy
 // default stream, and a contour call takes and frees some forty buffers. The pool keeps up to
-// kPoolKeep bytes between calls (setPoolThreshold()).
+// kPoolKeep bytes between calls.
 template <typename T>
 using DeviceBuffer = cuda::PooledDeviceBuffer<T>;
 
+// The pool keeps up to this much between calls.
 constexpr uint64_t kPoolKeep = uint64_t(1) << 30;
-
-void setPoolThreshold(int device)
-{
-  cudaMemPool_t pool;
-  GPUGEO_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-  uint64_t keep = kPoolKeep;
-  GPUGEO_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-}
 
 unsigned blocksFor(int64_t items, int threads = kThreads)
 {
   return static_cast<unsigned>(std::max<int64_t>(1, (items + threads - 1) / threads));
 }
 
-template <typename T>
-void upload(DeviceBuffer<T>& d, const T* h, std::size_t n)
-{
-  d.resize(n);
-  if (n)
-    GPUGEO_CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(T), cudaMemcpyHostToDevice));
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d, std::size_t n)
-{
-  std::vector<T> h(n);
-  if (n)
-    GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
-
-template <typename T>
-T readOne(const T* p)
-{
-  T v;
-  GPUGEO_CUDA_CHECK(cudaMemcpy(&v, p, sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
+using cuda::download;
+using cuda::readOne;
+using cuda::upload;
 
 void sync()
 {
@@ -542,7 +514,7 @@ public:
       throw DeviceUnavailable(gpu.reason);
     mDevice = gpu.device;
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
-    setPoolThreshold(mDevice);
+    cuda::keepPooledMemory(mDevice, kPoolKeep);
     mVertices = mesh.vertexCount;
     mTriangles = mesh.triangleCount;
     mHasZ = mesh.z != nullptr;

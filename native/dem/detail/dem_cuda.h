@@ -13,7 +13,8 @@ namespace gpugeo::dem::detail {
 
 std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
 std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
-std::vector<uint8_t> directionsCuda(const Grid& grid, const std::vector<int32_t>* mask, const RunControl& control);
+// With resolveFlats, the flat mask is made on the device too.
+std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control);
 // Minutes and speeds (NaN outside the watershed); the counts are the caller's.
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
                            int64_t outlet, const VelocityModel& model, const RunControl& control);

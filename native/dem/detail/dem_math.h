@@ -27,6 +27,18 @@ GPUGEO_HD bool isEdgeCell(const float* z, int64_t w, int64_t h, int64_t x, int64
   return false;
 }
 
+// The cell that cell c drains to by its direction, or -1 (no direction, off the grid, onto nodata).
+GPUGEO_HD int64_t receiverOf(const uint8_t* directions, int64_t w, int64_t h, int64_t c)
+{
+  const uint8_t d = directions[c];
+  if (d >= 8)
+    return -1;
+  const int64_t nx = c % w + stepX(d), ny = c / w + stepY(d);
+  if (nx < 0 || ny < 0 || nx >= w || ny >= h || directions[ny * w + nx] == kNoData)
+    return -1;
+  return ny * w + nx;
+}
+
 // Distances to the eight neighbours from a cell of the given width and height.
 GPUGEO_HD double neighbourDistance(int d, double width, double height, double diagonal)
 {

@@ -18,7 +18,7 @@ GPUGEO_HD double flowLength(double width, double height, uint8_t d)
 {
   if (d >= 8)
     return width;
-  return (d & 1) ? sqrt(width * width + height * height) : ((d & 2) ? height : width);
+  return (d & 1) ? exact::sqrt(exact::add(exact::mul(width, width), exact::mul(height, height))) : ((d & 2) ? height : width);
 }
 
 // The Zevenbergen & Thorne slope's tangent; a missing neighbour is extrapolated as 2 z - z_opposite

@@ -19,9 +19,10 @@
 
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
-#include "adapters/raster_polygonizer.h"
+#include "adapters/band_geometry.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/regions.h"
 #include "dem/travel_time.h"
 #include "flowdirection_algorithm.h"
 
@@ -83,25 +84,6 @@ QString geoTransformText(const double* gt)
 {
   return QStringLiteral("%1, %2, %3, %4, %5, %6")
     .arg(number(gt[0]), number(gt[1]), number(gt[2]), number(gt[3]), number(gt[4]), number(gt[5]));
-}
-
-// One geometry of the pieces traced for a value: a multipolygon of them (4-connected regions of the
-// same value touch at most at corners, which a multipolygon allows); should GEOS find it invalid, their
-// union, made valid if need be.
-QgsGeometry dissolve(QVector<QgsGeometry>& pieces, int64_t& repaired)
-{
-  QgsGeometry geometry = pieces.size() == 1 ? pieces.front() : QgsGeometry::collectGeometry(pieces);
-  geometry.convertToMultiType();
-  if (!geometry.isGeosValid())
-  {
-    ++repaired;
-    geometry = QgsGeometry::unaryUnion(pieces);
-    if (!geometry.isGeosValid())
-      geometry = geometry.makeValid();
-    geometry.convertToMultiType();
-  }
-  pieces.clear();
-  return geometry;
 }
 
 }  // namespace
@@ -228,7 +210,9 @@ QString IsochronesAlgorithm::shortHelpString() const
            "polygons' planar areas. Optional: the <b>Filled DEM</b> (FILLED, Float32), the <b>Flow "
            "direction</b> (FLOWDIR, ESRI codes: 1 = E, 2 = SE, 4 = S, 8 = SW, 16 = W, 32 = NW, 64 = N, 128 = NE, "
            "nodata 255) and the <b>Flow accumulation</b> (ACCUMULATION, Int32 cells, nodata &minus;1). The "
-           "polygons are traced from the rasters' cells (exact cell edges) and are valid by GEOS.</p>"
+           "polygons follow the cells' edges exactly: one polygon per 4-connected group of cells of a band (cells "
+           "that meet only at a corner are separate polygons, as GDAL's polygonizer makes them), holes included, "
+           "valid by GEOS; they are traced on the DEVICE as well (the GPU's polygons are the CPU's).</p>"
            "<p>The log gives the outlet (the point's cell, the snapped cell, the distance), the watershed's cells "
            "and area, the range of travel times and the time of each stage.</p>") +
          cellSizeHelp() +
@@ -728,8 +712,6 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   steps.setCurrentStep(5);
   feedback->setProgressText(QObject::tr("Writing the rasters"));
   FinishedRasters finished;
-  FinishedRasters temporaries;  // never kept: deleted when the run ends
-  QString bandsPath, maskPath;
   QVariantMap outputs;
   {
     ScopedStage stage(times, "write");
@@ -788,58 +770,46 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
         finished, &steps);
       outputs.insert(QStringLiteral("ACCUMULATION"), accumulationPath);
     }
-    // What the polygons are traced from: the band of every watershed cell, and the watershed.
-    if (wantIsochrones)
-    {
-      bandsPath = QgsProcessingUtils::generateTempFilename(QStringLiteral("isochrone_bands.tif"));
-      writeDemRaster(
-        bandsPath, raster, GDT_Int32, double(kBandNoData),
-        [&](int64_t row0, int64_t rows, void* buffer) {
-          int32_t* out = static_cast<int32_t*>(buffer);
-          const double* in = travel.minutes.data() + row0 * w;
-          for (int64_t i = 0; i < rows * w; ++i)
-            out[i] = std::isnan(in[i]) ? kBandNoData : bandOf(in[i]);
-        },
-        temporaries, nullptr);
-    }
-    if (wantWatershed)
-    {
-      maskPath = QgsProcessingUtils::generateTempFilename(QStringLiteral("watershed.tif"));
-      writeDemRaster(
-        maskPath, raster, GDT_Byte, 0.0,
-        [&](int64_t row0, int64_t rows, void* buffer) {
-          uint8_t* out = static_cast<uint8_t*>(buffer);
-          const double* in = travel.minutes.data() + row0 * w;
-          for (int64_t i = 0; i < rows * w; ++i)
-            out[i] = std::isnan(in[i]) ? 0 : 1;
-        },
-        temporaries, nullptr);
-    }
   }
   // The rasters are written: the large buffers go.
   std::vector<float>().swap(filled);
   std::vector<uint8_t>().swap(directions);
   accumulation = dem::Accumulation();
-  travel.minutes = std::vector<double>();
   travel.speed = std::vector<double>();
   if (!manning.empty())
     std::vector<float>().swap(manning);
 
-  // --- Polygons and the table ----------------------------------------------------------------------
+  // --- Polygons: traced from the cells' bands (and the watershed) on the resolved backend ---------
   steps.setCurrentStep(6);
   feedback->setProgressText(QObject::tr("Tracing the watershed and the isochrones"));
-  int64_t repaired = 0;
+  BandPolygons watershedPolygons, bandPolygons;
+  {
+    ScopedStage stage(times, "polygons");
+    std::vector<int32_t> labels(static_cast<size_t>(w * h));
+    if (wantWatershed)
+    {
+      for (size_t i = 0; i < labels.size(); ++i)
+        labels[i] = std::isnan(travel.minutes[i]) ? -1 : 0;
+      runWithCpuFallback(device, feedback, [&](Backend backend) {
+        watershedPolygons = dem::traceRegions(backend, labels.data(), w, h, 1, cpuThreads(), control);
+      });
+    }
+    if (wantIsochrones)
+    {
+      for (size_t i = 0; i < labels.size(); ++i)
+        labels[i] = std::isnan(travel.minutes[i]) ? -1 : bandOf(travel.minutes[i]) - 1;
+      runWithCpuFallback(device, feedback, [&](Backend backend) {
+        bandPolygons = dem::traceRegions(backend, labels.data(), w, h, bands, cpuThreads(), control);
+      });
+    }
+  }
+  travel.minutes = std::vector<double>();
+  // Cell corners to map coordinates (the DEM is north-up, so shells stay counter-clockwise).
+  const AxisMap toMap{raster.geoTransform[0], raster.geoTransform[1], raster.geoTransform[3], -raster.geoTransform[5]};
+
+  // --- Features and the table ----------------------------------------------------------------------
   if (wantWatershed)
   {
-    QVector<QgsGeometry> pieces;
-    {
-      ScopedStage stage(times, "polygons");
-      if (!polygonizeRegions(
-            maskPath, [&](int32_t, QgsGeometry&& polygon) { pieces.append(std::move(polygon)); }, &steps))
-        throw Canceled();
-    }
-    if (feedback->isCanceled())
-      throw Canceled();
     QgsFields fields;
     fields.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
     fields.append(QgsField(QStringLiteral("cells"), QVariant::LongLong));
@@ -848,7 +818,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("WATERSHED"), context, id, fields,
                                                       QgsWkbTypes::MultiPolygon, raster.crs);
     QgsFeature feature(fields);
-    feature.setGeometry(dissolve(pieces, repaired));
+    feature.setGeometry(QgsGeometry(bandMultiPolygon(watershedPolygons, 0, false, toMap).release()));
     feature.setAttributes(QgsAttributes() << watershedKm2 << QVariant::fromValue<qlonglong>(travel.watershedCells) << maxTime);
     if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
       throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("WATERSHED")));
@@ -856,18 +826,6 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   }
   if (wantIsochrones)
   {
-    std::vector<QVector<QgsGeometry>> parts(static_cast<size_t>(bands));
-    {
-      ScopedStage stage(times, "polygons");
-      if (!polygonizeRegions(
-            bandsPath,
-            [&](int32_t value, QgsGeometry&& polygon) {
-              if (value >= 1 && value <= bands)
-                parts[size_t(value - 1)].append(std::move(polygon));
-            },
-            &steps))
-        throw Canceled();
-    }
     QgsFields fields = bandFields();
     QString id;
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("ISOCHRONES"), context, id, fields,
@@ -877,10 +835,11 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     {
       if (feedback->isCanceled())
         throw Canceled();
-      if (parts[size_t(k)].isEmpty())
+      std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(bandPolygons, size_t(k), false, toMap);
+      if (!multi)
         continue;
       QgsFeature feature(fields);
-      feature.setGeometry(dissolve(parts[size_t(k)], repaired));
+      feature.setGeometry(QgsGeometry(multi.release()));
       feature.setAttributes(QgsAttributes() << k + 1 << double(k) * interval << double(k + 1) * interval
                                           << QVariant::fromValue<qlonglong>(bandCells[size_t(k)])
                                           << bandArea[size_t(k)] * 1e-6);
@@ -889,8 +848,6 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     }
     outputs.insert(QStringLiteral("ISOCHRONES"), id);
   }
-  if (repaired > 0)
-    feedback->pushInfo(QObject::tr("%1 polygons were dissolved by GEOS to make them valid.").arg(repaired));
   if (wantTable)
   {
     QgsFields fields = bandFields();

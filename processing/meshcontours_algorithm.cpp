@@ -26,6 +26,7 @@
 #include <qgsprocessingparametermeshdataset.h>
 #include <qgsprocessingutils.h>
 
+#include "adapters/band_geometry.h"
 #include "core/errors.h"
 #include "mesh/mesh_contours.h"
 
@@ -494,17 +495,7 @@ QVariantMap MeshContoursAlgorithm::execute(const QVariantMap& parameters, QgsPro
         continue;
       if (feedback->isCanceled())
         throw Canceled();
-      auto multi = std::make_unique<QgsMultiPolygon>();
-      for (int64_t q = b.bandPolygon[k]; q < b.bandPolygon[k + 1]; ++q)
-      {
-        const std::size_t firstRing = std::size_t(b.polygonRing[std::size_t(q)]);
-        const std::size_t endRing = std::size_t(b.polygonRing[std::size_t(q) + 1]);
-        auto polygon = std::make_unique<QgsPolygon>();
-        polygon->setExteriorRing(lineString(b.x, b.y, b.z, b.ringPoint[firstRing], b.ringPoint[firstRing + 1]));
-        for (std::size_t r = firstRing + 1; r < endRing; ++r)
-          polygon->addInteriorRing(lineString(b.x, b.y, b.z, b.ringPoint[r], b.ringPoint[r + 1]));
-        multi->addGeometry(polygon.release());
-      }
+      std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(b, k, true);
       QgsFeature feature(polygonFields);
       feature.setGeometry(QgsGeometry(multi.release()));
       feature.setAttributes(QgsAttributes(groupAttributes) << mLevels[k] << mLevels[k + 1]);

@@ -8,17 +8,24 @@
 // keeps W >= the answer, so the order in which threads and blocks see each other's values does not
 // matter: the result is the CPU's, bit for bit.
 // Directions: one thread a cell, the same rule as the CPU (detail/dem_math.h).
-// Accumulation: the flow directions make a forest (each cell's parent is the cell it drains to). Its
-// Euler tour (enter a cell, its upstream cells' tours, leave it) is linked from the children lists
-// (a CUB radix sort of the cells by parent) and ranked by pointer jumping; a cell's upstream cells
-// are the cells entered between its enter and its leave, so the counts come from the two positions
-// and the areas from a CUB prefix sum over the tour. Integer sums: the CPU's numbers exactly.
+// Accumulation and travel times, by 32 x 32 tiles (flow paths are local, so most of the work stays in
+// shared memory):
+// - accumulation: each tile sums its own cells' counts and areas down its paths (dependency counting
+//   in shared memory: a cell passes its sum on once all its upstream cells in the tile have); the
+//   cells whose flow leaves their tile (exits) form a much smaller forest, summed by one thread per
+//   leaf that climbs down while it is the last of a node's children to arrive; each tile then sums
+//   again with the flows coming in from its neighbours' exits. Integer sums: the CPU's numbers exactly.
+// - travel times: each tile finds, by pointer jumping in shared memory, where every cell's path
+//   leaves the tile and the time to get there; pointer jumping over the exits alone then gives each
+//   exit's time to the outlet, and a cell's time is its time to its exit plus the exit's.
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
 
 #include "core/backend.h"
 #include "core/cuda_check.h"
@@ -151,85 +158,138 @@ __global__ void directionKernel(const float* z, const int32_t* mask, int64_t w, 
 }
 
 
-__global__ void parentKernel(const uint8_t* dirs, int64_t w, int64_t h, uint32_t* key, int32_t* cell)
+// ---- accumulation by tiles ----
+
+__device__ bool inTile(int64_t x0, int64_t y0, int64_t c, int64_t w)
 {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h)
-    return;
-  // Key 0: roots (cells that drain out); p + 1: cells that drain to p; invalid cells last.
-  key[c] = dirs[c] == kNoData ? uint32_t(w * h + 1) : uint32_t(receiverOf(dirs, w, h, c) + 1);
-  cell[c] = int32_t(c);
+  const int64_t x = c % w, y = c / w;
+  return x >= x0 && y >= y0 && x < x0 + kTile && y < y0 + kTile;
 }
 
-// From the cells sorted by parent: each cell's first child and next sibling (roots are siblings).
-__global__ void childrenKernel(const uint32_t* key, const int32_t* cell, int64_t n, int32_t* firstChild,
-                               int32_t* nextSibling)
+// Sums counts and areas down the paths inside one tile. With inflow, each cell starts with what
+// drains into it from exits of other tiles (their final sums, in exitCells/exitArea); without, the
+// cells' exits are also written (exitOf: the last cell of the cell's path in the tile).
+__global__ void tileAccumulateKernel(const uint8_t* dirs, int64_t w, int64_t h, const long long* rowArea,
+                                     const long long* exitCells, const long long* exitArea, long long* cells,
+                                     long long* area, int32_t* exitOf, int* looped)
 {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n || key[i] > uint32_t(n))
-    return;
-  const int32_t c = cell[i];
-  nextSibling[c] = (i + 1 < n && key[i + 1] == key[i]) ? cell[i + 1] : -1;
-  if ((i == 0 || key[i - 1] != key[i]) && key[i] > 0)
-    firstChild[key[i] - 1] = c;
-}
-
-// Tour states: 2c enters cell c, 2c + 1 leaves it.
-__global__ void tourKernel(const uint8_t* dirs, int64_t w, int64_t h, const int32_t* firstChild,
-                           const int32_t* nextSibling, int32_t* next, int32_t* dist)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h)
-    return;
-  if (dirs[c] == kNoData)
+  __shared__ int indegree[kTile * kTile];
+  __shared__ int16_t ahead[kTile * kTile];
+  __shared__ unsigned long long sc[kTile * kTile], sa[kTile * kTile];
+  const int tx = threadIdx.x, ty = threadIdx.y, li = ty * kTile + tx;
+  const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
+  const int64_t x = x0 + tx, y = y0 + ty, c = y * w + x;
+  const bool valid = x < w && y < h && dirs[c] != kNoData;
+  const int64_t r = valid ? receiverOf(dirs, w, h, c) : -1;
+  const int lr = (r >= 0 && inTile(x0, y0, r, w)) ? int((r / w - y0) * kTile + (r % w - x0)) : -1;
+  unsigned long long myCells = valid ? 1ull : 0ull, myArea = valid ? (unsigned long long)rowArea[y] : 0ull;
+  if (valid && exitCells)
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t nx = x + stepX(d), ny = y + stepY(d);
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h || (nx >= x0 && ny >= y0 && nx < x0 + kTile && ny < y0 + kTile))
+        continue;
+      const int64_t m = ny * w + nx;
+      if (receiverOf(dirs, w, h, m) == c)
+      {
+        myCells += (unsigned long long)exitCells[m];
+        myArea += (unsigned long long)exitArea[m];
+      }
+    }
+  indegree[li] = 0;
+  ahead[li] = int16_t(lr);
+  sc[li] = myCells;
+  sa[li] = myArea;
+  __syncthreads();
+  if (lr >= 0)
+    atomicAdd(&indegree[lr], 1);
+  bool done = !valid;
+  for (;;)
   {
-    next[2 * c] = next[2 * c + 1] = -1;
-    dist[2 * c] = dist[2 * c + 1] = 0;
-    return;
+    __syncthreads();
+    const bool ready = !done && indegree[li] == 0;
+    __syncthreads();
+    if (ready)
+    {
+      if (lr >= 0)
+      {
+        atomicAdd(&sc[lr], sc[li]);
+        atomicAdd(&sa[lr], sa[li]);
+        atomicSub(&indegree[lr], 1);
+      }
+      done = true;
+    }
+    if (!__syncthreads_or(ready))
+      break;
   }
-  const int32_t child = firstChild[c];
-  next[2 * c] = child >= 0 ? 2 * child : int32_t(2 * c + 1);
-  const int32_t sibling = nextSibling[c];
-  const int64_t parent = receiverOf(dirs, w, h, c);
-  next[2 * c + 1] = sibling >= 0 ? 2 * sibling : (parent >= 0 ? int32_t(2 * parent + 1) : -1);
-  dist[2 * c] = 1;
-  dist[2 * c + 1] = next[2 * c + 1] >= 0 ? 1 : 0;
-}
-
-__global__ void jumpKernel(int64_t n, const int32_t* nextIn, const int32_t* distIn, int32_t* nextOut, int32_t* distOut)
-{
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n)
-    return;
-  const int32_t j = nextIn[i];
-  nextOut[i] = j < 0 ? j : nextIn[j];
-  distOut[i] = j < 0 ? distIn[i] : distIn[i] + distIn[j];
-}
-
-// Each cell's enter weight at its tour position (positions counted from the tour's end).
-__global__ void weightKernel(const uint8_t* dirs, int64_t w, int64_t h, const long long* rowArea, const int32_t* dist,
-                             int64_t length, long long* weight)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h || dirs[c] == kNoData)
-    return;
-  weight[length - 1 - dist[2 * c]] = rowArea[c / w];
-}
-
-__global__ void accumulationKernel(const uint8_t* dirs, int64_t w, int64_t h, const int32_t* dist, int64_t length,
-                                   const long long* prefix, long long* cells, long long* area)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h)
-    return;
-  if (dirs[c] == kNoData)
+  if (!done)
+    *looped = 1;
+  if (valid)
   {
-    cells[c] = area[c] = 0;
-    return;
+    cells[c] = (long long)sc[li];
+    area[c] = (long long)sa[li];
   }
-  const int64_t enter = length - 1 - dist[2 * c], leave = length - 1 - dist[2 * c + 1];
-  cells[c] = (leave - enter + 1) / 2;
-  area[c] = prefix[leave] - (enter > 0 ? prefix[enter - 1] : 0);
+  if (!exitOf)
+    return;
+  // Where each cell's path leaves the tile: pointer jumping over `ahead`.
+  __shared__ int16_t last[kTile * kTile];
+  last[li] = int16_t(lr >= 0 ? lr : li);
+  for (int round = 0; round < 10; ++round)
+  {
+    __syncthreads();
+    const int a = ahead[li];
+    const int16_t nextAhead = a >= 0 ? ahead[a] : int16_t(-1);
+    const int16_t nextLast = a >= 0 ? last[a] : last[li];
+    __syncthreads();
+    ahead[li] = nextAhead;
+    last[li] = nextLast;
+  }
+  if (valid)
+    exitOf[c] = int32_t((y0 + last[li] / kTile) * w + x0 + last[li] % kTile);
+}
+
+// Per exit: how many exits of other tiles drain into it (through a cell of its path).
+__global__ void exitPendingKernel(const uint8_t* dirs, int64_t w, int64_t h, const int32_t* exitOf, int* pending,
+                                  unsigned long long* exits)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h || dirs[c] == kNoData || exitOf[c] != c)
+    return;
+  atomicAdd(exits, 1ull);
+  const int64_t r = receiverOf(dirs, w, h, c);
+  if (r >= 0)
+    atomicAdd(&pending[exitOf[r]], 1);
+}
+
+// From every exit no other exit drains into, one thread carries the sums down to the next exit
+// and goes on from there only when it was the last of that exit's upstream exits to arrive (so
+// every exit's sum is final before it is passed on; nothing waits).
+__global__ void exitClimbKernel(const uint8_t* dirs, int64_t w, int64_t h, const int32_t* exitOf,
+                                const int* pendingAtStart, int* pending, long long* cells, long long* area,
+                                unsigned long long* finished)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h || dirs[c] == kNoData || exitOf[c] != c || pendingAtStart[c] != 0)
+    return;
+  int64_t x = c;
+  unsigned long long myCells = (unsigned long long)cells[x], myArea = (unsigned long long)area[x];
+  for (;;)
+  {
+    atomicAdd(finished, 1ull);
+    const int64_t r = receiverOf(dirs, w, h, x);
+    if (r < 0)
+      return;
+    const int64_t p = exitOf[r];
+    atomicAdd(reinterpret_cast<unsigned long long*>(cells + p), myCells);
+    atomicAdd(reinterpret_cast<unsigned long long*>(area + p), myArea);
+    __threadfence();
+    if (atomicSub(&pending[p], 1) != 1)
+      return;
+    __threadfence();
+    x = p;
+    myCells = atomicAdd(reinterpret_cast<unsigned long long*>(cells + p), 0ull);
+    myArea = atomicAdd(reinterpret_cast<unsigned long long*>(area + p), 0ull);
+  }
 }
 
 // ---- flats (Barnes et al. 2014, as flatMaskCpu computes them) ----
@@ -456,43 +516,113 @@ __global__ void travelInitKernel(const float* z, const uint8_t* dirs, const long
   next[c] = c == outlet ? -1 : int32_t(receiver);
 }
 
-__global__ void travelJumpKernel(int64_t n, const int32_t* nextIn, const int32_t* tailIn, const double* sumIn,
-                                 int32_t* nextOut, int32_t* tailOut, double* sumOut)
+// Per tile: where each cell's path (next) leaves the tile or ends (exitOf) and the sum of the steps
+// before that cell (partial; 0 at an exit), by pointer jumping in shared memory.
+__global__ void travelTileKernel(const int32_t* next, const double* step, int64_t w, int64_t h, double* partial,
+                                 int32_t* exitOf)
+{
+  __shared__ int16_t ahead[kTile * kTile], last[kTile * kTile];
+  __shared__ double sum[kTile * kTile];
+  const int tx = threadIdx.x, ty = threadIdx.y, li = ty * kTile + tx;
+  const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
+  const int64_t x = x0 + tx, y = y0 + ty, c = y * w + x;
+  const bool inside = x < w && y < h;
+  const int64_t r = inside ? next[c] : -1;
+  const bool local = r >= 0 && r % w >= x0 && r / w >= y0 && r % w < x0 + kTile && r / w < y0 + kTile;
+  const int lr = local ? int((r / w - y0) * kTile + (r % w - x0)) : -1;
+  ahead[li] = int16_t(lr);
+  last[li] = int16_t(local ? lr : li);
+  sum[li] = local ? step[c] : 0.0;
+  for (int round = 0; round < 10; ++round)
+  {
+    __syncthreads();
+    const int a = ahead[li];
+    double mine = sum[li];
+    int16_t nextAhead = -1, nextLast = last[li];
+    if (a >= 0)
+    {
+      mine += sum[a];
+      nextAhead = ahead[a];
+      nextLast = last[a];
+    }
+    __syncthreads();
+    ahead[li] = nextAhead;
+    last[li] = nextLast;
+    sum[li] = mine;
+  }
+  if (inside)
+  {
+    partial[c] = sum[li];
+    exitOf[c] = int32_t((y0 + last[li] / kTile) * w + x0 + last[li] % kTile);
+  }
+}
+
+// The exits' chains: exit x goes on to the exit of the cell it drains to, with its own step plus
+// that cell's partial sum.
+__global__ void exitChainKernel(const int32_t* next, const double* step, const double* partial, const int32_t* exitOf,
+                                int64_t n, int32_t* jump, int32_t* tail, double* sum)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= n)
     return;
-  const int32_t j = nextIn[c];
+  tail[c] = int32_t(c);
+  if (exitOf[c] != c || next[c] < 0)
+  {
+    jump[c] = -1;
+    sum[c] = exitOf[c] == c ? step[c] : 0.0;
+    return;
+  }
+  jump[c] = exitOf[next[c]];
+  sum[c] = step[c] + partial[next[c]];
+}
+
+__global__ void exitJumpKernel(int64_t n, const int32_t* exitOf, const int32_t* jumpIn, const int32_t* tailIn,
+                               const double* sumIn, int32_t* jumpOut, int32_t* tailOut, double* sumOut, int* going)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= n || exitOf[c] != c)
+    return;
+  const int32_t j = jumpIn[c];
   if (j < 0)
   {
-    nextOut[c] = j;
+    jumpOut[c] = j;
     tailOut[c] = tailIn[c];
     sumOut[c] = sumIn[c];
     return;
   }
-  nextOut[c] = nextIn[j];
+  jumpOut[c] = jumpIn[j];
   tailOut[c] = tailIn[j];
   sumOut[c] = sumIn[c] + sumIn[j];
+  if (jumpIn[j] >= 0)
+    *going = 1;
 }
 
-__global__ void travelFinishKernel(int64_t n, const int32_t* tail, int64_t outlet, double* minutes, double* speed)
+__global__ void travelFinishKernel(int64_t n, const uint8_t* dirs, const int32_t* exitOf, const int32_t* tail,
+                                   const double* exitSum, const double* partial, int64_t outlet, double* minutes,
+                                   double* speed)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n && tail[c] != outlet)
+  if (c >= n)
+    return;
+  const int32_t e = exitOf[c];
+  if (dirs[c] == kNoData || tail[e] != outlet)
   {
     minutes[c] = NAN;
     speed[c] = NAN;
+    return;
   }
+  minutes[c] = partial[c] + exitSum[e];
 }
 
 }  // namespace
 
-std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
+namespace {
+
+// The filled surface of the DEM already on the device.
+DeviceBuffer<float> fillOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, const RunControl& control)
 {
-  useGpu();
-  const int64_t w = grid.width, h = grid.height, n = w * h;
-  DeviceBuffer<float> z, W(static_cast<std::size_t>(n));
-  upload(z, grid.z, std::size_t(n));
+  const int64_t n = w * h;
+  DeviceBuffer<float> W(static_cast<std::size_t>(n));
   fillInitKernel<<<blocksFor(n), 256>>>(z.data(), w, h, W.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, int* changed) {
@@ -500,7 +630,49 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
   });
   positiveZeroKernel<<<blocksFor(n), 256>>>(W.data(), n);
   GPUGEO_CUDA_CHECK_LAUNCH();
-  return download(W, std::size_t(n));
+  return W;
+}
+
+
+// ---- the chain's own steps ----
+
+// The largest basin's outlet: the cell that drains out of the grid with the most cells upstream,
+// ties to the lowest index (as largestBasinOutlet), as the largest key (cells, ~index).
+__global__ void largestOutletKernel(const uint8_t* dirs, int64_t w, int64_t h, const long long* cells,
+                                    unsigned long long* best)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h || dirs[c] == kNoData || receiverOf(dirs, w, h, c) >= 0)
+    return;
+  atomicMax(best, (static_cast<unsigned long long>(cells[c]) << 32) | (0xffffffffull - static_cast<unsigned long long>(c)));
+}
+
+// The longest travel time (positive doubles order as their bits).
+__global__ void longestKernel(const double* minutes, int64_t n, unsigned long long* longest)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && minutes[c] == minutes[c])
+    atomicMax(longest, static_cast<unsigned long long>(__double_as_longlong(minutes[c])));
+}
+
+// Each cell's band (-1 outside the watershed), or with interval <= 0 the watershed (0) itself.
+__global__ void bandLabelKernel(const double* minutes, int64_t n, double interval, int32_t* label)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= n)
+    return;
+  const double t = minutes[c];
+  label[c] = t != t ? -1 : (interval > 0 ? int32_t(floor(__ddiv_rn(t, interval))) : 0);
+}
+}  // namespace
+
+std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
+{
+  useGpu();
+  const int64_t n = grid.width * grid.height;
+  DeviceBuffer<float> z;
+  upload(z, grid.z, std::size_t(n));
+  return download(fillOnDevice(z, grid.width, grid.height, control), std::size_t(n));
 }
 
 namespace {
@@ -527,83 +699,72 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
   return download(out, std::size_t(n));
 }
 
+namespace {
+
+// Upstream counts and areas of the directions on the device (the file's header).
+void accumulateOnDevice(const DeviceBuffer<uint8_t>& dirs, int64_t w, int64_t h, const DeviceBuffer<long long>& rowArea,
+                        DeviceBuffer<long long>& cells, DeviceBuffer<long long>& area, const RunControl& control)
+{
+  const int64_t n = w * h;
+  const dim3 tiles(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  DeviceBuffer<long long> localCells(static_cast<std::size_t>(n)), localArea(static_cast<std::size_t>(n));
+  DeviceBuffer<int32_t> exitOf(static_cast<std::size_t>(n));
+  DeviceBuffer<int> pending(static_cast<std::size_t>(n)), pendingAtStart(static_cast<std::size_t>(n)), looped(1);
+  DeviceBuffer<unsigned long long> counts(2);  // exits, exits finished
+  GPUGEO_CUDA_CHECK(cudaMemset(looped.data(), 0, sizeof(int)));
+  GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, counts.bytes()));
+  GPUGEO_CUDA_CHECK(cudaMemset(pending.data(), 0, pending.bytes()));
+  tileAccumulateKernel<<<tiles, threads>>>(dirs.data(), w, h, rowArea.data(), nullptr, nullptr, localCells.data(),
+                                           localArea.data(), exitOf.data(), looped.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  exitPendingKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, exitOf.data(), pending.data(), counts.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  GPUGEO_CUDA_CHECK(cudaMemcpy(pendingAtStart.data(), pending.data(), pending.bytes(), cudaMemcpyDeviceToDevice));
+  exitClimbKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, exitOf.data(), pendingAtStart.data(), pending.data(),
+                                         localCells.data(), localArea.data(), counts.data() + 1);
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  if (control.isCanceled())
+    throw Canceled();
+  cells.resize(std::size_t(n));
+  area.resize(std::size_t(n));
+  GPUGEO_CUDA_CHECK(cudaMemset(cells.data(), 0, cells.bytes()));
+  GPUGEO_CUDA_CHECK(cudaMemset(area.data(), 0, area.bytes()));
+  tileAccumulateKernel<<<tiles, threads>>>(dirs.data(), w, h, rowArea.data(), localCells.data(), localArea.data(),
+                                           cells.data(), area.data(), nullptr, looped.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  unsigned long long counted[2];
+  GPUGEO_CUDA_CHECK(cudaMemcpy(counted, counts.data(), sizeof counted, cudaMemcpyDeviceToHost));
+  // A path that never ends: the directions go round in a loop, inside a tile or across tiles.
+  if (readOne(looped.data()) || counted[0] != counted[1])
+    throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
+}
+
+std::vector<long long> rowAreas(const Grid& grid)
+{
+  std::vector<long long> rows(static_cast<std::size_t>(grid.height));
+  for (int64_t y = 0; y < grid.height; ++y)
+    rows[std::size_t(y)] = cellArea(grid, y);
+  return rows;
+}
+
+}  // namespace
+
 Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  std::vector<long long> rowArea(static_cast<std::size_t>(h));
-  for (int64_t y = 0; y < h; ++y)
-    rowArea[std::size_t(y)] = cellArea(grid, y);
   DeviceBuffer<uint8_t> dirs;
-  DeviceBuffer<long long> rows;
+  DeviceBuffer<long long> rows, cells, area;
   upload(dirs, directions.data(), std::size_t(n));
+  const std::vector<long long> rowArea = rowAreas(grid);
   upload(rows, rowArea.data(), std::size_t(h));
-  // Children lists: the cells sorted by parent.
-  DeviceBuffer<uint32_t> key(static_cast<std::size_t>(n)), keySorted(static_cast<std::size_t>(n));
-  DeviceBuffer<int32_t> cell(static_cast<std::size_t>(n)), cellSorted(static_cast<std::size_t>(n));
-  parentKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, key.data(), cell.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  int bits = 1;
-  while ((int64_t(1) << bits) < n + 2)
-    ++bits;
-  std::size_t need = 0;
-  GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, key.data(), keySorted.data(), cell.data(),
-                                                    cellSorted.data(), n, 0, bits));
-  DeviceBuffer<unsigned char> temp(need);
-  GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), need, key.data(), keySorted.data(), cell.data(),
-                                                    cellSorted.data(), n, 0, bits));
-  DeviceBuffer<int32_t> firstChild(static_cast<std::size_t>(n)), nextSibling(static_cast<std::size_t>(n));
-  GPUGEO_CUDA_CHECK(cudaMemset(firstChild.data(), 0xff, firstChild.bytes()));
-  GPUGEO_CUDA_CHECK(cudaMemset(nextSibling.data(), 0xff, nextSibling.bytes()));
-  childrenKernel<<<blocksFor(n), 256>>>(keySorted.data(), cellSorted.data(), n, firstChild.data(), nextSibling.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  key.release();
-  keySorted.release();
-  cell.release();
-  cellSorted.release();
-  // The tour, ranked: dist = steps to its end.
-  const int64_t states = 2 * n;
-  DeviceBuffer<int32_t> next(static_cast<std::size_t>(states)), dist(static_cast<std::size_t>(states)),
-      next2(static_cast<std::size_t>(states)), dist2(static_cast<std::size_t>(states));
-  tourKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, firstChild.data(), nextSibling.data(), next.data(), dist.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  for (int64_t span = 1; span < states; span *= 2)
-  {
-    jumpKernel<<<blocksFor(states), 256>>>(states, next.data(), dist.data(), next2.data(), dist2.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    std::swap(next, next2);
-    std::swap(dist, dist2);
-  }
-  if (control.isCanceled())
-    throw Canceled();
-  {
-    // A list that never ends: the directions go round in a loop somewhere.
-    DeviceBuffer<int32_t> largest(1);
-    GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, need, next.data(), largest.data(), states));
-    temp.resize(need);
-    GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), need, next.data(), largest.data(), states));
-    if (readOne(largest.data()) >= 0)
-      throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
-  }
-  // The tour's length: the valid cells' enters and leaves.
-  const int64_t valid = int64_t(std::count_if(directions.begin(), directions.end(), [](uint8_t d) { return d != kNoData; }));
-  const int64_t length = 2 * valid;
-  DeviceBuffer<long long> weight(static_cast<std::size_t>(std::max<int64_t>(length, 1))),
-      prefix(static_cast<std::size_t>(std::max<int64_t>(length, 1)));
-  GPUGEO_CUDA_CHECK(cudaMemset(weight.data(), 0, weight.bytes()));
-  weightKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, rows.data(), dist.data(), length, weight.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, need, weight.data(), prefix.data(), length));
-  temp.resize(need);
-  GPUGEO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), need, weight.data(), prefix.data(), length));
-  DeviceBuffer<long long> cells(static_cast<std::size_t>(n)), area(static_cast<std::size_t>(n));
-  accumulationKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, dist.data(), length, prefix.data(), cells.data(),
-                                            area.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
+  accumulateOnDevice(dirs, w, h, rows, cells, area, control);
+  static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
   Accumulation out;
-  const std::vector<long long> c = download(cells, std::size_t(n)), a = download(area, std::size_t(n));
-  out.cells.assign(c.begin(), c.end());
-  out.area.assign(a.begin(), a.end());
+  out.cells.resize(std::size_t(n));
+  out.area.resize(std::size_t(n));
+  GPUGEO_CUDA_CHECK(cudaMemcpy(out.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+  GPUGEO_CUDA_CHECK(cudaMemcpy(out.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
   return out;
 }
 
@@ -655,6 +816,59 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunC
   return download(flatMaskOnDevice(z, grid.width, grid.height, towardsOnly, control), std::size_t(n));
 }
 
+namespace {
+
+// Travel times (minutes, into `step`) and speeds of the chain's arrays on the device (the file's
+// header); model.manning, if set, is a device array.
+void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& dirs, const DeviceBuffer<long long>& area,
+                    const DeviceBuffer<double>& cw, const DeviceBuffer<double>& ch, const VelocityModel& model,
+                    int64_t w, int64_t h, int64_t outlet, const RunControl& control, DeviceBuffer<double>& step,
+                    DeviceBuffer<double>& speed)
+{
+  const int64_t n = w * h;
+  DeviceBuffer<int32_t> next(static_cast<std::size_t>(n)), tail(static_cast<std::size_t>(n)),
+      exitOf(static_cast<std::size_t>(n));
+  step.resize(std::size_t(n));
+  speed.resize(std::size_t(n));
+  DeviceBuffer<double> partial(static_cast<std::size_t>(n));
+  travelInitKernel<<<blocksFor(n), 256>>>(z.data(), dirs.data(), area.data(), cw.data(), ch.data(), model.manning,
+                                          model, w, h, outlet, next.data(), tail.data(), step.data(), speed.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  const dim3 tiles(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  travelTileKernel<<<tiles, threads>>>(next.data(), step.data(), w, h, partial.data(), exitOf.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  DeviceBuffer<int32_t> jump(static_cast<std::size_t>(n)), jump2(static_cast<std::size_t>(n)),
+      tail2(static_cast<std::size_t>(n));
+  DeviceBuffer<double> sum(static_cast<std::size_t>(n)), sum2(static_cast<std::size_t>(n));
+  exitChainKernel<<<blocksFor(n), 256>>>(next.data(), step.data(), partial.data(), exitOf.data(), n, jump.data(),
+                                         tail.data(), sum.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  DeviceBuffer<int> going(1);
+  for (int64_t round = 0;; ++round)
+  {
+    GPUGEO_CUDA_CHECK(cudaMemset(going.data(), 0, sizeof(int)));
+    exitJumpKernel<<<blocksFor(n), 256>>>(n, exitOf.data(), jump.data(), tail.data(), sum.data(), jump2.data(),
+                                          tail2.data(), sum2.data(), going.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    std::swap(jump, jump2);
+    std::swap(tail, tail2);
+    std::swap(sum, sum2);
+    if (!readOne(going.data()))
+      break;
+    if (round > 64)  // a chain of 2^64 exits: the directions go round in a loop
+      throw InvalidInput("the flow directions go round in a loop; no travel time can be summed");
+    if ((round & 7) == 7 && control.isCanceled())
+      throw Canceled();
+  }
+  if (control.isCanceled())
+    throw Canceled();
+  travelFinishKernel<<<blocksFor(n), 256>>>(n, dirs.data(), exitOf.data(), tail.data(), sum.data(), partial.data(),
+                                            outlet, step.data(), speed.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
                            int64_t outlet, const VelocityModel& model, const RunControl& control)
 {
@@ -663,7 +877,7 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
   DeviceBuffer<float> z, manning;
   DeviceBuffer<uint8_t> dirs;
   DeviceBuffer<long long> area;
-  DeviceBuffer<double> cw, ch;
+  DeviceBuffer<double> cw, ch, minutes, speed;
   upload(z, grid.z, std::size_t(n));
   upload(dirs, directions.data(), std::size_t(n));
   static_assert(sizeof(long long) == sizeof(int64_t), "accumulated areas are 64-bit");
@@ -676,29 +890,127 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
     upload(manning, model.manning, std::size_t(n));
     deviceModel.manning = manning.data();
   }
-  DeviceBuffer<int32_t> next(static_cast<std::size_t>(n)), tail(static_cast<std::size_t>(n)),
-      next2(static_cast<std::size_t>(n)), tail2(static_cast<std::size_t>(n));
-  DeviceBuffer<double> sum(static_cast<std::size_t>(n)), sum2(static_cast<std::size_t>(n)), speed(static_cast<std::size_t>(n));
-  travelInitKernel<<<blocksFor(n), 256>>>(z.data(), dirs.data(), area.data(), cw.data(), ch.data(),
-                                          model.manning ? manning.data() : nullptr, deviceModel, w, h, outlet,
-                                          next.data(), tail.data(), sum.data(), speed.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  for (int64_t span = 1; span < n; span *= 2)
-  {
-    travelJumpKernel<<<blocksFor(n), 256>>>(n, next.data(), tail.data(), sum.data(), next2.data(), tail2.data(),
-                                            sum2.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    std::swap(next, next2);
-    std::swap(tail, tail2);
-    std::swap(sum, sum2);
-  }
-  if (control.isCanceled())
-    throw Canceled();
-  travelFinishKernel<<<blocksFor(n), 256>>>(n, tail.data(), outlet, sum.data(), speed.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
+  travelOnDevice(z, dirs, area, cw, ch, deviceModel, w, h, outlet, control, minutes, speed);
   TravelTimes out;
-  out.minutes = download(sum, std::size_t(n));
+  out.minutes = download(minutes, std::size_t(n));
   out.speed = download(speed, std::size_t(n));
+  return out;
+}
+
+ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const RunControl& control, StageTimes& times)
+{
+  useGpu();
+  const int64_t w = grid.width, h = grid.height, n = w * h;
+  ChainResult out;
+  DeviceBuffer<double> cw, ch;
+  upload(cw, grid.cellWidth, std::size_t(h));
+  upload(ch, grid.cellHeight, std::size_t(h));
+  DeviceBuffer<float> filled;
+  {
+    ScopedStage stage(times, "fill");
+    DeviceBuffer<float> z;
+    upload(z, grid.z, std::size_t(n));
+    filled = fillOnDevice(z, w, h, control);
+    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  DeviceBuffer<uint8_t> dirs(static_cast<std::size_t>(n));
+  {
+    ScopedStage stage(times, "flats and directions");
+    DeviceBuffer<int32_t> mask = flatMaskOnDevice(filled, w, h, false, control);
+    directionKernel<<<blocksFor(n), 256>>>(filled.data(), mask.data(), w, h, cw.data(), ch.data(), dirs.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  DeviceBuffer<long long> cells, area;
+  {
+    ScopedStage stage(times, "accumulation");
+    DeviceBuffer<long long> rows;
+    const std::vector<long long> rowArea = rowAreas(grid);
+    upload(rows, rowArea.data(), std::size_t(h));
+    accumulateOnDevice(dirs, w, h, rows, cells, area, control);
+    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  DeviceBuffer<double> minutes, speed;
+  {
+    ScopedStage stage(times, "travel time");
+    if (o.automaticOutlet)
+    {
+      DeviceBuffer<unsigned long long> best(1);
+      GPUGEO_CUDA_CHECK(cudaMemset(best.data(), 0, sizeof(unsigned long long)));
+      largestOutletKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, cells.data(), best.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      const unsigned long long key = readOne(best.data());
+      if (key == 0)
+        throw InvalidInput("the DEM has no valid cell");
+      out.outlet = int64_t(0xffffffffull - (key & 0xffffffffull));
+    }
+    else
+    {
+      // The snap window's accumulation only: its rows come back.
+      const double minSize = std::min(grid.cellWidth[o.outletRow], grid.cellHeight[o.outletRow]);
+      const int64_t reach = std::isfinite(o.snapDistance) && o.snapDistance >= 0
+                              ? std::min<int64_t>(h, int64_t(std::floor(o.snapDistance / minSize)))
+                              : 0;
+      const int64_t y0 = std::max<int64_t>(0, o.outletRow - reach), y1 = std::min(h - 1, o.outletRow + reach);
+      Accumulation window;
+      window.cells.assign(std::size_t(n), 0);
+      GPUGEO_CUDA_CHECK(cudaMemcpy(window.cells.data() + y0 * w, cells.data() + y0 * w,
+                                   std::size_t((y1 - y0 + 1) * w) * sizeof(long long), cudaMemcpyDeviceToHost));
+      out.outlet = snapOutlet(grid, window, o.outletColumn, o.outletRow, o.snapDistance);
+    }
+    out.outletCells = readOne(cells.data() + out.outlet);
+    VelocityModel model = o.model;
+    DeviceBuffer<float> manning;
+    if (o.model.manning)
+    {
+      upload(manning, o.model.manning, std::size_t(n));
+      model.manning = manning.data();
+    }
+    travelOnDevice(filled, dirs, area, cw, ch, model, w, h, out.outlet, control, minutes, speed);
+    out.travel.minutes = download(minutes, std::size_t(n));
+    if (o.keepSpeed)
+      out.travel.speed = download(speed, std::size_t(n));
+  }
+  {
+    ScopedStage stage(times, "bands");
+    DeviceBuffer<unsigned long long> longest(1);
+    GPUGEO_CUDA_CHECK(cudaMemset(longest.data(), 0, sizeof(unsigned long long)));
+    longestKernel<<<blocksFor(n), 256>>>(minutes.data(), n, longest.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    const unsigned long long bits = readOne(longest.data());
+    double longestMinutes;
+    std::memcpy(&longestMinutes, &bits, sizeof longestMinutes);
+    const double last = std::floor(longestMinutes / o.interval);
+    if (!(last < double(o.maxBands)))
+      throw InvalidInput("an interval of " + std::to_string(o.interval) + " minutes cuts travel times of up to " +
+                         std::to_string(longestMinutes) + " minutes into more than " + std::to_string(o.maxBands) +
+                         " bands");
+    out.bands = int32_t(last) + 1;
+    DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
+    bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    out.bandPolygons = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, out.bands, control), w, control);
+    bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, 0.0, labels.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    out.watershed = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, 1, control), w, control);
+  }
+  for (int64_t c = 0; c < n; ++c)
+    if (!std::isnan(out.travel.minutes[std::size_t(c)]))
+    {
+      ++out.travel.watershedCells;
+      out.travel.watershedArea += grid.cellWidth[c / w] * grid.cellHeight[c / w];
+    }
+  if (o.keepFilled)
+    out.filled = download(filled, std::size_t(n));
+  if (o.keepDirections)
+    out.directions = download(dirs, std::size_t(n));
+  if (o.keepAccumulation)
+  {
+    out.accumulation.cells.resize(std::size_t(n));
+    out.accumulation.area.resize(std::size_t(n));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
+  }
   return out;
 }
 

@@ -37,4 +37,19 @@ Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const Ru
   noCuda();
 }
 
+RawRings regionRingsCuda(const int32_t*, int64_t, int64_t, int32_t, const RunControl&)
+{
+  noCuda();
+}
+
+RawRings regionRingsOnDevice(const int32_t*, int64_t, int64_t, int32_t, const RunControl&)
+{
+  noCuda();
+}
+
+ChainResult isochroneChainCuda(const Grid&, const ChainOptions&, const RunControl&, StageTimes&)
+{
+  noCuda();
+}
+
 }  // namespace gpugeo::dem::detail

@@ -10,7 +10,7 @@
 //   cycle's lowest segment, once more with the cycle cut there), ordered by (level or band, lowest
 //   segment) with a CUB radix sort, and their points scattered into place.
 // The CPU backend walks the same chains in the same order, so both give the same arrays bit for
-// bit. The rings' splitting and hole assignment run on the host for both (contours_assembly.cpp).
+// bit. The rings' splitting and hole assignment run on the host for both (core/polygon_rings.cpp).
 #include <cub/cub.cuh>
 #include <cuda/std/functional>
 #include <thrust/iterator/counting_iterator.h>
@@ -22,6 +22,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/list_ranking.cuh"
 #include "mesh/detail/contourer.h"
 
 namespace gpugeo::mesh::detail {
@@ -44,8 +45,15 @@ unsigned blocksFor(int64_t items, int threads = kThreads)
   return static_cast<unsigned>(std::max<int64_t>(1, (items + threads - 1) / threads));
 }
 
+using cuda::cutKernel;
 using cuda::download;
+using cuda::exclusiveScan;
+using cuda::orderHeads;
+using cuda::rank;
+using cuda::Ranking;
 using cuda::readOne;
+using cuda::slotKernel;
+using cuda::sortPairs;
 using cuda::upload;
 
 void sync()
@@ -53,31 +61,6 @@ void sync()
   GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// Exclusive sum of n counts into n + 1 offsets; returns the total.
-int64_t exclusiveScan(DeviceBuffer<int64_t>& counts, int64_t n, DeviceBuffer<int64_t>& offsets)
-{
-  offsets.resize(std::size_t(n + 1));
-  std::size_t need = 0;
-  GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, counts.data(), offsets.data(), n + 1));
-  DeviceBuffer<unsigned char> temp(need);
-  GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), need, counts.data(), offsets.data(), n + 1));
-  return readOne(offsets.data() + n);
-}
-
-template <typename K, typename V>
-void sortPairs(DeviceBuffer<K>& keys, DeviceBuffer<V>& values, int64_t n, int endBit = int(sizeof(K) * 8))
-{
-  DeviceBuffer<K> keysOut(static_cast<std::size_t>(n));
-  DeviceBuffer<V> valuesOut(static_cast<std::size_t>(n));
-  std::size_t need = 0;
-  GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, need, keys.data(), keysOut.data(), values.data(),
-                                                    valuesOut.data(), n, 0, endBit));
-  DeviceBuffer<unsigned char> temp(need);
-  GPUGEO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), need, keys.data(), keysOut.data(), values.data(),
-                                                    valuesOut.data(), n, 0, endBit));
-  keys = std::move(keysOut);
-  values = std::move(valuesOut);
-}
 
 // ---- preparation ----
 
@@ -199,88 +182,7 @@ __global__ void chainSuccessorKernel(const int32_t* partner, int64_t states, int
     next[d] = partner[d ^ 1];
 }
 
-template <int Shift>
-__global__ void rankInitKernel(const int32_t* next, const int32_t* rankOf, int64_t n, int32_t* jump, int32_t* dist,
-                               int32_t* low, int32_t* tail)
-{
-  const int64_t d = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (d >= n)
-    return;
-  jump[d] = next[d];
-  dist[d] = next[d] < 0 ? 0 : 1;
-  low[d] = rankOf ? rankOf[d >> Shift] : int32_t(d >> Shift);
-  tail[d] = int32_t(d);
-}
 
-__global__ void rankStepKernel(int64_t n, const int32_t* jumpIn, const int32_t* distIn, const int32_t* lowIn,
-                               const int32_t* tailIn, int32_t* jumpOut, int32_t* distOut, int32_t* lowOut,
-                               int32_t* tailOut)
-{
-  const int64_t d = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (d >= n)
-    return;
-  const int32_t j = jumpIn[d];
-  if (j < 0)
-  {
-    jumpOut[d] = j;
-    distOut[d] = distIn[d];
-    lowOut[d] = lowIn[d];
-    tailOut[d] = tailIn[d];
-    return;
-  }
-  jumpOut[d] = jumpIn[j];
-  distOut[d] = distIn[d] + distIn[j];
-  lowOut[d] = min(lowIn[d], lowIn[j]);
-  tailOut[d] = tailIn[j];
-}
-
-// Wyllie's list ranking over a successor array of paths and cycles: for a state on a path, the
-// steps to the path's last state (dist), that state (tail) and the lowest item from it on (low);
-// on a cycle, jump stays >= 0 and low is the cycle's lowest item. Items are states >> Shift, ranked
-// by rankOf (null: by index).
-struct Ranking
-{
-  DeviceBuffer<int32_t> jump, dist, low, tail;
-};
-
-template <int Shift>
-Ranking rank(const DeviceBuffer<int32_t>& next, const int32_t* rankOf, int64_t n)
-{
-  Ranking a, b;
-  for (Ranking* r : {&a, &b})
-  {
-    r->jump.resize(std::size_t(n));
-    r->dist.resize(std::size_t(n));
-    r->low.resize(std::size_t(n));
-    r->tail.resize(std::size_t(n));
-  }
-  rankInitKernel<Shift><<<blocksFor(n), kThreads>>>(next.data(), rankOf, n, a.jump.data(), a.dist.data(), a.low.data(),
-                                                     a.tail.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  int rounds = 0;
-  while ((int64_t(1) << rounds) < n)
-    ++rounds;
-  for (int r = 0; r < rounds; ++r)
-  {
-    rankStepKernel<<<blocksFor(n), kThreads>>>(n, a.jump.data(), a.dist.data(), a.low.data(), a.tail.data(),
-                                               b.jump.data(), b.dist.data(), b.low.data(), b.tail.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    std::swap(a, b);
-  }
-  return a;
-}
-
-// Cuts each cycle before the state that starts its lowest-ranked item (item = rank % items).
-template <int Shift>
-__global__ void cutKernel(const int32_t* next, const int32_t* jump, const int32_t* low, int64_t n, int64_t items,
-                          int32_t* cut)
-{
-  const int64_t d = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (d >= n)
-    return;
-  const int32_t s = next[d];
-  cut[d] = (jump[d] >= 0 && s >= 0 && s == ((low[d] % items) << Shift)) ? -1 : s;
-}
 
 // Per chain state: the chain's first state when the state is on the kept copy of its chain (the one
 // that enters its lowest-ranked segment through that segment's start), else -1; and the chain's
@@ -325,12 +227,6 @@ __global__ void ringHeadKernel(int64_t n, const int32_t* jump1, const int32_t* l
   ringKey[d] = h ? int64_t(band[d]) * n + d : 0;
 }
 
-__global__ void slotKernel(const int32_t* headOfSlot, int64_t count, int32_t* slotOfHead)
-{
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count)
-    slotOfHead[headOfSlot[i]] = int32_t(i);
-}
 
 __global__ void chainPointCountKernel(const int32_t* headOfSlot, int64_t count, const int32_t* dist2,
                                       int64_t* points)
@@ -478,31 +374,6 @@ __global__ void ringScatterKernel(int64_t n, const int32_t* low1, const int32_t*
   z[at] = point[3 * d + 2];
 }
 
-// The heads flagged in isHead, ordered by their keys: returns their number; headOfSlot[i] is the
-// i-th head, keyOfSlot its key.
-int64_t orderHeads(const DeviceBuffer<uint8_t>& isHead, DeviceBuffer<int64_t>& key, int64_t n,
-                   DeviceBuffer<int32_t>& headOfSlot, DeviceBuffer<int64_t>& keyOfSlot)
-{
-  DeviceBuffer<int64_t> selected(1);
-  thrust::counting_iterator<int32_t> states(0);
-  headOfSlot.resize(std::size_t(n));
-  keyOfSlot.resize(std::size_t(n));
-  std::size_t need = 0;
-  GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, need, states, isHead.data(), headOfSlot.data(),
-                                               selected.data(), n));
-  DeviceBuffer<unsigned char> temp(need);
-  GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), need, states, isHead.data(), headOfSlot.data(),
-                                               selected.data(), n));
-  GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, need, key.data(), isHead.data(), keyOfSlot.data(),
-                                               selected.data(), n));
-  temp.resize(need);
-  GPUGEO_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), need, key.data(), isHead.data(), keyOfSlot.data(),
-                                               selected.data(), n));
-  const int64_t count = readOne(selected.data());
-  if (count > 1)
-    sortPairs(keyOfSlot, headOfSlot, count);
-  return count;
-}
 
 class CudaContourer final : public MeshContourer
 {
@@ -611,7 +482,7 @@ public:
     {
       const RawRings raw = rings(m, f, nl, lineSegments, control);
       ScopedStage stage(mTimes, "assemble polygons");
-      out.bands = assembleBands(raw, out.droppedRings, control);
+      out.bands = assembleRings(raw, out.droppedRings, control);
     }
     return out;
   }

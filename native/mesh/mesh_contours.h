@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
 
@@ -84,16 +85,8 @@ struct ContourLines
   std::vector<double> x, y, z;
 };
 
-// Bands by band: band k (levels k and k + 1) has polygons bandPolygon[k] .. bandPolygon[k + 1] - 1;
-// polygon q has rings polygonRing[q] .. polygonRing[q + 1] - 1, the shell first, then its holes;
-// ring r has the points ringPoint[r] .. ringPoint[r + 1] - 1, its first point repeated at its end.
-struct ContourBands
-{
-  std::vector<int64_t> bandPolygon;
-  std::vector<int64_t> polygonRing;
-  std::vector<int64_t> ringPoint;
-  std::vector<double> x, y, z;
-};
+// Bands by band (core/polygon_rings.h): band k lies between levels k and k + 1.
+using ContourBands = BandPolygons;
 
 struct Contours
 {

@@ -1,8 +1,10 @@
 // Times the DEM chain of the native core (fill, flat resolution + D8, accumulation, travel time to the
-// largest basin's outlet) on a synthetic
-// terrain with pits and flats, on the GPU or the CPU.
+// largest basin's outlet, the polygons of 20 isochrone bands) on a synthetic terrain with pits and
+// flats, on the GPU or the CPU.
 //
-// usage: bench_dem --width W --height H [--backend gpu|cpu] [--reps R] [--threads T]
+// usage: bench_dem --width W --height H [--backend gpu|cpu] [--reps R] [--threads T] [--chain]
+// --chain: the same work in one isochroneChain() call (on the GPU, every array stays on the device
+// between stages and only the travel times and polygons come back), not stage by stage.
 // The terrain: waves and a slope in metres on 30 m cells, with random noise (pits) and elevations
 // rounded to 0.5 m (flats); the DEM is 2,511 x 2,550 in the source paper. Prints one JSON object:
 // the medians of each stage and of the whole chain (ms), and checksums to compare the backends.
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "dem/dem.h"
+#include "dem/isochrone_chain.h"
+#include "dem/regions.h"
 #include "dem/travel_time.h"
 
 using namespace gpugeo;
@@ -31,6 +35,7 @@ int main(int argc, char** argv)
   int64_t w = 2511, h = 2550;
   int reps = 5, threads = 0;
   std::string backend = "gpu";
+  bool chain = false;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -40,6 +45,7 @@ int main(int argc, char** argv)
     else if (a == "--backend") backend = next();
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--threads") threads = std::stoi(next());
+    else if (a == "--chain") chain = true;
   }
   std::vector<float> z(static_cast<std::size_t>(w * h));
   std::mt19937_64 rng(7);
@@ -58,9 +64,38 @@ int main(int argc, char** argv)
   RunControl control;
   std::map<std::string, std::vector<double>> stages;
   std::vector<double> totals;
-  int64_t noFlow = 0, maxCells = 0;
+  int64_t noFlow = 0, maxCells = 0, polygons = 0, rings = 0;
   double filledSum = 0;
-  for (int r = -1; r < reps; ++r)
+  double chainInterval = 1e300;  // one band in the warm-up run, which finds the longest time
+  for (int r = -1; chain && r < reps; ++r)
+  {
+    StageTimes times;
+    const auto start = std::chrono::steady_clock::now();
+    const dem::Grid grid{z.data(), w, h, cw.data(), ch.data()};
+    dem::ChainOptions o;
+    o.interval = chainInterval;
+    const dem::ChainResult c = dem::isochroneChain(b, grid, o, threads, control, &times);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (r < 0)
+    {
+      double travelSum = 0, longest = 0;
+      for (double m : c.travel.minutes)
+        if (m == m)
+        {
+          travelSum += m;
+          longest = std::max(longest, m);
+        }
+      std::printf("{\"travel_minutes_sum\": %.12e}\n", travelSum);
+      chainInterval = longest / 20 * (1 + 1e-12);
+      continue;
+    }
+    polygons = c.bandPolygons.bandPolygon.back();
+    rings = int64_t(c.bandPolygons.ringPoint.size()) - 1;
+    totals.push_back(ms);
+    for (const auto& st : times.entries())
+      stages[st.first].push_back(st.second);
+  }
+  for (int r = -1; !chain && r < reps; ++r)
   {
     StageTimes times;
     const auto start = std::chrono::steady_clock::now();
@@ -69,20 +104,36 @@ int main(int argc, char** argv)
     const dem::Grid fg{filled.data(), w, h, cw.data(), ch.data()};
     const std::vector<uint8_t> dirs = dem::flowDirections(b, fg, true, threads, control, &times);
     const dem::Accumulation acc = dem::flowAccumulation(b, fg, dirs, threads, control, &times);
-    double travelSum = 0;
+    double travelSum = 0, longest = 0;
+    dem::TravelTimes t;
     {
       ScopedStage stage(times, "travel time");
       const int64_t outlet = dem::largestBasinOutlet(fg, dirs, acc);
       dem::VelocityModel model;  // slope-based, the defaults
-      const dem::TravelTimes t = dem::travelTime(b, fg, dirs, acc, outlet, model, threads, control);
-      for (double m : t.minutes)
-        if (m == m)
-          travelSum += m;
+      t = dem::travelTime(b, fg, dirs, acc, outlet, model, threads, control);
+    }
+    for (double m : t.minutes)
+      if (m == m)
+      {
+        travelSum += m;
+        longest = std::max(longest, m);
+      }
+    BandPolygons bands;
+    {
+      // 20 bands of equal time: each cell's band, then the bands' polygons.
+      ScopedStage stage(times, "bands");
+      const double interval = longest / 20 * (1 + 1e-12);
+      std::vector<int32_t> labels(t.minutes.size());
+      for (std::size_t i = 0; i < labels.size(); ++i)
+        labels[i] = t.minutes[i] == t.minutes[i] ? int32_t(t.minutes[i] / interval) : -1;
+      bands = dem::traceRegions(b, labels.data(), w, h, 20, threads, control);
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (r < 0)
     {
       std::printf("{\"travel_minutes_sum\": %.12e}\n", travelSum);
+      polygons = bands.bandPolygon.back();
+      rings = int64_t(bands.ringPoint.size()) - 1;
       noFlow = std::count(dirs.begin(), dirs.end(), dem::kNoFlow);
       maxCells = *std::max_element(acc.cells.begin(), acc.cells.end());
       filledSum = 0;
@@ -94,11 +145,12 @@ int main(int argc, char** argv)
     for (const auto& s : times.entries())
       stages[s.first].push_back(s.second);
   }
-  std::printf("{\"width\": %lld, \"height\": %lld, \"backend\": \"%s\", \"total_ms\": %.3f", (long long)w, (long long)h,
-              backend.c_str(), median(totals));
+  std::printf("{\"width\": %lld, \"height\": %lld, \"backend\": \"%s\", \"mode\": \"%s\", \"total_ms\": %.3f",
+              (long long)w, (long long)h, backend.c_str(), chain ? "chain" : "stages", median(totals));
   for (const auto& s : stages)
     std::printf(", \"%s_ms\": %.3f", s.first.c_str(), median(s.second));
-  std::printf(", \"no_flow\": %lld, \"max_cells\": %lld, \"filled_sum\": %.6e}\n", (long long)noFlow, (long long)maxCells,
-              filledSum);
+  std::printf(", \"no_flow\": %lld, \"max_cells\": %lld, \"filled_sum\": %.6e, \"band_polygons\": %lld, "
+              "\"band_rings\": %lld}\n",
+              (long long)noFlow, (long long)maxCells, filledSum, (long long)polygons, (long long)rings);
   return 0;
 }

@@ -25,9 +25,15 @@ for bench in "$@"; do
     neighbours-quick) python3 tests/benchmarks/bench_neighbours_gpu.py build-gpu/tests/benchmarks/bench_neighbours --quick 2>&1 | tee "$OUT/bench_neighbours.log" ;;
     mesh) for g in 1000 3163; do for what in both lines bands; do ./build-gpu/tests/benchmarks/bench_meshcontours --grid $g --what $what --paper; done;
             ./build-gpu/tests/benchmarks/bench_meshcontours --grid $g --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_mesh.log" ;;
-    dem) { ./build-gpu/tests/benchmarks/bench_dem --width 2511 --height 2550;
-           ./build-gpu/tests/benchmarks/bench_dem --width 2511 --height 2550 --backend cpu --reps 3;
-           ./build-gpu/tests/benchmarks/bench_dem --width 10000 --height 10000 --reps 1; } 2>&1 | tee "$OUT/bench_dem.log" ;;
+    dem) { ./build-gpu/tests/benchmarks/bench_dem --width 2511 --height 2550 --chain;
+           ./build-gpu/tests/benchmarks/bench_dem --width 2511 --height 2550;
+           ./build-gpu/tests/benchmarks/bench_dem --width 2511 --height 2550 --backend cpu --reps 3 --chain;
+           ./build-gpu/tests/benchmarks/bench_dem --width 10000 --height 10000 --reps 1 --chain;
+           # 20,000^2 with the GPU's memory in use sampled every 50 ms (its peak is the chain's)
+           nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 > "$OUT/dem_memory.log" &
+           sampler=$!
+           ./build-gpu/tests/benchmarks/bench_dem --width 20000 --height 20000 --reps 1 --chain
+           kill $sampler; echo "GPU memory in use, peak MiB: $(sort -n "$OUT/dem_memory.log" | tail -1)"; } 2>&1 | tee "$OUT/bench_dem.log" ;;
     voronoi-cpu) for s in 1000 100000 1000000; do ./build-gpu/tests/benchmarks/bench_voronoi --width 8192 --height 8192 --sites $s --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_voronoi_cpu16.log" ;;
   esac
 done

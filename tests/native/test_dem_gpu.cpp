@@ -1,6 +1,7 @@
 // The DEM tools on the GPU against the CPU: filled DEMs, directions and accumulation bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -9,6 +10,8 @@
 #include "core/backend.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/isochrone_chain.h"
+#include "dem/regions.h"
 #include "dem/travel_time.h"
 
 using namespace gpugeo;
@@ -164,4 +167,103 @@ TEST(DemGpu, NoGpuIsDeviceUnavailable)
     GTEST_SKIP() << "a GPU is usable here";
   const GpuDem d = terrain(9, 10, 10, 0, 0, false);
   EXPECT_THROW(fillDepressions(Backend::Gpu, d.grid(), 0, noCancel), DeviceUnavailable);
+}
+
+// Region tracing: the GPU's rings, ordered and started as the CPU's, give the same arrays bit for
+// bit (the CPU's are checked against brute force in test_regions.cpp).
+TEST(DemGpu, RegionsAreTheCpus)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  std::mt19937_64 rng(31);
+  struct Case
+  {
+    int64_t w, h;
+    int32_t count;
+    int kind;  // 0 random labels, 1 noisy concentric bands, 2 checkerboard, 3 all background
+  };
+  for (const Case k : {Case{17, 13, 3, 0}, Case{1, 1, 1, 1}, Case{64, 40, 2, 2}, Case{9, 7, 2, 3}, Case{1503, 1291, 40, 1},
+                       Case{700, 900, 5, 0}})
+  {
+    std::vector<int32_t> labels(std::size_t(k.w * k.h));
+    for (int64_t y = 0; y < k.h; ++y)
+      for (int64_t x = 0; x < k.w; ++x)
+      {
+        int32_t v = -1;
+        if (k.kind == 0)
+          v = int32_t(rng() % uint64_t(k.count + 1)) - 1;
+        else if (k.kind == 1)
+        {
+          const double r = std::hypot(double(x) - 0.45 * double(k.w), double(y) - 0.55 * double(k.h)) + double(rng() % 4);
+          v = r > 0.45 * double(std::max(k.w, k.h)) ? -1 : int32_t(r / 9) % k.count;
+        }
+        else if (k.kind == 2)
+          v = int32_t((x + y) % 2);
+        labels[std::size_t(y * k.w + x)] = v;
+      }
+    const BandPolygons cpu = traceRegions(Backend::Cpu, labels.data(), k.w, k.h, k.count, 0, noCancel);
+    const BandPolygons gpu = traceRegions(Backend::Gpu, labels.data(), k.w, k.h, k.count, 0, noCancel);
+    EXPECT_EQ(gpu.bandPolygon, cpu.bandPolygon) << k.w << "x" << k.h;
+    EXPECT_EQ(gpu.polygonRing, cpu.polygonRing) << k.w << "x" << k.h;
+    EXPECT_EQ(gpu.ringPoint, cpu.ringPoint) << k.w << "x" << k.h;
+    EXPECT_EQ(gpu.x, cpu.x) << k.w << "x" << k.h;
+    EXPECT_EQ(gpu.y, cpu.y) << k.w << "x" << k.h;
+    if (k.kind == 1 && k.w > 1000)
+      EXPECT_GT(cpu.polygonRing.size(), 1000u) << "a case with many rings and holes";
+  }
+}
+
+// The whole chain with its arrays kept on the device against the CPU's chain: the same outlet,
+// filled DEM, directions, accumulation and watershed; times within 1e-9; the bands' polygons those of
+// the GPU's own times, traced on the CPU.
+TEST(DemGpu, ChainIsTheCpus)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  for (const bool automatic : {true, false})
+  {
+    const GpuDem d = terrain(automatic ? 21 : 22, 700, 523, 0.5, 4, !automatic);
+    ChainOptions o;
+    o.automaticOutlet = automatic;
+    o.outletColumn = 350;
+    o.outletRow = 260;
+    o.snapDistance = 900;
+    o.interval = 30;
+    o.keepFilled = o.keepDirections = o.keepAccumulation = o.keepSpeed = true;
+    const ChainResult cpu = isochroneChain(Backend::Cpu, d.grid(), o, 0, noCancel);
+    const ChainResult gpu = isochroneChain(Backend::Gpu, d.grid(), o, 0, noCancel);
+    EXPECT_EQ(gpu.outlet, cpu.outlet);
+    EXPECT_EQ(gpu.outletCells, cpu.outletCells);
+    EXPECT_EQ(0, std::memcmp(gpu.filled.data(), cpu.filled.data(), cpu.filled.size() * sizeof(float)));
+    EXPECT_EQ(gpu.directions, cpu.directions);
+    EXPECT_EQ(gpu.accumulation.cells, cpu.accumulation.cells);
+    EXPECT_EQ(gpu.accumulation.area, cpu.accumulation.area);
+    EXPECT_EQ(gpu.travel.watershedCells, cpu.travel.watershedCells);
+    ASSERT_EQ(gpu.travel.minutes.size(), cpu.travel.minutes.size());
+    std::vector<int32_t> bands(cpu.travel.minutes.size());
+    double longest = 0;
+    for (std::size_t c = 0; c < bands.size(); ++c)
+    {
+      ASSERT_EQ(std::isnan(gpu.travel.minutes[c]), std::isnan(cpu.travel.minutes[c])) << c;
+      if (std::isnan(gpu.travel.minutes[c]))
+      {
+        bands[c] = -1;
+        continue;
+      }
+      ASSERT_NEAR(gpu.travel.minutes[c], cpu.travel.minutes[c], 1e-9 * cpu.travel.minutes[c]) << c;
+      ASSERT_NEAR(gpu.travel.speed[c], cpu.travel.speed[c], 1e-12 * cpu.travel.speed[c]) << c;
+      bands[c] = int32_t(std::floor(gpu.travel.minutes[c] / o.interval));
+      longest = std::max(longest, gpu.travel.minutes[c]);
+    }
+    EXPECT_EQ(gpu.bands, int32_t(std::floor(longest / o.interval)) + 1);
+    EXPECT_GT(gpu.bands, 3);
+    const BandPolygons want = traceRegions(Backend::Cpu, bands.data(), d.width, d.height, gpu.bands, 0, noCancel);
+    EXPECT_EQ(gpu.bandPolygons.bandPolygon, want.bandPolygon);
+    EXPECT_EQ(gpu.bandPolygons.ringPoint, want.ringPoint);
+    EXPECT_EQ(gpu.bandPolygons.x, want.x);
+    EXPECT_EQ(gpu.bandPolygons.y, want.y);
+    EXPECT_EQ(gpu.watershed.ringPoint, cpu.watershed.ringPoint);
+    EXPECT_EQ(gpu.watershed.x, cpu.watershed.x);
+    EXPECT_EQ(gpu.watershed.y, cpu.watershed.y);
+  }
 }

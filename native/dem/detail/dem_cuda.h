@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "dem/dem.h"
+#include "dem/isochrone_chain.h"
 #include "dem/travel_time.h"
 
 namespace gpugeo::dem::detail {
@@ -19,5 +21,21 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
                            int64_t outlet, const VelocityModel& model, const RunControl& control);
 Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
+
+// The rings of a label grid's regions (regions.h), keys only (regions_cuda.cu); and the CPU's, for
+// the same arrays (regions.cpp).
+RawRings regionRingsCuda(const int32_t* labels, int64_t w, int64_t h, int32_t count, const RunControl& control);
+// The same from labels already in device memory.
+RawRings regionRingsOnDevice(const int32_t* deviceLabels, int64_t w, int64_t h, int32_t count,
+                             const RunControl& control);
+// Either backend's rings as polygons (host; regions.cpp).
+BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control);
+
+// The isochrone chain with every stage's arrays left on the device (isochrone_chain.h); the
+// options are checked by the caller.
+ChainResult isochroneChainCuda(const Grid& dem, const ChainOptions& options, const RunControl& control,
+                               StageTimes& times);
+RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t count, int threads,
+                        const RunControl& control);
 
 }  // namespace gpugeo::dem::detail

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "mesh/detail/contour_math.h"
 #include "mesh/mesh_contours.h"
@@ -39,21 +40,8 @@ void markValid(const PreparedMesh& mesh, const Field& field, std::vector<uint8_t
 
 MeshArrays meshArrays(const PreparedMesh& mesh);
 
-// A band's rings as the backends link them, before splitting and hole assignment: band k has rings
-// bandRing[k] .. bandRing[k + 1] - 1; ring r has the nodes ringNode[r] .. ringNode[r + 1] - 1 (not
-// repeated at the end), with their keys and coordinates.
-struct RawRings
-{
-  int64_t vertexCount = 0;  // keys below it are vertices (the only nodes a ring can pass twice)
-  std::vector<int64_t> bandRing;
-  std::vector<int64_t> ringNode;
-  std::vector<int64_t> key;
-  std::vector<double> x, y, z;
-};
-
-// Splits rings that touch themselves, drops rings without area, sorts them into shells and holes
-// and gives each hole to the smallest shell that holds it.
-ContourBands assembleBands(const RawRings& rings, int64_t& droppedRings, const RunControl& control);
+// The rings go to polygons through core/polygon_rings.h.
+using gpugeo::RawRings;
 
 std::unique_ptr<MeshContourer> makeCpuContourer(const Mesh& mesh, int threads, const RunControl& control);
 std::unique_ptr<MeshContourer> makeCudaContourer(const Mesh& mesh, const RunControl& control);

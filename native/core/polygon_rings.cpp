@@ -1,15 +1,13 @@
-// The last steps of the bands, on the host for both backends (their work is proportional to the
-// output, not the mesh): rings that touch themselves are split at the node they pass twice, rings
-// left without area are dropped, and each hole goes to the smallest shell around it (a grid over
-// the shells' boxes finds the candidates).
+// Rings to polygons (core/polygon_rings.h); a grid over the shells' boxes finds the shells a hole may
+// lie in.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
 #include "core/errors.h"
-#include "mesh/detail/contourer.h"
+#include "core/polygon_rings.h"
 
-namespace gpugeo::mesh::detail {
+namespace gpugeo {
 
 namespace {
 
@@ -39,8 +37,8 @@ void measure(const RawRings& raw, Loop& loop)
   loop.area = twice / 2;
 }
 
-// The rings that pass a node twice. Only vertex nodes can come twice (a crossing has one segment in
-// and one out), and rings pass few vertices (the mesh's boundary, values exactly at a level).
+// The rings that pass a node twice, among the nodes with keys below vertexCount (on a mesh only
+// vertices can come twice: a crossing has one segment in and one out).
 std::vector<uint8_t> ringsThatRepeat(const RawRings& raw)
 {
   const std::size_t rings = raw.ringNode.empty() ? 0 : raw.ringNode.size() - 1;
@@ -170,9 +168,9 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
 
 }  // namespace
 
-ContourBands assembleBands(const RawRings& raw, int64_t& droppedRings, const RunControl& control)
+BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const RunControl& control)
 {
-  ContourBands out;
+  BandPolygons out;
   out.bandPolygon.push_back(0);
   out.polygonRing.push_back(0);
   out.ringPoint.push_back(0);
@@ -239,4 +237,4 @@ ContourBands assembleBands(const RawRings& raw, int64_t& droppedRings, const Run
   return out;
 }
 
-}  // namespace gpugeo::mesh::detail
+}  // namespace gpugeo

@@ -1,0 +1,90 @@
+// The isochrone chain (isochrone_chain.h): its checks, the CPU path, and the dispatch.
+#include "dem/isochrone_chain.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/errors.h"
+#include "dem/detail/dem_cuda.h"
+#include "dem/regions.h"
+
+namespace gpugeo::dem {
+
+namespace {
+
+// The band of a travel time (both backends: the same division and floor).
+int32_t bandOf(double minutes, double interval)
+{
+  return int32_t(std::floor(minutes / interval));
+}
+
+int32_t bandCount(double longest, const ChainOptions& options)
+{
+  const double last = std::floor(longest / options.interval);
+  if (!(last < double(options.maxBands)))
+    throw InvalidInput("an interval of " + std::to_string(options.interval) + " minutes cuts travel times of up to " +
+                       std::to_string(longest) + " minutes into more than " + std::to_string(options.maxBands) +
+                       " bands");
+  return int32_t(last) + 1;
+}
+
+ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const RunControl& control,
+                     StageTimes& times)
+{
+  ChainResult out;
+  std::vector<float> filled = fillDepressions(Backend::Cpu, dem, threads, control, &times);
+  const Grid grid{filled.data(), dem.width, dem.height, dem.cellWidth, dem.cellHeight};
+  std::vector<uint8_t> directions = flowDirections(Backend::Cpu, grid, true, threads, control, &times);
+  Accumulation accumulation = flowAccumulation(Backend::Cpu, grid, directions, threads, control, &times);
+  {
+    ScopedStage stage(times, "travel time");
+    out.outlet = o.automaticOutlet ? largestBasinOutlet(grid, directions, accumulation)
+                                   : snapOutlet(grid, accumulation, o.outletColumn, o.outletRow, o.snapDistance);
+    out.outletCells = accumulation.cells[std::size_t(out.outlet)];
+    out.travel = travelTime(grid, directions, accumulation, out.outlet, o.model, threads, control);
+  }
+  ScopedStage stage(times, "bands");
+  double longest = 0;
+  for (const double t : out.travel.minutes)
+    if (!std::isnan(t))
+      longest = std::max(longest, t);
+  out.bands = bandCount(longest, o);
+  std::vector<int32_t> labels(out.travel.minutes.size());
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : bandOf(out.travel.minutes[i], o.interval);
+  out.bandPolygons = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, out.bands, threads, control);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : 0;
+  out.watershed = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, 1, threads, control);
+  if (o.keepFilled)
+    out.filled = std::move(filled);
+  if (o.keepDirections)
+    out.directions = std::move(directions);
+  if (o.keepAccumulation)
+    out.accumulation = std::move(accumulation);
+  if (!o.keepSpeed)
+    out.travel.speed = std::vector<double>();
+  return out;
+}
+
+}  // namespace
+
+ChainResult isochroneChain(Backend backend, const Grid& dem, const ChainOptions& options, int threads,
+                           const RunControl& control, StageTimes* times)
+{
+  validateGrid(dem);
+  if (!(options.interval > 0) || !std::isfinite(options.interval))
+    throw InvalidInput("the interval must be a positive number of minutes");
+  if (options.maxBands < 1)
+    throw InvalidInput("at least one band must be allowed");
+  if (!options.automaticOutlet && (options.outletColumn < 0 || options.outletRow < 0 ||
+                                   options.outletColumn >= dem.width || options.outletRow >= dem.height))
+    throw InvalidInput("the outlet lies outside the DEM");
+  StageTimes local;
+  StageTimes& t = times ? *times : local;
+  if (backend == Backend::Gpu)
+    return detail::isochroneChainCuda(dem, options, control, t);
+  return chainCpu(dem, options, threads, control, t);
+}
+
+}  // namespace gpugeo::dem

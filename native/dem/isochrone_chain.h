@@ -1,0 +1,51 @@
+// The whole isochrone chain in one call: fill, flats + D8, accumulation, the outlet, travel times,
+// and the polygons of the isochrone bands and of the watershed. On the GPU every stage works on the
+// previous stage's arrays in device memory (no round trip through the host); only what the caller
+// keeps comes back. On the CPU it is the stages of dem.h, travel_time.h and regions.h in turn. Both
+// give the same arrays (travel times within 1e-9 relative, as travelTime()).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/polygon_rings.h"
+#include "core/run_control.h"
+#include "core/stage_times.h"
+#include "dem/dem.h"
+#include "dem/travel_time.h"
+
+namespace gpugeo::dem {
+
+struct ChainOptions
+{
+  // The outlet: the outlet of the largest basin, or the cell of highest accumulation within
+  // snapDistance (metres) of (outletColumn, outletRow), as snapOutlet().
+  bool automaticOutlet = true;
+  int64_t outletColumn = 0, outletRow = 0;
+  double snapDistance = 0;
+  VelocityModel model;  // a Manning raster, if any, is a host array
+  double interval = 60;  // minutes; band k holds the times in [k, k + 1) x interval
+  int32_t maxBands = 10000;
+  // What comes back besides the travel times and the polygons.
+  bool keepFilled = false, keepDirections = false, keepAccumulation = false, keepSpeed = false;
+};
+
+struct ChainResult
+{
+  std::vector<float> filled;         // if keepFilled
+  std::vector<uint8_t> directions;   // if keepDirections
+  Accumulation accumulation;         // if keepAccumulation
+  TravelTimes travel;                // minutes always, speed if keepSpeed; watershed cells and area
+  int64_t outlet = -1;
+  int64_t outletCells = 0;           // the accumulation at the outlet
+  int32_t bands = 0;                 // floor(longest time / interval) + 1
+  BandPolygons bandPolygons;         // band k: the cells with times in band k (regions.h coordinates)
+  BandPolygons watershed;            // one band: the watershed
+};
+
+// Throws InvalidInput as the stages do, and when the bands would number more than maxBands.
+ChainResult isochroneChain(Backend backend, const Grid& dem, const ChainOptions& options, int threads,
+                           const RunControl& control, StageTimes* times = nullptr);
+
+}  // namespace gpugeo::dem

@@ -31,7 +31,6 @@ namespace gpugeo {
 namespace {
 
 constexpr double kTimeNoData = -1.0;
-constexpr int32_t kBandNoData = 0;  // bands count from 1
 constexpr int32_t kCellsNoData = -1;
 
 QString number(double value)

@@ -662,7 +662,7 @@ __global__ void bandLabelKernel(const double* minutes, int64_t n, double interva
   if (c >= n)
     return;
   const double t = minutes[c];
-  label[c] = t != t ? -1 : (interval > 0 ? int32_t(floor(__ddiv_rn(t, interval))) : 0);
+  label[c] = t != t ? -1 : (interval > 0 ? bandOfTime(t, interval) : 0);
 }
 }  // namespace
 
@@ -980,12 +980,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
     const unsigned long long bits = readOne(longest.data());
     double longestMinutes;
     std::memcpy(&longestMinutes, &bits, sizeof longestMinutes);
-    const double last = std::floor(longestMinutes / o.interval);
-    if (!(last < double(o.maxBands)))
-      throw InvalidInput("an interval of " + std::to_string(o.interval) + " minutes cuts travel times of up to " +
-                         std::to_string(longestMinutes) + " minutes into more than " + std::to_string(o.maxBands) +
-                         " bands");
-    out.bands = int32_t(last) + 1;
+    out.bands = chainBandCount(longestMinutes, o);
     DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
     bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
     GPUGEO_CUDA_CHECK_LAUNCH();

@@ -6,19 +6,18 @@
 
 #include "core/errors.h"
 #include "dem/detail/dem_cuda.h"
+#include "dem/detail/travel_math.h"
 #include "dem/regions.h"
 
 namespace gpugeo::dem {
 
 namespace {
 
-// The band of a travel time (both backends: the same division and floor).
-int32_t bandOf(double minutes, double interval)
-{
-  return int32_t(std::floor(minutes / interval));
-}
+}  // namespace
 
-int32_t bandCount(double longest, const ChainOptions& options)
+namespace detail {
+
+int32_t chainBandCount(double longest, const ChainOptions& options)
 {
   const double last = std::floor(longest / options.interval);
   if (!(last < double(options.maxBands)))
@@ -27,6 +26,10 @@ int32_t bandCount(double longest, const ChainOptions& options)
                        " bands");
   return int32_t(last) + 1;
 }
+
+}  // namespace detail
+
+namespace {
 
 ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const RunControl& control,
                      StageTimes& times)
@@ -48,10 +51,10 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
   for (const double t : out.travel.minutes)
     if (!std::isnan(t))
       longest = std::max(longest, t);
-  out.bands = bandCount(longest, o);
+  out.bands = detail::chainBandCount(longest, o);
   std::vector<int32_t> labels(out.travel.minutes.size());
   for (std::size_t i = 0; i < labels.size(); ++i)
-    labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : bandOf(out.travel.minutes[i], o.interval);
+    labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : detail::bandOfTime(out.travel.minutes[i], o.interval);
   out.bandPolygons = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, out.bands, threads, control);
   for (std::size_t i = 0; i < labels.size(); ++i)
     labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : 0;

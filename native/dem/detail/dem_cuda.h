@@ -31,6 +31,10 @@ RawRings regionRingsOnDevice(const int32_t* deviceLabels, int64_t w, int64_t h, 
 // Either backend's rings as polygons (host; regions.cpp).
 BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control);
 
+// How many bands of options.interval the times up to `longest` make; throws InvalidInput past
+// options.maxBands (isochrone_chain.cpp, for both backends).
+int32_t chainBandCount(double longest, const ChainOptions& options);
+
 // The isochrone chain with every stage's arrays left on the device (isochrone_chain.h); the
 // options are checked by the caller.
 ChainResult isochroneChainCuda(const Grid& dem, const ChainOptions& options, const RunControl& control,

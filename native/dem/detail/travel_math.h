@@ -113,4 +113,11 @@ GPUGEO_HD double cellSpeed(const VelocityModel& m, const float* z, const float* 
   return m.minSpeed;
 }
 
+// The isochrone band of a travel time: band k holds [k, k + 1) x interval (both backends, one
+// correctly rounded division and a floor, so the same bits give the same band).
+GPUGEO_HD int32_t bandOfTime(double minutes, double interval)
+{
+  return int32_t(floor(minutes / interval));
+}
+
 }  // namespace gpugeo::dem::detail

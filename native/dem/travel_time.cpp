@@ -1,8 +1,10 @@
 #include "dem/travel_time.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/parallel.h"
@@ -10,11 +12,14 @@
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/travel_math.h"
 
+
 namespace gpugeo::dem {
 
 namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+// How many cells ahead the downstream sums fetch their cell's time and direction.
+constexpr std::size_t kSumPrefetch = 24;
 
 void requirePositive(double v, const char* what)
 {
@@ -97,81 +102,143 @@ TravelTimes travelTime(Backend backend, const Grid& g, const std::vector<uint8_t
   return out;
 }
 
+namespace {
+
+// The watershed of `outlet` in an order where every cell comes after its receiver: breadth-first
+// up the flow paths from the outlet, a cell's donors being the neighbours whose direction points
+// back at it (so no list of donors is built, and the work is in proportion to the watershed, not
+// the grid). Each cell but the outlet has one receiver and so is reached once. A path ends at the
+// outlet, so the outlet is never taken as a donor: that only matters for directions that loop
+// through it, and keeps the walk finite there. Marks the watershed in `inside` (zeroed here) and
+// counts its cells per row in `rowCells`. Cells are int32: validateGrid caps grids at kMaxCells.
+std::vector<int32_t> upstreamOrder(const uint8_t* directions, int64_t w, int64_t h, int64_t outlet, int64_t sizeHint,
+                                   std::vector<uint8_t>& inside, std::vector<int64_t>& rowCells,
+                                   const RunControl& control)
+{
+  const int64_t n = w * h;
+  inside.assign(static_cast<std::size_t>(n), 0);
+  int64_t offset[8];
+  uint8_t backTo[8];  // the direction of the neighbour in direction d when it drains to the cell
+  for (int d = 0; d < 8; ++d)
+  {
+    offset[d] = kDy[d] * w + kDx[d];
+    backTo[d] = uint8_t((d + 4) & 7);
+  }
+  // The accumulation's count at the outlet is the watershed's size when it matches the directions;
+  // a wrong hint only costs a reallocation. Eight spare slots let a cell's neighbours be written
+  // before knowing which of them drain to it: no branch per neighbour for the processor to guess.
+  std::vector<int32_t> order(static_cast<std::size_t>(std::min(n, std::max<int64_t>(1, sizeHint)) + 8));
+  order[0] = int32_t(outlet);
+  int64_t tail = 1;
+  for (int64_t head = 0; head < tail; ++head)
+  {
+    if ((head & 0xffff) == 0 && control.isCanceled())
+      throw Canceled();
+    if (int64_t(order.size()) < tail + 8)
+      order.resize(static_cast<std::size_t>(std::min(n, 2 * tail) + 8));
+    const int64_t c = order[std::size_t(head)];
+    const int64_t y = int64_t(uint32_t(c) / uint32_t(w)), x = c - y * w;
+    inside[std::size_t(c)] = 1;
+    ++rowCells[std::size_t(y)];
+    if (x > 0 && y > 0 && x < w - 1 && y < h - 1)
+      for (int d = 0; d < 8; ++d)
+      {
+        const int64_t nb = c + offset[d];
+        order[std::size_t(tail)] = int32_t(nb);
+        tail += int64_t(directions[nb] == backTo[d]) & int64_t(nb != outlet);
+      }
+    else
+      for (int d = 0; d < 8; ++d)
+      {
+        const int64_t nx = x + kDx[d], ny = y + kDy[d];
+        if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+          continue;
+        const int64_t nb = ny * w + nx;
+        if (directions[nb] == backTo[d] && nb != outlet)
+          order[std::size_t(tail++)] = int32_t(nb);
+      }
+  }
+  order.resize(static_cast<std::size_t>(tail));
+  return order;
+}
+
+}  // namespace
+
 TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc, int64_t outlet,
                        const VelocityModel& model, int threads, const RunControl& control)
 {
   validateTravel(g, directions, acc, outlet, model);
   const int64_t w = g.width, h = g.height, n = w * h;
-  auto downstream = [&](int64_t c) { return detail::receiverOf(directions.data(), w, h, c); };
+  const uint8_t* dir = directions.data();
   TravelTimes out;
-  out.minutes.assign(std::size_t(n), kNan);
-  out.speed.assign(std::size_t(n), kNan);
-  // Watershed membership and times: from each cell down to a cell already known (or the outlet),
-  // then back up the path.
-  std::vector<int8_t> state(static_cast<std::size_t>(n), 0);  // 0 unknown, 1 in, -1 out
-  state[std::size_t(outlet)] = 1;
-  std::vector<int64_t> path;
-  for (int64_t c = 0; c < n; ++c)
-  {
-    if (state[std::size_t(c)] != 0 || directions[std::size_t(c)] == kNoData)
-      continue;
-    if ((c & 0xffff) == 0 && control.isCanceled())
-      throw Canceled();
-    path.clear();
-    int64_t at = c;
-    while (at >= 0 && state[std::size_t(at)] == 0)
+  // The watershed (one thread) while the others fill the outputs with NaN: filling 2 x 8 bytes a
+  // cell of fresh memory costs about as much as the walk, and only the cells inside get a value.
+  std::vector<int32_t> order;
+  std::vector<uint8_t> inside;
+  std::vector<int64_t> rowCells(static_cast<std::size_t>(h), 0);
+  parallelFor(3, 1, threads, [&](int64_t item, int64_t) {
+    if (item == 0)
     {
-      path.push_back(at);
-      state[std::size_t(at)] = 2;  // on the current path
-      at = downstream(at);
+      const int64_t hint = int64_t(acc.cells.size()) == n ? acc.cells[std::size_t(outlet)] : 0;
+      order = upstreamOrder(dir, w, h, outlet, hint, inside, rowCells, control);
+      // The area in the order of the cells (row-major), as the GPU path sums it: each row's cells
+      // add the same width x height.
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t k = 0; k < rowCells[std::size_t(y)]; ++k)
+          out.watershedArea += g.cellWidth[y] * g.cellHeight[y];
     }
-    const int8_t verdict = (at >= 0 && state[std::size_t(at)] == 1) ? 1 : -1;
-    for (const int64_t p : path)
-      state[std::size_t(p)] = verdict;
-  }
-  // Step times of the watershed's cells.
-  std::vector<double> step(static_cast<std::size_t>(n), 0.0);
+    else if (item == 1)
+      out.minutes.assign(static_cast<std::size_t>(n), kNan);
+    else
+      out.speed.assign(static_cast<std::size_t>(n), kNan);
+  }, &control);
+  out.watershedCells = int64_t(order.size());
+  // Speeds and step times of the watershed's cells, row by row (in the order of memory, which is
+  // faster than the order of the walk); the step waits in `minutes` for the sums below.
   parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
     for (int64_t y = b; y < e; ++y)
+    {
+      if (rowCells[std::size_t(y)] == 0)
+        continue;
       for (int64_t x = 0; x < w; ++x)
       {
         const int64_t c = y * w + x;
-        if (state[std::size_t(c)] != 1)
+        if (!inside[std::size_t(c)])
           continue;
-        const uint8_t d = directions[std::size_t(c)];
+        const uint8_t d = dir[c];
         const double length = detail::flowLength(g.cellWidth[y], g.cellHeight[y], d);
-        const double v = detail::cellSpeed(model, g.z, model.manning, w, h, x, y, downstream(c), acc.area[std::size_t(c)],
-                                           g.cellWidth[y], g.cellHeight[y], d);
+        const double v = detail::cellSpeed(model, g.z, model.manning, w, h, x, y, detail::receiverOf(dir, w, h, c),
+                                           acc.area[std::size_t(c)], g.cellWidth[y], g.cellHeight[y], d);
         out.speed[std::size_t(c)] = v;
-        step[std::size_t(c)] = length / v / 60.0;
+        out.minutes[std::size_t(c)] = length / v / 60.0;
       }
+    }
   }, &control);
-  // Times: the outlet's own step, then each cell's step plus its receiver's time.
-  out.minutes[std::size_t(outlet)] = step[std::size_t(outlet)];
-  for (int64_t c = 0; c < n; ++c)
+  // Times: the outlet's is its own step; every other cell's, its receiver's time (finished earlier
+  // in the order) plus its step. That is the sum along the path taken from the outlet up, one
+  // addition per cell, so the times do not depend on the order or the thread count.
+  int64_t offset[8];
+  for (int d = 0; d < 8; ++d)
+    offset[d] = kDy[d] * w + kDx[d];
+  double* minutes = out.minutes.data();
+  const std::size_t m = order.size();
+  for (std::size_t i = 1; i < m; ++i)
   {
-    if (state[std::size_t(c)] != 1 || !std::isnan(out.minutes[std::size_t(c)]))
-      continue;
-    path.clear();
-    int64_t at = c;
-    while (std::isnan(out.minutes[std::size_t(at)]))
+    if ((i & 0xfffff) == 0 && control.isCanceled())
+      throw Canceled();
+#if defined(__GNUC__)
+    // The cells come in no order of memory: fetching ahead takes about a third off this loop, which
+    // is the one part that cannot be shared among threads.
+    if (i + kSumPrefetch < m)
     {
-      path.push_back(at);
-      at = downstream(at);
+      const int32_t ahead = order[i + kSumPrefetch];
+      __builtin_prefetch(minutes + ahead, 1);
+      __builtin_prefetch(dir + ahead);
     }
-    double t = out.minutes[std::size_t(at)];
-    for (auto it = path.rbegin(); it != path.rend(); ++it)
-    {
-      t += step[std::size_t(*it)];
-      out.minutes[std::size_t(*it)] = t;
-    }
+#endif
+    const int64_t c = order[i];
+    minutes[c] += minutes[c + offset[dir[c]]];
   }
-  for (int64_t c = 0; c < n; ++c)
-    if (state[std::size_t(c)] == 1)
-    {
-      ++out.watershedCells;
-      out.watershedArea += g.cellWidth[c / w] * g.cellHeight[c / w];
-    }
   return out;
 }
 

@@ -463,3 +463,277 @@ TEST(DemCpu, RaisedFlatsDrainWithoutResolution)
     }
   }
 }
+
+namespace {
+
+// Barnes et al.'s flat mask as dem.h states it, one step at a time: the flats are the
+// equal-elevation components of the flat cells, non-flat cells of their elevation included; a
+// flat drains when it has a low edge (a non-flat cell beside one of its flat cells); the steps go
+// from the low edges and from the high edges through the flat's flat cells.
+std::vector<int32_t> flatMaskByTheDefinition(const Grid& g, bool towardsOnly)
+{
+  const int64_t w = g.width, h = g.height, n = w * h;
+  auto valid = [&](int64_t x, int64_t y) { return x >= 0 && y >= 0 && x < w && y < h && !std::isnan(g.z[y * w + x]); };
+  std::vector<uint8_t> flat(std::size_t(n), 0);
+  for (int64_t c = 0; c < n; ++c)
+  {
+    const int64_t x = c % w, y = c / w;
+    if (!valid(x, y))
+      continue;
+    bool edge = x == 0 || y == 0 || x == w - 1 || y == h - 1, lower = false;
+    for (int d = 0; d < 8; ++d)
+      if (!valid(x + kDx[d], y + kDy[d]))
+        edge = true;
+      else
+        lower = lower || g.z[(y + kDy[d]) * w + x + kDx[d]] < g.z[c];
+    flat[std::size_t(c)] = !edge && !lower;
+  }
+  // Breadth-first over the valid neighbours m of c with link(c, m), from the cells queued.
+  auto spread = [&](std::vector<int64_t>& queue, auto link) {
+    for (std::size_t head = 0; head < queue.size(); ++head)
+    {
+      const int64_t c = queue[head];
+      for (int d = 0; d < 8; ++d)
+        if (valid(c % w + kDx[d], c / w + kDy[d]) && link(c, c + kDy[d] * w + kDx[d]))
+          queue.push_back(c + kDy[d] * w + kDx[d]);
+    }
+  };
+  std::vector<int64_t> label(std::size_t(n), -1);
+  std::vector<bool> drained;
+  for (int64_t s = 0; s < n; ++s)
+    if (flat[std::size_t(s)] && label[std::size_t(s)] < 0)
+    {
+      const int64_t id = int64_t(drained.size());
+      std::vector<int64_t> queue{s};
+      label[std::size_t(s)] = id;
+      spread(queue, [&](int64_t c, int64_t m) {
+        if (label[std::size_t(m)] >= 0 || g.z[m] != g.z[c])
+          return false;
+        label[std::size_t(m)] = id;
+        return true;
+      });
+      bool low = false;
+      for (const int64_t c : queue)
+        low = low || !flat[std::size_t(c)];
+      drained.push_back(low);
+    }
+  auto stepsFrom = [&](auto isSource, int32_t first) {
+    std::vector<int32_t> steps(std::size_t(n), -1);
+    std::vector<int64_t> queue;
+    for (int64_t c = 0; c < n; ++c)
+      if (label[std::size_t(c)] >= 0 && drained[std::size_t(label[std::size_t(c)])] && isSource(c))
+      {
+        steps[std::size_t(c)] = first;
+        queue.push_back(c);
+      }
+    spread(queue, [&](int64_t c, int64_t m) {
+      if (!flat[std::size_t(m)] || steps[std::size_t(m)] >= 0 || label[std::size_t(m)] != label[std::size_t(c)])
+        return false;
+      steps[std::size_t(m)] = steps[std::size_t(c)] + 1;
+      return true;
+    });
+    return steps;
+  };
+  auto beside = [&](int64_t c, auto test) {
+    for (int d = 0; d < 8; ++d)
+      if (valid(c % w + kDx[d], c / w + kDy[d]) && test(c + kDy[d] * w + kDx[d]))
+        return true;
+    return false;
+  };
+  const std::vector<int32_t> towards = stepsFrom(
+      [&](int64_t c) { return !flat[std::size_t(c)] && beside(c, [&](int64_t m) { return flat[std::size_t(m)] && g.z[m] == g.z[c]; }); }, 0);
+  const std::vector<int32_t> away =
+      stepsFrom([&](int64_t c) { return flat[std::size_t(c)] && beside(c, [&](int64_t m) { return g.z[m] > g.z[c]; }); }, 1);
+  std::vector<int32_t> height(drained.size(), 0), mask(std::size_t(n), 0);
+  for (int64_t c = 0; c < n; ++c)
+    if (flat[std::size_t(c)])
+      height[std::size_t(label[std::size_t(c)])] = std::max(height[std::size_t(label[std::size_t(c)])], away[std::size_t(c)]);
+  for (int64_t c = 0; c < n; ++c)
+    if (flat[std::size_t(c)] && drained[std::size_t(label[std::size_t(c)])])
+    {
+      const int32_t t = std::max(towards[std::size_t(c)], 0), a = std::max(away[std::size_t(c)], 0);
+      mask[std::size_t(c)] = towardsOnly ? t : 2 * t + (a > 0 ? height[std::size_t(label[std::size_t(c)])] - a : 0);
+    }
+  return mask;
+}
+
+// A comb at 5 in ground at 9: teeth 1 to 7 columns wide, flat, joined only through a spine of
+// non-flat cells of their elevation (a 4 beside each on the top border), so one flat whose highest
+// count of steps from higher ground comes from its widest teeth. Transposed, the spine runs down
+// the rows.
+TestDem combDem(int64_t size, bool transposed)
+{
+  TestDem d;
+  d.width = d.height = size;
+  d.z.assign(std::size_t(size * size), 9.f);
+  auto at = [&](int64_t x, int64_t y) -> float& { return d.z[std::size_t(transposed ? x * size + y : y * size + x)]; };
+  for (int64_t x = 1, width = 1; x < size - 1; x += width + 1, width = width % 7 + 1)
+    for (int64_t y = 2; y < size - 1 - x % 5; ++y)
+      for (int64_t dx = 0; dx < width && x + dx < size - 1; ++dx)
+        at(x + dx, y) = 5.f;
+  for (int64_t x = 1; x < size - 1; ++x)
+    at(x, 1) = 5.f;
+  for (int64_t x = 0; x < size; x += 2)
+    at(x, 0) = 4.f;
+  d.cellWidth.assign(std::size_t(size), 30.0);
+  d.cellHeight.assign(std::size_t(size), 30.0);
+  return d;
+}
+
+}  // namespace
+
+TEST(DemCpu, FlatMaskEqualsTheDefinitionOnAnyThreads)
+{
+  std::vector<TestDem> dems;
+  for (const TestDem& d : {randomDem(81, 130, 150, 1.0, 25), randomDem(82, 9, 700, 4.0, 6), randomDem(83, 300, 220, 0.5, 40)})
+  {
+    dems.push_back(d);
+    TestDem filled = d;
+    filled.z = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+    dems.push_back(filled);
+  }
+  dems.push_back(combDem(150, false));
+  dems.push_back(combDem(150, true));
+  // Two flats at 5: the west one drains at the border and into a nodata hole; the east one is closed
+  // (no mask).
+  TestDem two;
+  two.width = 12;
+  two.height = 7;
+  two.z.assign(84, 9.f);
+  for (int64_t y = 1; y < 6; ++y)
+    for (int64_t x = 1; x < 11; ++x)
+      if (x != 5)
+        two.z[std::size_t(y * 12 + x)] = 5.f;
+  two.z[std::size_t(3 * 12)] = 5.f;
+  two.z[std::size_t(2 * 12 + 3)] = std::nanf("");
+  two.cellWidth.assign(7, 30.0);
+  two.cellHeight.assign(7, 30.0);
+  dems.push_back(two);
+  for (std::size_t i = 0; i < dems.size(); ++i)
+    for (FlatGradient gradient : {FlatGradient::Combined, FlatGradient::TowardsOutlet})
+    {
+      const std::vector<int32_t> want = flatMaskByTheDefinition(dems[i].grid(), gradient == FlatGradient::TowardsOutlet);
+      for (int threads : {1, 2, 3})
+        EXPECT_EQ(flatMask(Backend::Cpu, dems[i].grid(), threads, noCancel, nullptr, gradient), want)
+            << "dem " << i << " gradient " << int(gradient) << " threads " << threads;
+    }
+  // The cases hold what they are for: the comb's narrow teeth take the height of its wide ones; the
+  // closed flat gets no mask, the open one does.
+  const std::vector<int32_t> comb = flatMask(Backend::Cpu, dems[6].grid(), 2, noCancel);
+  EXPECT_EQ(comb[std::size_t(10 * 150 + 1)], 2 * 9 + 4 - 1);  // the 1-wide tooth, 9 steps from the spine
+  const std::vector<int32_t> mask = flatMask(Backend::Cpu, two.grid(), 2, noCancel);
+  EXPECT_GT(mask[std::size_t(1 * 12 + 1)], 0);
+  EXPECT_EQ(mask[std::size_t(3 * 12 + 8)], 0);
+}
+
+TEST(DemCpu, TravelTimesToInnerOutletsWhateverTheThreads)
+{
+  // Outlets inside the grid, whose watersheds other cells surround: the cell of most flow near the
+  // centre, one beside a nodata blob, a ridge cell (a watershed of one); the Manning model with a
+  // raster (NaN: the default n) and channel flow. The times are the walk down every path, a cell's
+  // speed is its own whatever the outlet, and 1, 2 or 3 threads give the same bits.
+  for (uint64_t seed : {81, 82})
+  {
+    TestDem d = randomDem(seed, 150, 120, 0.5, 15, 30, 25, true);
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+    const Grid g = d.gridWith(filled);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, g, dirs, 2, noCancel);
+    const int64_t w = d.width, h = d.height;
+    int64_t besideHole = -1, ridge = -1;
+    for (int64_t y = 1; y + 1 < h; ++y)
+      for (int64_t x = 1; x + 1 < w; ++x)
+      {
+        const int64_t c = y * w + x;
+        if (dirs[std::size_t(c)] == kNoData)
+          continue;
+        bool nearHole = false;
+        for (int k = 0; k < 8; ++k)
+          nearHole = nearHole || dirs[std::size_t((y + kDy[k]) * w + x + kDx[k])] == kNoData;
+        if (nearHole && besideHole < 0 && acc.cells[std::size_t(c)] > 20)
+          besideHole = c;
+        if (!nearHole && ridge < 0 && acc.cells[std::size_t(c)] == 1)
+          ridge = c;
+      }
+    const int64_t centre = snapOutlet(g, acc, w / 2, h / 2, 150.0);
+    ASSERT_GE(besideHole, 0);
+    ASSERT_GE(ridge, 0);
+    ASSERT_GT(acc.cells[std::size_t(centre)], 20);
+    std::vector<float> manning(filled.size(), 0.08f);
+    for (std::size_t i = 0; i < manning.size(); i += 7)
+      manning[i] = std::nanf("");
+    for (VelocityModel::Kind kind : {VelocityModel::Kind::Slope, VelocityModel::Kind::Manning})
+    {
+      VelocityModel model;
+      model.kind = kind;
+      model.rainfall = 80;
+      model.mixedArea = 2e4;  // channel flow from 27 cells of 750 m² on
+      model.channelAreaManning = 1e5;
+      model.manning = kind == VelocityModel::Kind::Manning ? manning.data() : nullptr;
+      const TravelTimes whole = travelTime(g, dirs, acc, largestBasinOutlet(g, dirs, acc), model, 2, noCancel);
+      for (int64_t outlet : {centre, besideHole, ridge})
+      {
+        const TravelTimes t = travelTime(g, dirs, acc, outlet, model, 2, noCancel);
+        const std::vector<double> want = walkedTimes(d, g, dirs, outlet, t.speed);
+        int64_t inside = 0;
+        double area = 0;
+        for (std::size_t c = 0; c < want.size(); ++c)
+        {
+          ASSERT_EQ(std::isnan(want[c]), std::isnan(t.minutes[c])) << "cell " << c << " outlet " << outlet;
+          ASSERT_EQ(std::isnan(t.speed[c]), std::isnan(t.minutes[c])) << "cell " << c;
+          if (std::isnan(want[c]))
+            continue;
+          ++inside;
+          area += g.cellWidth[int64_t(c) / w] * g.cellHeight[int64_t(c) / w];
+          EXPECT_NEAR(t.minutes[c], want[c], 1e-9 * want[c]) << "cell " << c;
+          if (!std::isnan(whole.speed[c]))
+            EXPECT_EQ(t.speed[c], whole.speed[c]) << "cell " << c;
+        }
+        EXPECT_EQ(inside, t.watershedCells);
+        EXPECT_EQ(inside, acc.cells[std::size_t(outlet)]);
+        EXPECT_EQ(area, t.watershedArea);
+        if (outlet == ridge)
+          EXPECT_EQ(inside, 1);
+        for (int threads : {1, 3})
+        {
+          const TravelTimes other = travelTime(g, dirs, acc, outlet, model, threads, noCancel);
+          EXPECT_EQ(std::memcmp(other.minutes.data(), t.minutes.data(), t.minutes.size() * sizeof(double)), 0)
+              << threads << " threads";
+          EXPECT_EQ(std::memcmp(other.speed.data(), t.speed.data(), t.speed.size() * sizeof(double)), 0);
+          EXPECT_EQ(other.watershedArea, t.watershedArea);
+        }
+      }
+    }
+  }
+  // Directions that loop through the outlet (56 -> 55 -> 56, which accumulation refuses but a
+  // caller's directions may hold): the loop and what drains into it are the watershed, each path
+  // ending at the outlet.
+  TestDem d;
+  d.width = d.height = 10;
+  d.z.assign(100, 1.f);
+  d.cellWidth.assign(10, 10.0);
+  d.cellHeight.assign(10, 20.0);
+  std::vector<uint8_t> loop(100, kNoFlow);
+  loop[55] = 0;  // E
+  loop[56] = 4;  // W
+  loop[54] = 0;
+  loop[53] = 0;
+  loop[47] = 1;  // SE, into 58, which drains nowhere: outside
+  loop[46] = 2;  // S, into 56
+  Accumulation acc;
+  acc.cells.assign(100, 1);
+  acc.area.assign(100, 0);
+  VelocityModel model;
+  model.kind = VelocityModel::Kind::Constant;
+  const TravelTimes t = travelTime(d.grid(), loop, acc, 56, model, 2, noCancel);
+  const std::vector<double> want = walkedTimes(d, d.grid(), loop, 56, t.speed);
+  for (std::size_t c = 0; c < 100; ++c)
+  {
+    ASSERT_EQ(std::isnan(want[c]), std::isnan(t.minutes[c])) << "cell " << c;
+    if (!std::isnan(want[c]))
+      EXPECT_NEAR(t.minutes[c], want[c], 1e-12 * want[c]) << "cell " << c;
+  }
+  EXPECT_EQ(t.watershedCells, 5);  // 53, 54, 55, 56 and 46
+  EXPECT_NEAR(t.minutes[53], (10 + 10 + 10 + 10) / 60.0, 1e-12);
+  EXPECT_NEAR(t.minutes[46], (20 + 10) / 60.0, 1e-12);
+}

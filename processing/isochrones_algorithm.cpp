@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include <QCoreApplication>
+
 #include <qgscoordinatetransform.h>
 #include <qgsexception.h>
 #include <qgsfeature.h>
@@ -22,7 +24,8 @@
 #include "adapters/band_geometry.h"
 #include "core/errors.h"
 #include "dem/dem.h"
-#include "dem/regions.h"
+#include "dem/detail/travel_math.h"
+#include "dem/isochrone_chain.h"
 #include "dem/travel_time.h"
 #include "flowdirection_algorithm.h"
 
@@ -562,39 +565,60 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
                          .arg(number(model.overlandN)));
   }
 
-  // --- Fill, directions, accumulation on the resolved backend ------------------------------------
+  // --- The outlet cell, checked before the work ------------------------------------------------------
+  const dem::Grid grid = raster.grid(elevations.z.data());
+  if (outletCell && !dem::validCellWithin(grid, outletCell->first, outletCell->second, snapDistance))
+    throw QgsProcessingException(
+      snapDistance > 0
+        ? QObject::tr("The outlet point (%1, %2) lies on nodata (column %3, row %4) and no valid DEM cell lies "
+                      "within SNAP_DISTANCE = %5 m of it: move the point onto the DEM's data or raise "
+                      "SNAP_DISTANCE.")
+            .arg(number(outletInDem.x()), number(outletInDem.y()))
+            .arg(outletCell->first)
+            .arg(outletCell->second)
+            .arg(number(snapDistance))
+        : QObject::tr("The outlet point (%1, %2) lies on a nodata cell of the DEM (column %3, row %4): move it "
+                      "onto the DEM's data or give a SNAP_DISTANCE.")
+            .arg(number(outletInDem.x()), number(outletInDem.y()))
+            .arg(outletCell->first)
+            .arg(outletCell->second));
+
+  // --- The chain on the resolved backend: fill, flats and D8, accumulation, the outlet, travel times,
+  // the bands' and the watershed's polygons (on the GPU without a round trip between the stages) -----
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const RunControl control = runControl(feedback);
-  std::vector<float> filled;
+  dem::ChainOptions options;
+  options.automaticOutlet = !outletCell;
+  if (outletCell)
   {
-    steps.setCurrentStep(1);
-    feedback->setProgressText(QObject::tr("Filling depressions"));
-    const dem::Grid grid = raster.grid(elevations.z.data());
-    runWithCpuFallback(device, feedback, [&](Backend backend) {
-      filled = dem::fillDepressions(backend, grid, cpuThreads(), control, &times);
-    });
-    int64_t raised = 0;
-    for (size_t i = 0; i < filled.size(); ++i)
-      raised += filled[i] > elevations.z[i];
-    feedback->pushInfo(QObject::tr("Filling raised %1 of %2 cells.").arg(raised).arg(elevations.valid));
-    std::vector<float>().swap(elevations.z);
+    options.outletColumn = outletCell->first;
+    options.outletRow = outletCell->second;
+    options.snapDistance = snapDistance;
   }
-  const dem::Grid grid = raster.grid(filled.data());
-  std::vector<uint8_t> directions;
-  steps.setCurrentStep(2);
-  feedback->setProgressText(QObject::tr("Resolving flats and computing flow directions"));
+  options.model = model;
+  options.interval = interval;
+  options.maxBands = kMaxBands;
+  options.keepFilled = !filledPath.isEmpty();
+  options.keepDirections = !directionPath.isEmpty() || !accumulationPath.isEmpty();  // nodata of the counts
+  options.keepAccumulation = !accumulationPath.isEmpty();
+  options.onStage = [&](dem::ChainStage stage) {
+    static const char* const texts[] = {
+      QT_TRANSLATE_NOOP("IsochronesAlgorithm", "Filling depressions"),
+      QT_TRANSLATE_NOOP("IsochronesAlgorithm", "Resolving flats and computing flow directions"),
+      QT_TRANSLATE_NOOP("IsochronesAlgorithm", "Accumulating flow"),
+      QT_TRANSLATE_NOOP("IsochronesAlgorithm", "Computing travel times"),
+      QT_TRANSLATE_NOOP("IsochronesAlgorithm", "Tracing the watershed and the isochrones")};
+    steps.setCurrentStep(1 + int(stage));
+    feedback->setProgressText(QCoreApplication::translate("IsochronesAlgorithm", texts[int(stage)]));
+  };
+  dem::ChainResult chain;
   runWithCpuFallback(device, feedback, [&](Backend backend) {
-    directions = dem::flowDirections(backend, grid, true, cpuThreads(), control, &times);
+    chain = dem::isochroneChain(backend, grid, options, cpuThreads(), control, &times);
   });
-  dem::Accumulation accumulation;
-  steps.setCurrentStep(3);
-  feedback->setProgressText(QObject::tr("Accumulating flow"));
-  runWithCpuFallback(device, feedback, [&](Backend backend) {
-    accumulation = dem::flowAccumulation(backend, grid, directions, cpuThreads(), control, &times);
-  });
-
-  // --- The outlet ----------------------------------------------------------------------------------
-  int64_t outlet = -1;
+  feedback->pushInfo(QObject::tr("Filling raised %1 of %2 cells.").arg(chain.raisedCells).arg(elevations.valid));
+  std::vector<float>().swap(elevations.z);
+  dem::TravelTimes& travel = chain.travel;
+  const int64_t outlet = chain.outlet;
   const auto centre = [&](int64_t c) {
     return QgsPointXY(raster.geoTransform[0] + (double(c % w) + 0.5) * raster.geoTransform[1],
                       raster.geoTransform[3] + (double(c / w) + 0.5) * raster.geoTransform[5]);
@@ -602,27 +626,6 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   if (outletCell)
   {
     const auto [column, row] = *outletCell;
-    try
-    {
-      outlet = dem::snapOutlet(grid, accumulation, column, row, snapDistance);
-    }
-    catch (const InvalidInput&)
-    {
-      throw QgsProcessingException(
-        snapDistance > 0
-          ? QObject::tr("The outlet point (%1, %2) lies on nodata (column %3, row %4) and no valid DEM cell lies "
-                        "within SNAP_DISTANCE = %5 m of it: move the point onto the DEM's data or raise "
-                        "SNAP_DISTANCE.")
-              .arg(number(outletInDem.x()), number(outletInDem.y()))
-              .arg(column)
-              .arg(row)
-              .arg(number(snapDistance))
-          : QObject::tr("The outlet point (%1, %2) lies on a nodata cell of the DEM (column %3, row %4): move it "
-                        "onto the DEM's data or give a SNAP_DISTANCE.")
-              .arg(number(outletInDem.x()), number(outletInDem.y()))
-              .arg(column)
-              .arg(row));
-    }
     const int64_t c = outlet % w, r = outlet / w;
     const double dx = double(c - column) * raster.cellWidth[size_t(row)];
     const double dy = double(r - row) * raster.cellHeight[size_t(row)];
@@ -637,29 +640,17 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
         .arg(r)
         .arg(number(std::sqrt(dx * dx + dy * dy)))
         .arg(number(centre(outlet).x()), number(centre(outlet).y()))
-        .arg(accumulation.cells[size_t(outlet)]));
+        .arg(chain.outletCells));
   }
   else
-  {
-    outlet = dem::largestBasinOutlet(grid, directions, accumulation);
     feedback->pushInfo(QObject::tr("Outlet (automatic): where the largest basin drains out of the grid, column %1, "
                                    "row %2 (centre %3, %4), where %5 cells drain.")
                          .arg(outlet % w)
                          .arg(outlet / w)
                          .arg(number(centre(outlet).x()), number(centre(outlet).y()))
-                         .arg(accumulation.cells[size_t(outlet)]));
-  }
+                         .arg(chain.outletCells));
 
-  // --- Travel times ---------------------------------------------------------------------------------
-  steps.setCurrentStep(4);
-  feedback->setProgressText(QObject::tr("Computing travel times"));
-  dem::TravelTimes travel;
-  {
-    ScopedStage stage(times, "travel time");
-    runWithCpuFallback(device, feedback, [&](Backend backend) {
-      travel = dem::travelTime(backend, grid, directions, accumulation, outlet, model, cpuThreads(), control);
-    });
-  }
+  // --- The bands' cells and areas ------------------------------------------------------------------
   double minTime = std::numeric_limits<double>::infinity(), maxTime = 0.0;
   for (const double t : travel.minutes)
     if (!std::isnan(t))
@@ -667,14 +658,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
       minTime = std::min(minTime, t);
       maxTime = std::max(maxTime, t);
     }
-  const double lastBand = std::floor(maxTime / interval);
-  if (!(lastBand < double(kMaxBands)))
-    throw QgsProcessingException(QObject::tr("INTERVAL = %1 minutes cuts the watershed's travel times (up to %2 "
-                                             "minutes) into %3 bands, more than the limit of %4: choose a larger "
-                                             "INTERVAL.")
-                                   .arg(number(interval), number(maxTime), number(lastBand + 1))
-                                   .arg(kMaxBands));
-  const int bands = int(lastBand) + 1;
+  const int bands = chain.bands;
   std::vector<int64_t> bandCells(static_cast<size_t>(bands), 0);
   std::vector<double> bandArea(static_cast<size_t>(bands), 0.0);  // m²
   for (int64_t y = 0; y < h; ++y)
@@ -685,12 +669,11 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
       const double t = travel.minutes[size_t(i)];
       if (std::isnan(t))
         continue;
-      const size_t k = size_t(std::floor(t / interval));
+      const size_t k = size_t(dem::detail::bandOfTime(t, interval));
       ++bandCells[k];
       bandArea[k] += cellArea;
     }
   }
-  const auto bandOf = [&](double t) { return int32_t(std::floor(t / interval)) + 1; };
   const double watershedKm2 = travel.watershedArea * 1e-6;
   feedback->pushInfo(QObject::tr("Watershed: %1 cells, %2 km². Travel times from %3 to %4 minutes: %5 bands of %6 "
                                  "minutes.")
@@ -698,17 +681,13 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
                        .arg(number(watershedKm2), number(minTime), number(maxTime))
                        .arg(bands)
                        .arg(number(interval)));
-  double minSpeed = std::numeric_limits<double>::infinity(), maxSpeed = 0.0;
-  for (const double v : travel.speed)
-    if (!std::isnan(v))
-    {
-      minSpeed = std::min(minSpeed, v);
-      maxSpeed = std::max(maxSpeed, v);
-    }
-  feedback->pushInfo(QObject::tr("Speeds from %1 to %2 m/s.").arg(number(minSpeed), number(maxSpeed)));
+  feedback->pushInfo(QObject::tr("Speeds from %1 to %2 m/s.").arg(number(chain.minSpeed), number(chain.maxSpeed)));
+  const std::vector<float>& filled = chain.filled;
+  const std::vector<uint8_t>& directions = chain.directions;
+  const dem::Accumulation& accumulation = chain.accumulation;
 
   // --- Rasters -------------------------------------------------------------------------------------
-  steps.setCurrentStep(5);
+  steps.setCurrentStep(6);
   feedback->setProgressText(QObject::tr("Writing the rasters"));
   FinishedRasters finished;
   QVariantMap outputs;
@@ -771,38 +750,14 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     }
   }
   // The rasters are written: the large buffers go.
-  std::vector<float>().swap(filled);
-  std::vector<uint8_t>().swap(directions);
-  accumulation = dem::Accumulation();
-  travel.speed = std::vector<double>();
+  chain.filled = std::vector<float>();
+  chain.directions = std::vector<uint8_t>();
+  chain.accumulation = dem::Accumulation();
+  travel.minutes = std::vector<double>();
   if (!manning.empty())
     std::vector<float>().swap(manning);
-
-  // --- Polygons: traced from the cells' bands (and the watershed) on the resolved backend ---------
-  steps.setCurrentStep(6);
-  feedback->setProgressText(QObject::tr("Tracing the watershed and the isochrones"));
-  BandPolygons watershedPolygons, bandPolygons;
-  {
-    ScopedStage stage(times, "polygons");
-    std::vector<int32_t> labels(static_cast<size_t>(w * h));
-    if (wantWatershed)
-    {
-      for (size_t i = 0; i < labels.size(); ++i)
-        labels[i] = std::isnan(travel.minutes[i]) ? -1 : 0;
-      runWithCpuFallback(device, feedback, [&](Backend backend) {
-        watershedPolygons = dem::traceRegions(backend, labels.data(), w, h, 1, cpuThreads(), control);
-      });
-    }
-    if (wantIsochrones)
-    {
-      for (size_t i = 0; i < labels.size(); ++i)
-        labels[i] = std::isnan(travel.minutes[i]) ? -1 : bandOf(travel.minutes[i]) - 1;
-      runWithCpuFallback(device, feedback, [&](Backend backend) {
-        bandPolygons = dem::traceRegions(backend, labels.data(), w, h, bands, cpuThreads(), control);
-      });
-    }
-  }
-  travel.minutes = std::vector<double>();
+  const BandPolygons& watershedPolygons = chain.watershed;
+  const BandPolygons& bandPolygons = chain.bandPolygons;
   // Cell corners to map coordinates (the DEM is north-up, so shells stay counter-clockwise).
   const AxisMap toMap{raster.geoTransform[0], raster.geoTransform[1], raster.geoTransform[3], -raster.geoTransform[5]};
 

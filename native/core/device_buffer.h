@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -193,6 +194,67 @@ inline void keepPooledMemory(int device, uint64_t bytes)
   cudaMemPool_t pool;
   GPUGEO_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
   GPUGEO_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &bytes));
+}
+
+// What the current device can still give (bytes): its free memory plus what its stream-ordered pool
+// holds unused; `total` (if set) receives the device's whole memory.
+inline std::size_t availableDeviceMemory(std::size_t* total = nullptr)
+{
+  std::size_t freeBytes = 0, totalBytes = 0;
+  GPUGEO_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  int device = 0;
+  GPUGEO_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool;
+  uint64_t reserved = 0, used = 0;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess && reserved > used)
+    freeBytes += std::size_t(reserved - used);
+  cudaGetLastError();
+  if (total)
+    *total = totalBytes;
+  return freeBytes;
+}
+
+// The message of a DeviceOutOfMemory that names the limit: `what` (e.g. "the isochrone chain on a DEM
+// of 20000 x 20000 cells") needs about `need` bytes; the device has `available` of `total`.
+inline std::string memoryLimitMessage(const std::string& what, std::size_t need, std::size_t available,
+                                      std::size_t total)
+{
+  const auto gib = [](std::size_t bytes) {
+    const double g = double(bytes) / double(1ull << 30);
+    const std::string s = std::to_string(int64_t(g * 10 + 0.5));
+    return (s.size() > 1 ? s.substr(0, s.size() - 1) : std::string("0")) + "." + s.back() + " GiB";
+  };
+  return what + " needs about " + gib(need) + " of GPU memory; the GPU has " + gib(available) + " free of " +
+         gib(total) + ". Run it on the CPU, or on a smaller extent";
+}
+
+// Throws DeviceOutOfMemory (memoryLimitMessage) when `need` bytes exceed what the device can give.
+inline void requireDeviceMemory(const std::string& what, std::size_t need)
+{
+  std::size_t total = 0;
+  const std::size_t available = availableDeviceMemory(&total);
+  if (need > available)
+    throw DeviceOutOfMemory(memoryLimitMessage(what, need, available, total));
+}
+
+// Runs work() after requireDeviceMemory(what, need); an out-of-memory inside it (the estimate fell
+// short, or another process took memory meanwhile) is rethrown with the same message.
+template <typename Work>
+auto withinDeviceMemory(const std::string& what, std::size_t need, Work&& work) -> decltype(work())
+{
+  requireDeviceMemory(what, need);
+  try
+  {
+    return work();
+  }
+  catch (const DeviceOutOfMemory& e)
+  {
+    std::size_t total = 0;
+    const std::size_t available = availableDeviceMemory(&total);
+    throw DeviceOutOfMemory(memoryLimitMessage(what, need, available, total) + " (" + e.what() + ")");
+  }
 }
 
 }  // namespace gpugeo::cuda

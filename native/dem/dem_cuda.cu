@@ -48,6 +48,26 @@ constexpr uint64_t kPoolKeep = uint64_t(1) << 30;
 
 constexpr int kTile = 32;
 
+// The most device memory each entry point holds at once, in bytes per cell (its grid-sized
+// buffers), checked before it starts so that a DEM too large for the GPU stops at once with the
+// limit named (cuda::withinDeviceMemory). A Manning raster adds 4 to the travel times.
+constexpr std::size_t kFillBytes = 8;           // elevations, filled
+constexpr std::size_t kDirectionBytes = 27;     // elevations, the flat mask's seven arrays, directions
+constexpr std::size_t kAccumulationBytes = 45;  // directions, counts and areas and their tile sums, exits, waits
+// Elevations, directions, areas, and travelOnDevice's minutes, speeds and jumping arrays (72). The
+// chain's peak too: it lets go of the counts before the travel times and of the rest before the bands.
+constexpr std::size_t kTravelBytes = 85;
+
+std::size_t need(int64_t cells, std::size_t bytesPerCell)
+{
+  return std::size_t(cells) * bytesPerCell + (std::size_t(64) << 20);  // + room for the small buffers
+}
+
+std::string sizeWhat(const char* what, int64_t w, int64_t h)
+{
+  return std::string(what) + " on a DEM of " + std::to_string(w) + " x " + std::to_string(h) + " cells";
+}
+
 using cuda::download;
 using cuda::readOne;
 using cuda::upload;
@@ -655,6 +675,25 @@ __global__ void longestKernel(const double* minutes, int64_t n, unsigned long lo
     atomicMax(longest, static_cast<unsigned long long>(__double_as_longlong(minutes[c])));
 }
 
+// How many cells the fill raised.
+__global__ void raisedKernel(const float* z, const float* filled, int64_t n, unsigned long long* raised)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && filled[c] > z[c])
+    atomicAdd(raised, 1ull);
+}
+
+// The least and greatest speed over the watershed (positive doubles order as their bits).
+__global__ void speedRangeKernel(const double* speed, int64_t n, unsigned long long* range)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= n || speed[c] != speed[c])
+    return;
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(speed[c]));
+  atomicMin(range, bits);
+  atomicMax(range + 1, bits);
+}
+
 // Each cell's band (-1 outside the watershed), or with interval <= 0 the watershed (0) itself.
 __global__ void bandLabelKernel(const double* minutes, int64_t n, double interval, int32_t* label)
 {
@@ -670,9 +709,11 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
 {
   useGpu();
   const int64_t n = grid.width * grid.height;
-  DeviceBuffer<float> z;
-  upload(z, grid.z, std::size_t(n));
-  return download(fillOnDevice(z, grid.width, grid.height, control), std::size_t(n));
+  return cuda::withinDeviceMemory(sizeWhat("depression filling", grid.width, grid.height), need(n, kFillBytes), [&] {
+    DeviceBuffer<float> z;
+    upload(z, grid.z, std::size_t(n));
+    return download(fillOnDevice(z, grid.width, grid.height, control), std::size_t(n));
+  });
 }
 
 namespace {
@@ -684,19 +725,21 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  DeviceBuffer<float> z;
-  DeviceBuffer<double> cw, ch;
-  upload(z, grid.z, std::size_t(n));
-  upload(cw, grid.cellWidth, std::size_t(h));
-  upload(ch, grid.cellHeight, std::size_t(h));
-  DeviceBuffer<int32_t> mask;
-  if (resolveFlats)
-    mask = flatMaskOnDevice(z, w, h, false, control);
-  DeviceBuffer<uint8_t> out(static_cast<std::size_t>(n));
-  directionKernel<<<blocksFor(n), 256>>>(z.data(), resolveFlats ? mask.data() : nullptr, w, h, cw.data(), ch.data(),
-                                         out.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  return download(out, std::size_t(n));
+  return cuda::withinDeviceMemory(sizeWhat("flow directions", w, h), need(n, kDirectionBytes), [&] {
+    DeviceBuffer<float> z;
+    DeviceBuffer<double> cw, ch;
+    upload(z, grid.z, std::size_t(n));
+    upload(cw, grid.cellWidth, std::size_t(h));
+    upload(ch, grid.cellHeight, std::size_t(h));
+    DeviceBuffer<int32_t> mask;
+    if (resolveFlats)
+      mask = flatMaskOnDevice(z, w, h, false, control);
+    DeviceBuffer<uint8_t> out(static_cast<std::size_t>(n));
+    directionKernel<<<blocksFor(n), 256>>>(z.data(), resolveFlats ? mask.data() : nullptr, w, h, cw.data(),
+                                           ch.data(), out.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    return download(out, std::size_t(n));
+  });
 }
 
 namespace {
@@ -753,19 +796,21 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  DeviceBuffer<uint8_t> dirs;
-  DeviceBuffer<long long> rows, cells, area;
-  upload(dirs, directions.data(), std::size_t(n));
-  const std::vector<long long> rowArea = rowAreas(grid);
-  upload(rows, rowArea.data(), std::size_t(h));
-  accumulateOnDevice(dirs, w, h, rows, cells, area, control);
-  static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
-  Accumulation out;
-  out.cells.resize(std::size_t(n));
-  out.area.resize(std::size_t(n));
-  GPUGEO_CUDA_CHECK(cudaMemcpy(out.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
-  GPUGEO_CUDA_CHECK(cudaMemcpy(out.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
-  return out;
+  return cuda::withinDeviceMemory(sizeWhat("flow accumulation", w, h), need(n, kAccumulationBytes), [&] {
+    DeviceBuffer<uint8_t> dirs;
+    DeviceBuffer<long long> rows, cells, area;
+    upload(dirs, directions.data(), std::size_t(n));
+    const std::vector<long long> rowArea = rowAreas(grid);
+    upload(rows, rowArea.data(), std::size_t(h));
+    accumulateOnDevice(dirs, w, h, rows, cells, area, control);
+    static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
+    Accumulation out;
+    out.cells.resize(std::size_t(n));
+    out.area.resize(std::size_t(n));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(out.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(out.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
+    return out;
+  });
 }
 
 namespace {
@@ -811,9 +856,11 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunC
 {
   useGpu();
   const int64_t n = grid.width * grid.height;
-  DeviceBuffer<float> z;
-  upload(z, grid.z, std::size_t(n));
-  return download(flatMaskOnDevice(z, grid.width, grid.height, towardsOnly, control), std::size_t(n));
+  return cuda::withinDeviceMemory(sizeWhat("the flat mask", grid.width, grid.height), need(n, kDirectionBytes), [&] {
+    DeviceBuffer<float> z;
+    upload(z, grid.z, std::size_t(n));
+    return download(flatMaskOnDevice(z, grid.width, grid.height, towardsOnly, control), std::size_t(n));
+  });
 }
 
 namespace {
@@ -874,139 +921,178 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  DeviceBuffer<float> z, manning;
-  DeviceBuffer<uint8_t> dirs;
-  DeviceBuffer<long long> area;
-  DeviceBuffer<double> cw, ch, minutes, speed;
-  upload(z, grid.z, std::size_t(n));
-  upload(dirs, directions.data(), std::size_t(n));
-  static_assert(sizeof(long long) == sizeof(int64_t), "accumulated areas are 64-bit");
-  upload(area, reinterpret_cast<const long long*>(accumulation.area.data()), std::size_t(n));
-  upload(cw, grid.cellWidth, std::size_t(h));
-  upload(ch, grid.cellHeight, std::size_t(h));
-  VelocityModel deviceModel = model;
-  if (model.manning)
-  {
-    upload(manning, model.manning, std::size_t(n));
-    deviceModel.manning = manning.data();
-  }
-  travelOnDevice(z, dirs, area, cw, ch, deviceModel, w, h, outlet, control, minutes, speed);
-  TravelTimes out;
-  out.minutes = download(minutes, std::size_t(n));
-  out.speed = download(speed, std::size_t(n));
-  return out;
+  return cuda::withinDeviceMemory(sizeWhat("travel times", w, h), need(n, kTravelBytes + (model.manning ? 4 : 0)), [&] {
+    DeviceBuffer<float> z, manning;
+    DeviceBuffer<uint8_t> dirs;
+    DeviceBuffer<long long> area;
+    DeviceBuffer<double> cw, ch, minutes, speed;
+    upload(z, grid.z, std::size_t(n));
+    upload(dirs, directions.data(), std::size_t(n));
+    static_assert(sizeof(long long) == sizeof(int64_t), "accumulated areas are 64-bit");
+    upload(area, reinterpret_cast<const long long*>(accumulation.area.data()), std::size_t(n));
+    upload(cw, grid.cellWidth, std::size_t(h));
+    upload(ch, grid.cellHeight, std::size_t(h));
+    VelocityModel deviceModel = model;
+    if (model.manning)
+    {
+      upload(manning, model.manning, std::size_t(n));
+      deviceModel.manning = manning.data();
+    }
+    travelOnDevice(z, dirs, area, cw, ch, deviceModel, w, h, outlet, control, minutes, speed);
+    TravelTimes out;
+    out.minutes = download(minutes, std::size_t(n));
+    out.speed = download(speed, std::size_t(n));
+    return out;
+  });
 }
 
 ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const RunControl& control, StageTimes& times)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  ChainResult out;
-  DeviceBuffer<double> cw, ch;
-  upload(cw, grid.cellWidth, std::size_t(h));
-  upload(ch, grid.cellHeight, std::size_t(h));
-  DeviceBuffer<float> filled;
-  {
-    ScopedStage stage(times, "fill");
-    DeviceBuffer<float> z;
-    upload(z, grid.z, std::size_t(n));
-    filled = fillOnDevice(z, w, h, control);
-    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  DeviceBuffer<uint8_t> dirs(static_cast<std::size_t>(n));
-  {
-    ScopedStage stage(times, "flats and directions");
-    DeviceBuffer<int32_t> mask = flatMaskOnDevice(filled, w, h, false, control);
-    directionKernel<<<blocksFor(n), 256>>>(filled.data(), mask.data(), w, h, cw.data(), ch.data(), dirs.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  DeviceBuffer<long long> cells, area;
-  {
-    ScopedStage stage(times, "accumulation");
-    DeviceBuffer<long long> rows;
-    const std::vector<long long> rowArea = rowAreas(grid);
-    upload(rows, rowArea.data(), std::size_t(h));
-    accumulateOnDevice(dirs, w, h, rows, cells, area, control);
-    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  DeviceBuffer<double> minutes, speed;
-  {
-    ScopedStage stage(times, "travel time");
-    if (o.automaticOutlet)
+  return cuda::withinDeviceMemory(sizeWhat("the isochrone chain", w, h), need(n, kTravelBytes + (o.model.manning ? 4 : 0)), [&] {
+    const auto starting = [&](ChainStage s) {
+      if (o.onStage)
+        o.onStage(s);
+    };
+    ChainResult out;
+    DeviceBuffer<double> cw, ch;
+    upload(cw, grid.cellWidth, std::size_t(h));
+    upload(ch, grid.cellHeight, std::size_t(h));
+    DeviceBuffer<float> filled;
     {
-      DeviceBuffer<unsigned long long> best(1);
-      GPUGEO_CUDA_CHECK(cudaMemset(best.data(), 0, sizeof(unsigned long long)));
-      largestOutletKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, cells.data(), best.data());
+      starting(ChainStage::Fill);
+      ScopedStage stage(times, "fill");
+      DeviceBuffer<float> z;
+      upload(z, grid.z, std::size_t(n));
+      filled = fillOnDevice(z, w, h, control);
+      DeviceBuffer<unsigned long long> raised(1);
+      GPUGEO_CUDA_CHECK(cudaMemset(raised.data(), 0, sizeof(unsigned long long)));
+      raisedKernel<<<blocksFor(n), 256>>>(z.data(), filled.data(), n, raised.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      const unsigned long long key = readOne(best.data());
-      if (key == 0)
-        throw InvalidInput("the DEM has no valid cell");
-      out.outlet = int64_t(0xffffffffull - (key & 0xffffffffull));
+      out.raisedCells = int64_t(readOne(raised.data()));
     }
-    else
+    DeviceBuffer<uint8_t> dirs(static_cast<std::size_t>(n));
     {
-      // The snap window's accumulation only: its rows come back.
-      const double minSize = std::min(grid.cellWidth[o.outletRow], grid.cellHeight[o.outletRow]);
-      const int64_t reach = std::isfinite(o.snapDistance) && o.snapDistance >= 0
-                              ? std::min<int64_t>(h, int64_t(std::floor(o.snapDistance / minSize)))
-                              : 0;
-      const int64_t y0 = std::max<int64_t>(0, o.outletRow - reach), y1 = std::min(h - 1, o.outletRow + reach);
-      Accumulation window;
-      window.cells.assign(std::size_t(n), 0);
-      GPUGEO_CUDA_CHECK(cudaMemcpy(window.cells.data() + y0 * w, cells.data() + y0 * w,
-                                   std::size_t((y1 - y0 + 1) * w) * sizeof(long long), cudaMemcpyDeviceToHost));
-      out.outlet = snapOutlet(grid, window, o.outletColumn, o.outletRow, o.snapDistance);
+      starting(ChainStage::Directions);
+      ScopedStage stage(times, "flats and directions");
+      DeviceBuffer<int32_t> mask = flatMaskOnDevice(filled, w, h, false, control);
+      directionKernel<<<blocksFor(n), 256>>>(filled.data(), mask.data(), w, h, cw.data(), ch.data(), dirs.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
-    out.outletCells = readOne(cells.data() + out.outlet);
-    VelocityModel model = o.model;
-    DeviceBuffer<float> manning;
-    if (o.model.manning)
+    DeviceBuffer<long long> cells, area;
     {
-      upload(manning, o.model.manning, std::size_t(n));
-      model.manning = manning.data();
+      starting(ChainStage::Accumulation);
+      ScopedStage stage(times, "accumulation");
+      DeviceBuffer<long long> rows;
+      const std::vector<long long> rowArea = rowAreas(grid);
+      upload(rows, rowArea.data(), std::size_t(h));
+      accumulateOnDevice(dirs, w, h, rows, cells, area, control);
+      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
-    travelOnDevice(filled, dirs, area, cw, ch, model, w, h, out.outlet, control, minutes, speed);
-    out.travel.minutes = download(minutes, std::size_t(n));
-    if (o.keepSpeed)
-      out.travel.speed = download(speed, std::size_t(n));
-  }
-  {
-    ScopedStage stage(times, "bands");
-    DeviceBuffer<unsigned long long> longest(1);
-    GPUGEO_CUDA_CHECK(cudaMemset(longest.data(), 0, sizeof(unsigned long long)));
-    longestKernel<<<blocksFor(n), 256>>>(minutes.data(), n, longest.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    const unsigned long long bits = readOne(longest.data());
-    double longestMinutes;
-    std::memcpy(&longestMinutes, &bits, sizeof longestMinutes);
-    out.bands = chainBandCount(longestMinutes, o);
-    DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
-    bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    out.bandPolygons = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, out.bands, control), w, control);
-    bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, 0.0, labels.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    out.watershed = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, 1, control), w, control);
-  }
-  for (int64_t c = 0; c < n; ++c)
-    if (!std::isnan(out.travel.minutes[std::size_t(c)]))
+    DeviceBuffer<double> minutes;
     {
-      ++out.travel.watershedCells;
-      out.travel.watershedArea += grid.cellWidth[c / w] * grid.cellHeight[c / w];
+      starting(ChainStage::TravelTime);
+      ScopedStage stage(times, "travel time");
+      if (o.automaticOutlet)
+      {
+        DeviceBuffer<unsigned long long> best(1);
+        GPUGEO_CUDA_CHECK(cudaMemset(best.data(), 0, sizeof(unsigned long long)));
+        largestOutletKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, cells.data(), best.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        const unsigned long long key = readOne(best.data());
+        if (key == 0)
+          throw InvalidInput("the DEM has no valid cell");
+        out.outlet = int64_t(0xffffffffull - (key & 0xffffffffull));
+      }
+      else
+      {
+        // The snap window's accumulation only: its rows come back.
+        const double minSize = std::min(grid.cellWidth[o.outletRow], grid.cellHeight[o.outletRow]);
+        const int64_t reach = std::isfinite(o.snapDistance) && o.snapDistance >= 0
+                                ? std::min<int64_t>(h, int64_t(std::floor(o.snapDistance / minSize)))
+                                : 0;
+        const int64_t y0 = std::max<int64_t>(0, o.outletRow - reach), y1 = std::min(h - 1, o.outletRow + reach);
+        Accumulation window;
+        window.cells.assign(std::size_t(n), 0);
+        GPUGEO_CUDA_CHECK(cudaMemcpy(window.cells.data() + y0 * w, cells.data() + y0 * w,
+                                     std::size_t((y1 - y0 + 1) * w) * sizeof(long long), cudaMemcpyDeviceToHost));
+        out.outlet = snapOutlet(grid, window, o.outletColumn, o.outletRow, o.snapDistance);
+      }
+      out.outletCells = readOne(cells.data() + out.outlet);
+      // The counts are done with: to the host if kept, and their memory to the travel times.
+      if (o.keepAccumulation)
+      {
+        out.accumulation.cells.resize(std::size_t(n));
+        GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+      }
+      cells.release();
+      VelocityModel model = o.model;
+      DeviceBuffer<float> manning;
+      if (o.model.manning)
+      {
+        upload(manning, o.model.manning, std::size_t(n));
+        model.manning = manning.data();
+      }
+      DeviceBuffer<double> speed;
+      travelOnDevice(filled, dirs, area, cw, ch, model, w, h, out.outlet, control, minutes, speed);
+      out.travel.minutes = download(minutes, std::size_t(n));
+      DeviceBuffer<unsigned long long> range(2);
+      const unsigned long long start[2] = {~0ull, 0ull};
+      GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
+      speedRangeKernel<<<blocksFor(n), 256>>>(speed.data(), n, range.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      unsigned long long bits[2];
+      GPUGEO_CUDA_CHECK(cudaMemcpy(bits, range.data(), sizeof bits, cudaMemcpyDeviceToHost));
+      if (bits[1] != 0)
+      {
+        std::memcpy(&out.minSpeed, &bits[0], sizeof(double));
+        std::memcpy(&out.maxSpeed, &bits[1], sizeof(double));
+      }
+      if (o.keepSpeed)
+        out.travel.speed = download(speed, std::size_t(n));
     }
-  if (o.keepFilled)
-    out.filled = download(filled, std::size_t(n));
-  if (o.keepDirections)
-    out.directions = download(dirs, std::size_t(n));
-  if (o.keepAccumulation)
-  {
-    out.accumulation.cells.resize(std::size_t(n));
-    out.accumulation.area.resize(std::size_t(n));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
-  }
-  return out;
+    // The surfaces are done with: to the host if kept, their memory to the bands.
+    if (o.keepFilled)
+      out.filled = download(filled, std::size_t(n));
+    filled.release();
+    if (o.keepDirections)
+      out.directions = download(dirs, std::size_t(n));
+    dirs.release();
+    if (o.keepAccumulation)
+    {
+      out.accumulation.area.resize(std::size_t(n));
+      GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
+    }
+    area.release();
+    {
+      starting(ChainStage::Bands);
+      ScopedStage stage(times, "bands");
+      DeviceBuffer<unsigned long long> longest(1);
+      GPUGEO_CUDA_CHECK(cudaMemset(longest.data(), 0, sizeof(unsigned long long)));
+      longestKernel<<<blocksFor(n), 256>>>(minutes.data(), n, longest.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      const unsigned long long bits = readOne(longest.data());
+      double longestMinutes;
+      std::memcpy(&longestMinutes, &bits, sizeof longestMinutes);
+      out.bands = chainBandCount(longestMinutes, o);
+      DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
+      bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      out.bandPolygons = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, out.bands, control), w, control);
+      bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, 0.0, labels.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      out.watershed = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, 1, control), w, control);
+    }
+    for (int64_t c = 0; c < n; ++c)
+      if (!std::isnan(out.travel.minutes[std::size_t(c)]))
+      {
+        ++out.travel.watershedCells;
+        out.travel.watershedArea += grid.cellWidth[c / w] * grid.cellHeight[c / w];
+      }
+    return out;
+  });
 }
 
 }  // namespace gpugeo::dem::detail

@@ -1,7 +1,9 @@
 // The isochrone chain (isochrone_chain.h): its checks, the CPU path, and the dispatch.
 #include "dem/isochrone_chain.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "core/errors.h"
@@ -11,19 +13,20 @@
 
 namespace gpugeo::dem {
 
-namespace {
-
-}  // namespace
-
 namespace detail {
 
 int32_t chainBandCount(double longest, const ChainOptions& options)
 {
   const double last = std::floor(longest / options.interval);
   if (!(last < double(options.maxBands)))
-    throw InvalidInput("an interval of " + std::to_string(options.interval) + " minutes cuts travel times of up to " +
-                       std::to_string(longest) + " minutes into more than " + std::to_string(options.maxBands) +
-                       " bands");
+  {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "an interval of %.6g minutes cuts travel times of up to %.6g minutes into %.6g bands, more than "
+                  "the limit of %d: choose a larger interval",
+                  options.interval, longest, last + 1, int(options.maxBands));
+    throw InvalidInput(text);
+  }
   return int32_t(last) + 1;
 }
 
@@ -34,18 +37,36 @@ namespace {
 ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const RunControl& control,
                      StageTimes& times)
 {
+  const auto starting = [&](ChainStage s) {
+    if (o.onStage)
+      o.onStage(s);
+  };
   ChainResult out;
+  starting(ChainStage::Fill);
   std::vector<float> filled = fillDepressions(Backend::Cpu, dem, threads, control, &times);
+  const int64_t n = dem.width * dem.height;
+  for (int64_t i = 0; i < n; ++i)
+    out.raisedCells += filled[std::size_t(i)] > dem.z[i];
   const Grid grid{filled.data(), dem.width, dem.height, dem.cellWidth, dem.cellHeight};
+  starting(ChainStage::Directions);
   std::vector<uint8_t> directions = flowDirections(Backend::Cpu, grid, true, threads, control, &times);
+  starting(ChainStage::Accumulation);
   Accumulation accumulation = flowAccumulation(Backend::Cpu, grid, directions, threads, control, &times);
+  starting(ChainStage::TravelTime);
   {
     ScopedStage stage(times, "travel time");
     out.outlet = o.automaticOutlet ? largestBasinOutlet(grid, directions, accumulation)
                                    : snapOutlet(grid, accumulation, o.outletColumn, o.outletRow, o.snapDistance);
     out.outletCells = accumulation.cells[std::size_t(out.outlet)];
     out.travel = travelTime(grid, directions, accumulation, out.outlet, o.model, threads, control);
+    for (const double v : out.travel.speed)
+      if (!std::isnan(v))
+      {
+        out.minSpeed = std::isnan(out.minSpeed) ? v : std::min(out.minSpeed, v);
+        out.maxSpeed = std::isnan(out.maxSpeed) ? v : std::max(out.maxSpeed, v);
+      }
   }
+  starting(ChainStage::Bands);
   ScopedStage stage(times, "bands");
   double longest = 0;
   for (const double t : out.travel.minutes)
@@ -83,6 +104,7 @@ ChainResult isochroneChain(Backend backend, const Grid& dem, const ChainOptions&
   if (!options.automaticOutlet && (options.outletColumn < 0 || options.outletRow < 0 ||
                                    options.outletColumn >= dem.width || options.outletRow >= dem.height))
     throw InvalidInput("the outlet lies outside the DEM");
+  validateModel(options.model);
   StageTimes local;
   StageTimes& t = times ? *times : local;
   if (backend == Backend::Gpu)

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <vector>
 
 #include "core/backend.h"
@@ -16,6 +18,15 @@
 #include "dem/travel_time.h"
 
 namespace gpugeo::dem {
+
+enum class ChainStage
+{
+  Fill,
+  Directions,  // flats and D8
+  Accumulation,
+  TravelTime,  // the outlet and the travel times
+  Bands,       // the band and watershed polygons
+};
 
 struct ChainOptions
 {
@@ -29,6 +40,8 @@ struct ChainOptions
   int32_t maxBands = 10000;
   // What comes back besides the travel times and the polygons.
   bool keepFilled = false, keepDirections = false, keepAccumulation = false, keepSpeed = false;
+  // Called on the calling thread as each stage starts (for a caller's progress report).
+  std::function<void(ChainStage)> onStage;
 };
 
 struct ChainResult
@@ -39,12 +52,18 @@ struct ChainResult
   TravelTimes travel;                // minutes always, speed if keepSpeed; watershed cells and area
   int64_t outlet = -1;
   int64_t outletCells = 0;           // the accumulation at the outlet
+  int64_t raisedCells = 0;           // the cells the fill raised
+  // The least and greatest speed over the watershed (m/s).
+  double minSpeed = std::numeric_limits<double>::quiet_NaN(), maxSpeed = std::numeric_limits<double>::quiet_NaN();
   int32_t bands = 0;                 // floor(longest time / interval) + 1
   BandPolygons bandPolygons;         // band k: the cells with times in band k (regions.h coordinates)
   BandPolygons watershed;            // one band: the watershed
 };
 
-// Throws InvalidInput as the stages do, and when the bands would number more than maxBands.
+// Throws InvalidInput as the stages do (the velocity model is checked before any work), and when the
+// bands would number more than maxBands. On the GPU, a DEM whose arrays do not fit in the GPU's
+// memory throws DeviceOutOfMemory naming the memory it needs and the GPU's (before any work when the
+// estimate shows it).
 ChainResult isochroneChain(Backend backend, const Grid& dem, const ChainOptions& options, int threads,
                            const RunControl& control, StageTimes* times = nullptr);
 

@@ -124,9 +124,13 @@ RawRings regionRingsCuda(const int32_t* labels, int64_t w, int64_t h, int32_t co
     throw DeviceUnavailable(gpu.reason);
   GPUGEO_CUDA_CHECK(cudaSetDevice(gpu.device));
   cuda::keepPooledMemory(gpu.device, kPoolKeep);
-  DeviceBuffer<int32_t> label;
-  cuda::upload(label, labels, std::size_t(w * h));
-  return regionRingsOnDevice(label.data(), w, h, count, control);
+  // Labels, sides, edge counts and offsets per cell (21 bytes); the boundary edges' arrays come on top.
+  const std::string what = "tracing regions on a grid of " + std::to_string(w) + " x " + std::to_string(h) + " cells";
+  return cuda::withinDeviceMemory(what, std::size_t(w * h) * 21, [&] {
+    DeviceBuffer<int32_t> label;
+    cuda::upload(label, labels, std::size_t(w * h));
+    return regionRingsOnDevice(label.data(), w, h, count, control);
+  });
 }
 
 RawRings regionRingsOnDevice(const int32_t* label, int64_t w, int64_t h, int32_t count, const RunControl& control)

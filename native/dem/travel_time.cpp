@@ -27,6 +27,8 @@ void requirePositive(double v, const char* what)
     throw InvalidInput(std::string(what) + " must be a positive number");
 }
 
+}  // namespace
+
 void validateModel(const VelocityModel& m)
 {
   switch (m.kind)
@@ -60,8 +62,6 @@ void validateModel(const VelocityModel& m)
       break;
   }
 }
-
-}  // namespace
 
 double manningSpeed(const VelocityModel& m, double slopeTangent, double area, double cellN)
 {
@@ -242,7 +242,11 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
   return out;
 }
 
-int64_t snapOutlet(const Grid& g, const Accumulation& acc, int64_t x, int64_t y, double radius)
+namespace {
+
+// Calls visit(c) for each valid cell within `radius` metres of (x, y), row by row (snapOutlet's window).
+template <typename Visit>
+void forEachWithin(const Grid& g, int64_t x, int64_t y, double radius, Visit visit)
 {
   const int64_t w = g.width, h = g.height;
   if (x < 0 || y < 0 || x >= w || y >= h)
@@ -251,7 +255,6 @@ int64_t snapOutlet(const Grid& g, const Accumulation& acc, int64_t x, int64_t y,
     throw InvalidInput("the snap distance must be zero or more");
   const double minSize = std::min(g.cellWidth[y], g.cellHeight[y]);
   const int64_t reach = int64_t(std::floor(radius / minSize));
-  int64_t best = -1;
   for (int64_t yy = std::max<int64_t>(0, y - reach); yy <= std::min(h - 1, y + reach); ++yy)
     for (int64_t xx = std::max<int64_t>(0, x - reach); xx <= std::min(w - 1, x + reach); ++xx)
     {
@@ -259,14 +262,30 @@ int64_t snapOutlet(const Grid& g, const Accumulation& acc, int64_t x, int64_t y,
       if (std::isnan(g.z[c]))
         continue;
       const double dx = double(xx - x) * g.cellWidth[y], dy = double(yy - y) * g.cellHeight[y];
-      if (dx * dx + dy * dy > radius * radius)
-        continue;
-      if (best < 0 || acc.cells[std::size_t(c)] > acc.cells[std::size_t(best)])
-        best = c;
+      if (dx * dx + dy * dy <= radius * radius)
+        visit(c);
     }
+}
+
+}  // namespace
+
+int64_t snapOutlet(const Grid& g, const Accumulation& acc, int64_t x, int64_t y, double radius)
+{
+  int64_t best = -1;
+  forEachWithin(g, x, y, radius, [&](int64_t c) {
+    if (best < 0 || acc.cells[std::size_t(c)] > acc.cells[std::size_t(best)])
+      best = c;
+  });
   if (best < 0)
     throw InvalidInput("no valid DEM cell lies within the snap distance of the outlet");
   return best;
+}
+
+bool validCellWithin(const Grid& g, int64_t x, int64_t y, double radius)
+{
+  bool found = false;
+  forEachWithin(g, x, y, radius, [&](int64_t) { found = true; });
+  return found;
 }
 
 int64_t largestBasinOutlet(const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc)

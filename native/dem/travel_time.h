@@ -62,6 +62,10 @@ struct TravelTimes
   double watershedArea = 0;  // m²
 };
 
+// Throws InvalidInput for a parameter of the model that is out of its range (speeds, coefficients,
+// thresholds not positive; a curve number outside (0, 100]; an iteration cap below 1).
+void validateModel(const VelocityModel& model);
+
 // Throws InvalidInput for an outlet outside the grid or on nodata, or speeds or parameters that are
 // not positive. The GPU sums the steps by pointer jumping (in another order than the CPU's walk up
 // from the outlet): its times agree with the CPU's to about 1e-12 relative, not bit for bit. With
@@ -77,6 +81,10 @@ TravelTimes travelTime(const Grid& filled, const std::vector<uint8_t>& direction
 // index; the cell itself when the radius is 0. Throws InvalidInput when (x, y) is outside the grid
 // or no valid cell lies within the radius.
 int64_t snapOutlet(const Grid& grid, const Accumulation& accumulation, int64_t x, int64_t y, double radius);
+
+// Whether a valid cell lies within `radius` (metres) of cell (x, y): whether snapOutlet() finds an
+// outlet there. Throws InvalidInput as snapOutlet() does for (x, y) outside the grid or a bad radius.
+bool validCellWithin(const Grid& grid, int64_t x, int64_t y, double radius);
 
 // The cell that drains out of the grid with the largest accumulation (ties to the lowest index).
 int64_t largestBasinOutlet(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation);

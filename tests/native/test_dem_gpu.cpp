@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/backend.h"
@@ -231,9 +232,28 @@ TEST(DemGpu, ChainIsTheCpus)
     o.interval = 30;
     o.keepFilled = o.keepDirections = o.keepAccumulation = o.keepSpeed = true;
     const ChainResult cpu = isochroneChain(Backend::Cpu, d.grid(), o, 0, noCancel);
+    std::vector<ChainStage> stages;
+    o.onStage = [&](ChainStage s) { stages.push_back(s); };
     const ChainResult gpu = isochroneChain(Backend::Gpu, d.grid(), o, 0, noCancel);
+    EXPECT_EQ(stages, (std::vector<ChainStage>{ChainStage::Fill, ChainStage::Directions, ChainStage::Accumulation,
+                                               ChainStage::TravelTime, ChainStage::Bands}));
     EXPECT_EQ(gpu.outlet, cpu.outlet);
     EXPECT_EQ(gpu.outletCells, cpu.outletCells);
+    EXPECT_EQ(gpu.raisedCells, cpu.raisedCells);
+    EXPECT_GT(cpu.raisedCells, 100);
+    EXPECT_NEAR(gpu.minSpeed, cpu.minSpeed, 1e-12 * cpu.minSpeed);
+    EXPECT_NEAR(gpu.maxSpeed, cpu.maxSpeed, 1e-12 * cpu.maxSpeed);
+    EXPECT_LT(cpu.minSpeed, cpu.maxSpeed);
+    // Keeping nothing changes nothing but what comes back.
+    ChainOptions bare = o;
+    bare.keepFilled = bare.keepDirections = bare.keepAccumulation = bare.keepSpeed = false;
+    const ChainResult lean = isochroneChain(Backend::Gpu, d.grid(), bare, 0, noCancel);
+    EXPECT_TRUE(lean.filled.empty() && lean.directions.empty() && lean.accumulation.cells.empty() &&
+                lean.accumulation.area.empty() && lean.travel.speed.empty());
+    EXPECT_EQ(0, std::memcmp(lean.travel.minutes.data(), gpu.travel.minutes.data(),
+                             gpu.travel.minutes.size() * sizeof(double)));
+    EXPECT_EQ(lean.bandPolygons.x, gpu.bandPolygons.x);
+    EXPECT_EQ(lean.minSpeed, gpu.minSpeed);
     EXPECT_EQ(0, std::memcmp(gpu.filled.data(), cpu.filled.data(), cpu.filled.size() * sizeof(float)));
     EXPECT_EQ(gpu.directions, cpu.directions);
     EXPECT_EQ(gpu.accumulation.cells, cpu.accumulation.cells);
@@ -266,4 +286,33 @@ TEST(DemGpu, ChainIsTheCpus)
     EXPECT_EQ(gpu.watershed.x, cpu.watershed.x);
     EXPECT_EQ(gpu.watershed.y, cpu.watershed.y);
   }
+}
+
+TEST(DemGpu, TooLargeForTheGpuNamesTheLimit)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  // 46,000 x 46,000 cells (2.1e9, under the 2^31 cap) need about 180 GB for the chain and 17 GB for
+  // the fill alone, more than an 80 GB GPU holds for the chain. The check comes before the elevations
+  // are read, so one float stands for them here.
+  const int64_t side = 46000;
+  const float one = 1.f;
+  const std::vector<double> size(std::size_t(side), 30.0);
+  const Grid huge{&one, side, side, size.data(), size.data()};
+  if (probeGpu().totalMemory >= std::size_t(side * side) * 85)
+    GTEST_SKIP() << "this GPU holds the chain of the largest DEM; the memory check needs another test";
+  ChainOptions o;
+  try
+  {
+    isochroneChain(Backend::Gpu, huge, o, 0, noCancel);
+    ADD_FAILURE() << "no error";
+  }
+  catch (const DeviceOutOfMemory& e)
+  {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("the isochrone chain on a DEM of 46000 x 46000 cells needs about"), std::string::npos) << text;
+    EXPECT_NE(text.find("GiB of GPU memory; the GPU has"), std::string::npos) << text;
+  }
+  EXPECT_THROW(travelTime(Backend::Gpu, huge, std::vector<uint8_t>(1), Accumulation(), 0, VelocityModel(), 0, noCancel),
+               InvalidInput);  // the sizes are checked first
 }

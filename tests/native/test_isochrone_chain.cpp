@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -53,7 +54,11 @@ TEST(IsochroneChain, EqualsTheStagesOneByOne)
     o.snapDistance = 200;
     o.interval = 7.5;
     o.keepFilled = o.keepDirections = o.keepAccumulation = o.keepSpeed = true;
+    std::vector<ChainStage> stages;
+    o.onStage = [&](ChainStage s) { stages.push_back(s); };
     const ChainResult r = isochroneChain(Backend::Cpu, t.grid(), o, 2, RunControl());
+    EXPECT_EQ(stages, (std::vector<ChainStage>{ChainStage::Fill, ChainStage::Directions, ChainStage::Accumulation,
+                                               ChainStage::TravelTime, ChainStage::Bands}));
     const std::vector<float> filled = fillDepressions(Backend::Cpu, t.grid(), 2, RunControl());
     const Grid fg{filled.data(), t.w, t.h, t.cw.data(), t.ch.data()};
     const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, fg, true, 2, RunControl());
@@ -67,6 +72,20 @@ TEST(IsochroneChain, EqualsTheStagesOneByOne)
     EXPECT_EQ(r.accumulation.area, acc.area);
     EXPECT_EQ(r.outlet, outlet);
     EXPECT_EQ(r.outletCells, acc.cells[std::size_t(outlet)]);
+    int64_t raised = 0;
+    for (std::size_t i = 0; i < filled.size(); ++i)
+      raised += filled[i] > t.z[i];
+    EXPECT_EQ(r.raisedCells, raised);
+    EXPECT_GT(raised, 10);  // the terrain has pits
+    double minSpeed = INFINITY, maxSpeed = 0;
+    for (const double v : tt.speed)
+      if (!std::isnan(v))
+      {
+        minSpeed = std::min(minSpeed, v);
+        maxSpeed = std::max(maxSpeed, v);
+      }
+    EXPECT_EQ(r.minSpeed, minSpeed);
+    EXPECT_EQ(r.maxSpeed, maxSpeed);
     ASSERT_EQ(r.travel.minutes.size(), tt.minutes.size());
     double longest = 0;
     std::vector<int32_t> bands(tt.minutes.size()), shed(tt.minutes.size());
@@ -105,8 +124,53 @@ TEST(IsochroneChain, BadOptionsAreRefused)
   o.interval = 1e-9;
   o.maxBands = 100;
   EXPECT_THROW(isochroneChain(Backend::Cpu, t.grid(), o, 1, RunControl()), InvalidInput);
+  try
+  {
+    isochroneChain(Backend::Cpu, t.grid(), o, 1, RunControl());
+    ADD_FAILURE() << "no error for 1e9 bands";
+  }
+  catch (const InvalidInput& e)
+  {
+    EXPECT_NE(std::string(e.what()).find("more than the limit of 100: choose a larger interval"), std::string::npos)
+        << e.what();
+  }
   o.interval = 5;
   o.automaticOutlet = false;
   o.outletColumn = 30;
   EXPECT_THROW(isochroneChain(Backend::Cpu, t.grid(), o, 1, RunControl()), InvalidInput);
+  // A model out of range is refused before any stage starts.
+  o.outletColumn = 10;
+  bool started = false;
+  o.onStage = [&](ChainStage) { started = true; };
+  for (int which = 0; which < 3; ++which)
+  {
+    ChainOptions bad = o;
+    if (which == 0)
+    {
+      bad.model.kind = VelocityModel::Kind::Constant;
+      bad.model.speed = 0;
+    }
+    else if (which == 1)
+    {
+      bad.model.kind = VelocityModel::Kind::Manning;
+      bad.model.curveNumber = 101;
+    }
+    else
+    {
+      bad.model.kind = VelocityModel::Kind::Slope;
+      bad.model.kChannel = -1;
+    }
+    EXPECT_THROW(isochroneChain(Backend::Cpu, t.grid(), bad, 1, RunControl()), InvalidInput) << which;
+    EXPECT_THROW(isochroneChain(Backend::Gpu, t.grid(), bad, 1, RunControl()), InvalidInput) << which;
+  }
+  EXPECT_FALSE(started);
+  // The snap window's test (the 90 x 70 terrain's nodata disc of radius 5.5 cells about column 20,
+  // row 25; cells of 25 x 30 m): 100 m from the centre is all disc, 200 m reaches data.
+  const Terrain big = terrain(3, 90, 70);
+  EXPECT_TRUE(validCellWithin(big.grid(), 5, 5, 0));
+  EXPECT_FALSE(validCellWithin(big.grid(), 20, 25, 0));
+  EXPECT_FALSE(validCellWithin(big.grid(), 20, 25, 100));
+  EXPECT_TRUE(validCellWithin(big.grid(), 20, 25, 200));
+  EXPECT_THROW(validCellWithin(big.grid(), 90, 5, 10), InvalidInput);
+  EXPECT_THROW(validCellWithin(big.grid(), 5, 5, -1), InvalidInput);
 }

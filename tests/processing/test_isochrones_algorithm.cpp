@@ -622,7 +622,7 @@ TEST_F(IsochronesAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
      "The MANNING raster must have the DEM's grid: it has 39 x 30 cells"},
     {path("dem.tif"), {{"VELOCITY_MODEL", 2}, {"MANNING", path("manning_shifted.tif")}}, {},
      "Resample it onto the DEM's grid first"},
-    {path("dem.tif"), {{"INTERVAL", 1e-7}}, {}, "more than the limit of 10000: choose a larger INTERVAL"},
+    {path("dem.tif"), {{"INTERVAL", 1e-7}}, {}, "more than the limit of 10000: choose a larger interval"},
   };
   for (size_t i = 0; i < cases.size(); ++i)
   {

@@ -86,19 +86,73 @@ void useGpu()
   cuda::keepPooledMemory(gpu.device, kPoolKeep);
 }
 
-// Runs launch(blocks, threads, changed) over the grid's tiles until a pass changes nothing.
+// The tiles a pass of untilSettled works on. A tile that has run settles against the halo it read, so
+// it needs another run only when a neighbour changed a cell of that halo: a tile whose changed cells
+// touch its border marks the neighbours across it for the next pass, and the others are skipped.
+struct TilePass
+{
+  const uint8_t* now;  // per tile: run in this pass
+  uint8_t* next;       // per tile: run in the next pass
+  int* changed;        // set when any tile changed a cell
+};
+
+// Whether this block's tile sits this pass out (uniform over the block: return before any barrier).
+__device__ bool tileIdle(const TilePass& p)
+{
+  return !p.now[int64_t(blockIdx.y) * gridDim.x + blockIdx.x];
+}
+
+// The end of a tile's run: `lowered` is whether this thread changed its cell. Every thread calls it.
+__device__ void tileDone(const TilePass& p, bool lowered)
+{
+  __shared__ int across[9];  // the 3 x 3 neighbourhood of tiles, this one in the middle
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  if (tid < 9)
+    across[tid] = 0;
+  __syncthreads();
+  if (lowered)
+  {
+    const int ey = ty == 0 ? -1 : (ty == kTile - 1 ? 1 : 0), ex = tx == 0 ? -1 : (tx == kTile - 1 ? 1 : 0);
+    across[4] = 1;
+    if (ey)
+      across[4 + 3 * ey] = 1;
+    if (ex)
+      across[4 + ex] = 1;
+    if (ey && ex)
+      across[4 + 3 * ey + ex] = 1;
+  }
+  __syncthreads();
+  if (tid == 0 && across[4])
+  {
+    *p.changed = 1;
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx)
+      {
+        const int64_t by = int64_t(blockIdx.y) + dy, bx = int64_t(blockIdx.x) + dx;
+        if ((dy || dx) && across[4 + 3 * dy + dx] && by >= 0 && bx >= 0 && by < gridDim.y && bx < gridDim.x)
+          p.next[by * gridDim.x + bx] = 1;
+      }
+  }
+}
+
+// Runs launch(blocks, threads, pass) over the grid's tiles (TilePass) until a pass changes nothing.
 template <typename Launch>
 void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch)
 {
   const dim3 blocks(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  const std::size_t tiles = std::size_t(blocks.x) * blocks.y;
   DeviceBuffer<int> changed(1);
+  DeviceBuffer<uint8_t> now(tiles), next(tiles);
+  GPUGEO_CUDA_CHECK(cudaMemset(now.data(), 1, tiles));
   for (int64_t pass = 0;; ++pass)
   {
     GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
-    launch(blocks, threads, changed.data());
+    GPUGEO_CUDA_CHECK(cudaMemset(next.data(), 0, tiles));
+    launch(blocks, threads, TilePass{now.data(), next.data(), changed.data()});
     GPUGEO_CUDA_CHECK_LAUNCH();
     if (!readOne(changed.data()))
       break;
+    std::swap(now, next);
     if ((pass & 63) == 63 && control.isCanceled())
       throw Canceled();
   }
@@ -113,8 +167,10 @@ __global__ void fillInitKernel(const float* z, int64_t w, int64_t h, float* W)
   W[c] = isNoData(v) ? v : (isEdgeCell(z, w, h, c % w, c / w) ? v : INFINITY);
 }
 
-__global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, int* changed)
+__global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, TilePass pass)
 {
+  if (tileIdle(pass))
+    return;
   __shared__ float s[kTile + 2][kTile + 2];
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
   const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
@@ -156,8 +212,7 @@ __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, i
   }
   if (lowered)
     W[y * w + x] = mine;
-  if (__syncthreads_or(lowered) && tid == 0)
-    *changed = 1;
+  tileDone(pass, lowered);
 }
 
 __global__ void positiveZeroKernel(float* W, int64_t n)
@@ -394,8 +449,10 @@ __device__ bool links(uint8_t k)
 
 template <Relax R>
 __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, int64_t h, int32_t* value,
-                                int* changed)
+                                TilePass pass)
 {
+  if (tileIdle(pass))
+    return;
   constexpr int32_t step = R == Relax::Component ? 0 : 1;
   __shared__ int32_t s[kTile + 2][kTile + 2];
   __shared__ float sz[kTile + 2][kTile + 2];
@@ -441,16 +498,15 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
   }
   if (lowered)
     value[y * w + x] = mine;
-  if (__syncthreads_or(lowered) && tid == 0)
-    *changed = 1;
+  tileDone(pass, lowered);
 }
 
 template <Relax R>
 void relax(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& cls, int64_t w, int64_t h,
            DeviceBuffer<int32_t>& value, const RunControl& control)
 {
-  untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, int* changed) {
-    relaxTileKernel<R><<<blocks, threads>>>(z.data(), cls.data(), w, h, value.data(), changed);
+  untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, TilePass pass) {
+    relaxTileKernel<R><<<blocks, threads>>>(z.data(), cls.data(), w, h, value.data(), pass);
   });
 }
 
@@ -645,8 +701,8 @@ DeviceBuffer<float> fillOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_
   DeviceBuffer<float> W(static_cast<std::size_t>(n));
   fillInitKernel<<<blocksFor(n), 256>>>(z.data(), w, h, W.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, int* changed) {
-    fillTileKernel<<<blocks, threads>>>(z.data(), w, h, W.data(), changed);
+  untilSettled(w, h, control, [&](dim3 blocks, dim3 threads, TilePass pass) {
+    fillTileKernel<<<blocks, threads>>>(z.data(), w, h, W.data(), pass);
   });
   positiveZeroKernel<<<blocksFor(n), 256>>>(W.data(), n);
   GPUGEO_CUDA_CHECK_LAUNCH();
@@ -667,31 +723,55 @@ __global__ void largestOutletKernel(const uint8_t* dirs, int64_t w, int64_t h, c
   atomicMax(best, (static_cast<unsigned long long>(cells[c]) << 32) | (0xffffffffull - static_cast<unsigned long long>(c)));
 }
 
-// The longest travel time (positive doubles order as their bits).
+// Reductions over the grid: each block of 256 reduces its values first and makes one atomic, so the
+// atomics do not queue on one address cell by cell.
+using BlockReduce64 = cub::BlockReduce<unsigned long long, 256>;
+struct Max64
+{
+  __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a > b ? a : b; }
+};
+struct Min64
+{
+  __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a < b ? a : b; }
+};
+
+// The longest travel time (positive doubles order as their bits). Blocks of 256.
 __global__ void longestKernel(const double* minutes, int64_t n, unsigned long long* longest)
 {
+  __shared__ typename BlockReduce64::TempStorage temp;
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n && minutes[c] == minutes[c])
-    atomicMax(longest, static_cast<unsigned long long>(__double_as_longlong(minutes[c])));
+  const unsigned long long bits = c < n && minutes[c] == minutes[c]
+                                    ? static_cast<unsigned long long>(__double_as_longlong(minutes[c]))
+                                    : 0ull;
+  const unsigned long long most = BlockReduce64(temp).Reduce(bits, Max64());
+  if (threadIdx.x == 0 && most)
+    atomicMax(longest, most);
 }
 
-// How many cells the fill raised.
+// How many cells the fill raised. Blocks of 256.
 __global__ void raisedKernel(const float* z, const float* filled, int64_t n, unsigned long long* raised)
 {
+  __shared__ typename BlockReduce64::TempStorage temp;
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n && filled[c] > z[c])
-    atomicAdd(raised, 1ull);
+  const unsigned long long count = BlockReduce64(temp).Sum(c < n && filled[c] > z[c] ? 1ull : 0ull);
+  if (threadIdx.x == 0 && count)
+    atomicAdd(raised, count);
 }
 
-// The least and greatest speed over the watershed (positive doubles order as their bits).
+// The least and greatest speed over the watershed (positive doubles order as their bits). Blocks of 256.
 __global__ void speedRangeKernel(const double* speed, int64_t n, unsigned long long* range)
 {
+  __shared__ typename BlockReduce64::TempStorage low, high;
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= n || speed[c] != speed[c])
-    return;
-  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(speed[c]));
-  atomicMin(range, bits);
-  atomicMax(range + 1, bits);
+  const bool inside = c < n && speed[c] == speed[c];
+  const unsigned long long bits = inside ? static_cast<unsigned long long>(__double_as_longlong(speed[c])) : 0ull;
+  const unsigned long long least = BlockReduce64(low).Reduce(inside ? bits : ~0ull, Min64());
+  const unsigned long long most = BlockReduce64(high).Reduce(bits, Max64());
+  if (threadIdx.x == 0 && most)
+  {
+    atomicMin(range, least);
+    atomicMax(range + 1, most);
+  }
 }
 
 // Each cell's band (-1 outside the watershed), or with interval <= 0 the watershed (0) itself.
@@ -1037,7 +1117,6 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       }
       DeviceBuffer<double> speed;
       travelOnDevice(filled, dirs, area, cw, ch, model, w, h, out.outlet, control, minutes, speed);
-      out.travel.minutes = download(minutes, std::size_t(n));
       DeviceBuffer<unsigned long long> range(2);
       const unsigned long long start[2] = {~0ull, 0ull};
       GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
@@ -1051,9 +1130,14 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
         std::memcpy(&out.maxSpeed, &bits[1], sizeof(double));
       }
       if (o.keepSpeed)
+      {
+        ScopedStage copy(times, "download");
         out.travel.speed = download(speed, std::size_t(n));
+      }
     }
     // The surfaces are done with: to the host if kept, their memory to the bands.
+    ScopedStage copy(times, "download");
+    out.travel.minutes = download(minutes, std::size_t(n));
     if (o.keepFilled)
       out.filled = download(filled, std::size_t(n));
     filled.release();
@@ -1066,6 +1150,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
     }
     area.release();
+    copy.stop();
     {
       starting(ChainStage::Bands);
       ScopedStage stage(times, "bands");

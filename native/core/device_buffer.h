@@ -12,6 +12,11 @@
 
 #include "cuda_check.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 namespace gpugeo::cuda {
 
 // Plain cudaMalloc / cudaFree.
@@ -169,11 +174,33 @@ void upload(BasicDeviceBuffer<T, A>& d, const T* h, std::size_t n)
     GPUGEO_CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(T), cudaMemcpyHostToDevice));
 }
 
+// A host vector of n values to download into. Its memory is asked for as huge pages where Linux
+// gives them on request (transparent huge pages in "madvise" mode): on the H100 machine a fresh
+// 51 MB vector took 24 ms to fault in 4 KiB pages, the copy into it 3.6 ms.
+template <typename T>
+std::vector<T> hostVector(std::size_t n)
+{
+  std::vector<T> h;
+  h.reserve(n);
+#if defined(__linux__)
+  if (n * sizeof(T) >= (std::size_t(4) << 20))
+  {
+    const std::uintptr_t page = std::uintptr_t(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(h.data());
+    const std::uintptr_t begin = (at + page - 1) & ~(page - 1), end = (at + n * sizeof(T)) & ~(page - 1);
+    if (end > begin)
+      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors are harmless
+  }
+#endif
+  h.resize(n);
+  return h;
+}
+
 // The first n values of `d`, on the host.
 template <typename T, typename A>
 std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n)
 {
-  std::vector<T> h(n);
+  std::vector<T> h = hostVector<T>(n);
   if (n)
     GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
   return h;

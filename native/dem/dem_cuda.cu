@@ -885,8 +885,8 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
     accumulateOnDevice(dirs, w, h, rows, cells, area, control);
     static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
     Accumulation out;
-    out.cells.resize(std::size_t(n));
-    out.area.resize(std::size_t(n));
+    out.cells = cuda::hostVector<int64_t>(std::size_t(n));
+    out.area = cuda::hostVector<int64_t>(std::size_t(n));
     GPUGEO_CUDA_CHECK(cudaMemcpy(out.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
     GPUGEO_CUDA_CHECK(cudaMemcpy(out.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
     return out;
@@ -1104,7 +1104,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       // The counts are done with: to the host if kept, and their memory to the travel times.
       if (o.keepAccumulation)
       {
-        out.accumulation.cells.resize(std::size_t(n));
+        out.accumulation.cells = cuda::hostVector<int64_t>(std::size_t(n));
         GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
       }
       cells.release();
@@ -1146,7 +1146,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
     dirs.release();
     if (o.keepAccumulation)
     {
-      out.accumulation.area.resize(std::size_t(n));
+      out.accumulation.area = cuda::hostVector<int64_t>(std::size_t(n));
       GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
     }
     area.release();

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """End-to-end tests of gpugeo:filldepressions, gpugeo:flowdirection and gpugeo:flowaccumulation through
-qgis_process, on a real DEM: matplotlib's jacksboro_fault_dem.npz (Debian's python-matplotlib-data;
-Int16, 403 x 344 cells of 3 arc-seconds, north-up), written here as a GeoTIFF in EPSG:4326. The filled
+qgis_process, on a real DEM shipped with the project: tests/data/jacksboro_srtm3.tif (SRTM-3 as cut in
+matplotlib's jacksboro_fault_dem.npz; Int16, 403 x 344 cells of 3 arc-seconds, north-up, EPSG:4326). The filled
 DEM against a Priority-Flood written here (bit for bit); the directions against the D8 rule with the
 ellipsoid's cell sizes; the accumulation against its own balance (every cell's count is itself plus
 its donors', every cell reaches an outlet, the largest count is the largest basin); a model chaining
@@ -21,7 +21,7 @@ from osgeo import gdal, osr
 from test_qgis_process import HERE, QgisProcessBase, read_raster
 
 gdal.UseExceptions()
-JACKSBORO = "/usr/share/matplotlib/mpl-data/sample_data/jacksboro_fault_dem.npz"
+JACKSBORO = os.path.join(HERE, "..", "data", "jacksboro_srtm3.tif")
 # The npz's bounds are the cell edges of an SRTM-3 grid (its "ymin" is the northern edge): row 0 is north.
 GEOTRANSFORM = (-84.41375, 1.0 / 1200.0, 0.0, 36.73291666666667, 0.0, -1.0 / 1200.0)
 ESRI = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -44,11 +44,11 @@ def write_geotiff(path, values, data_type, geotransform=GEOTRANSFORM, epsg=4326,
 
 
 def jacksboro():
-    with np.load(JACKSBORO) as data:
-        elevation = data["elevation"]
-        assert elevation.shape == (344, 403) and elevation.dtype == np.int16
-        assert math.isclose(float(data["xmin"]), GEOTRANSFORM[0]) and math.isclose(float(data["ymin"]), GEOTRANSFORM[3])
-        return elevation
+    dataset = gdal.Open(JACKSBORO)
+    elevation = dataset.GetRasterBand(1).ReadAsArray()
+    assert elevation.shape == (344, 403) and elevation.dtype == np.int16
+    assert all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(dataset.GetGeoTransform(), GEOTRANSFORM))
+    return elevation
 
 
 def priority_flood(z):
@@ -103,11 +103,9 @@ def receivers(codes):
 
 class DemTest(QgisProcessBase):
     def setUp(self):
-        self.assertTrue(os.path.exists(JACKSBORO),
-                        f"{JACKSBORO} is missing: install Debian's python-matplotlib-data (tests/setup.sh does)")
+        self.assertTrue(os.path.exists(JACKSBORO), f"{JACKSBORO} is missing (tests/data/make_jacksboro.py makes it)")
         super().setUp()
-        self.dem = self.path("jacksboro.tif")
-        write_geotiff(self.dem, jacksboro(), gdal.GDT_Int16)
+        self.dem = JACKSBORO
 
     def run_alg(self, algorithm, parameters):
         return self.qgis(["run", algorithm, "--"] + [f"{k}={v}" for k, v in parameters.items()])

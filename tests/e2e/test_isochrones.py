@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""End-to-end tests of gpugeo:isochrones through qgis_process on a real DEM: matplotlib's
-jacksboro_fault_dem.npz (Debian's python-matplotlib-data; Int16, 403 x 344 cells of 3 arc-seconds,
-EPSG:4326), as tests/e2e/test_dem.py writes it. The automatic outlet with the slope model: the bands tile
+"""End-to-end tests of gpugeo:isochrones through qgis_process on a real DEM shipped with the project:
+tests/data/jacksboro_srtm3.tif (SRTM-3 as cut in matplotlib's jacksboro_fault_dem.npz; Int16, 403 x 344
+cells of 3 arc-seconds, EPSG:4326). The automatic outlet with the slope model: the bands tile
 the watershed (their areas add up to the watershed's, their union is the watershed polygon by GEOS),
 travel time grows from every cell's receiver to the cell (the FLOWDIR and TRAVEL_TIME rasters read with
 GDAL), the time-area table adds up to the watershed. A snapped outlet with the constant model: the
@@ -76,11 +76,9 @@ def features(path):
 
 class IsochronesTest(QgisProcessBase):
     def setUp(self):
-        self.assertTrue(os.path.exists(JACKSBORO),
-                        f"{JACKSBORO} is missing: install Debian's python-matplotlib-data (tests/setup.sh does)")
+        self.assertTrue(os.path.exists(JACKSBORO), f"{JACKSBORO} is missing (tests/data/make_jacksboro.py makes it)")
         super().setUp()
-        self.dem = self.path("jacksboro.tif")
-        write_geotiff(self.dem, jacksboro(), gdal.GDT_Int16)
+        self.dem = JACKSBORO
 
     def run_alg(self, parameters):
         return self.qgis(["run", "gpugeo:isochrones", "--"] + [f"{k}={v}" for k, v in parameters.items()])

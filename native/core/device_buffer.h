@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
@@ -193,6 +194,25 @@ std::vector<T> hostVector(std::size_t n)
   }
 #endif
   h.resize(n);
+  return h;
+}
+
+// hostVector<T>(n) made on another thread, for a download to come: the page faults of a large fresh
+// vector then overlap the device's work instead of following it. (A task that is not waited for is
+// waited for when the future goes.)
+template <typename T>
+std::future<std::vector<T>> hostVectorAhead(std::size_t n)
+{
+  return std::async(std::launch::async, [n] { return hostVector<T>(n); });
+}
+
+// Copies the first n values of `d` into the vector that `ahead` makes (hostVectorAhead(n)).
+template <typename T, typename A>
+std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n, std::future<std::vector<T>>& ahead)
+{
+  std::vector<T> h = ahead.get();
+  if (n)
+    GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
   return h;
 }
 

@@ -1036,6 +1036,13 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
         o.onStage(s);
     };
     ChainResult out;
+    // The host arrays that will come back, made while the device works.
+    const std::size_t cells0 = o.keepAccumulation ? std::size_t(n) : 0, none = 0;
+    auto minutesAhead = cuda::hostVectorAhead<double>(std::size_t(n));
+    auto speedAhead = cuda::hostVectorAhead<double>(o.keepSpeed ? std::size_t(n) : none);
+    auto filledAhead = cuda::hostVectorAhead<float>(o.keepFilled ? std::size_t(n) : none);
+    auto dirsAhead = cuda::hostVectorAhead<uint8_t>(o.keepDirections ? std::size_t(n) : none);
+    auto cellsAhead = cuda::hostVectorAhead<int64_t>(cells0), areaAhead = cuda::hostVectorAhead<int64_t>(cells0);
     DeviceBuffer<double> cw, ch;
     upload(cw, grid.cellWidth, std::size_t(h));
     upload(ch, grid.cellHeight, std::size_t(h));
@@ -1094,17 +1101,19 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
                                 ? std::min<int64_t>(h, int64_t(std::floor(o.snapDistance / minSize)))
                                 : 0;
         const int64_t y0 = std::max<int64_t>(0, o.outletRow - reach), y1 = std::min(h - 1, o.outletRow + reach);
+        // snapOutlet on the band of rows y0..y1 as a grid of its own (the same window, the same sizes).
         Accumulation window;
-        window.cells.assign(std::size_t(n), 0);
-        GPUGEO_CUDA_CHECK(cudaMemcpy(window.cells.data() + y0 * w, cells.data() + y0 * w,
-                                     std::size_t((y1 - y0 + 1) * w) * sizeof(long long), cudaMemcpyDeviceToHost));
-        out.outlet = snapOutlet(grid, window, o.outletColumn, o.outletRow, o.snapDistance);
+        window.cells.resize(std::size_t((y1 - y0 + 1) * w));
+        GPUGEO_CUDA_CHECK(cudaMemcpy(window.cells.data(), cells.data() + y0 * w, window.cells.size() * sizeof(long long),
+                                     cudaMemcpyDeviceToHost));
+        const Grid rows{grid.z + y0 * w, w, y1 - y0 + 1, grid.cellWidth + y0, grid.cellHeight + y0};
+        out.outlet = y0 * w + snapOutlet(rows, window, o.outletColumn, o.outletRow - y0, o.snapDistance);
       }
       out.outletCells = readOne(cells.data() + out.outlet);
       // The counts are done with: to the host if kept, and their memory to the travel times.
       if (o.keepAccumulation)
       {
-        out.accumulation.cells = cuda::hostVector<int64_t>(std::size_t(n));
+        out.accumulation.cells = cellsAhead.get();
         GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
       }
       cells.release();
@@ -1132,21 +1141,21 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       if (o.keepSpeed)
       {
         ScopedStage copy(times, "download");
-        out.travel.speed = download(speed, std::size_t(n));
+        out.travel.speed = download(speed, std::size_t(n), speedAhead);
       }
     }
     // The surfaces are done with: to the host if kept, their memory to the bands.
     ScopedStage copy(times, "download");
-    out.travel.minutes = download(minutes, std::size_t(n));
+    out.travel.minutes = download(minutes, std::size_t(n), minutesAhead);
     if (o.keepFilled)
-      out.filled = download(filled, std::size_t(n));
+      out.filled = download(filled, std::size_t(n), filledAhead);
     filled.release();
     if (o.keepDirections)
-      out.directions = download(dirs, std::size_t(n));
+      out.directions = download(dirs, std::size_t(n), dirsAhead);
     dirs.release();
     if (o.keepAccumulation)
     {
-      out.accumulation.area = cuda::hostVector<int64_t>(std::size_t(n));
+      out.accumulation.area = areaAhead.get();
       GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
     }
     area.release();
@@ -1165,10 +1174,14 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
       bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      out.bandPolygons = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, out.bands, control), w, control);
+      RawRings bandRings = regionRingsOnDevice(labels.data(), w, h, out.bands, control);
       bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, 0.0, labels.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      out.watershed = polygonsFromRings(regionRingsOnDevice(labels.data(), w, h, 1, control), w, control);
+      RawRings watershedRings = regionRingsOnDevice(labels.data(), w, h, 1, control);
+      stage.stop();
+      ScopedStage host(times, "rings to polygons");  // on the host
+      out.bandPolygons = polygonsFromRings(std::move(bandRings), w, control);
+      out.watershed = polygonsFromRings(std::move(watershedRings), w, control);
     }
     for (int64_t c = 0; c < n; ++c)
       if (!std::isnan(out.travel.minutes[std::size_t(c)]))

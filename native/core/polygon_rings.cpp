@@ -2,9 +2,10 @@
 // lie in.
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <utility>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/polygon_rings.h"
 
 namespace gpugeo {
@@ -38,25 +39,47 @@ void measure(const RawRings& raw, Loop& loop)
 }
 
 // The rings that pass a node twice, among the nodes with keys below vertexCount (on a mesh only
-// vertices can come twice: a crossing has one segment in and one out).
+// vertices can come twice: a crossing has one segment in and one out). Each ring's keys go into an
+// open-addressing table twice the ring's size: linear in the nodes (a sort of all the (ring, key)
+// pairs was most of the polygons' time on the host).
 std::vector<uint8_t> ringsThatRepeat(const RawRings& raw)
 {
   const std::size_t rings = raw.ringNode.empty() ? 0 : raw.ringNode.size() - 1;
-  std::vector<std::pair<int64_t, int64_t>> visits;  // (ring, vertex)
-  for (std::size_t r = 0; r < rings; ++r)
-    for (int64_t i = raw.ringNode[r]; i < raw.ringNode[r + 1]; ++i)
-      if (raw.key[std::size_t(i)] < raw.vertexCount)
-        visits.emplace_back(int64_t(r), raw.key[std::size_t(i)]);
-  std::sort(visits.begin(), visits.end());
   std::vector<uint8_t> repeats(rings, 0);
-  for (std::size_t i = 1; i < visits.size(); ++i)
-    if (visits[i] == visits[i - 1])
-      repeats[std::size_t(visits[i].first)] = 1;
+  std::vector<int64_t> table;
+  for (std::size_t r = 0; r < rings; ++r)
+  {
+    const int64_t begin = raw.ringNode[r], end = raw.ringNode[r + 1];
+    int bits = 4;
+    while ((int64_t(1) << bits) < 2 * (end - begin))
+      ++bits;
+    table.assign(std::size_t(1) << bits, -1);  // keys are not negative
+    const std::size_t mask = table.size() - 1;
+    for (int64_t i = begin; i < end; ++i)
+    {
+      const int64_t k = raw.key[std::size_t(i)];
+      if (k >= raw.vertexCount)
+        continue;
+      std::size_t slot = std::size_t((uint64_t(k) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+      while (table[slot] != -1 && table[slot] != k)
+        slot = (slot + 1) & mask;
+      if (table[slot] == k)
+      {
+        repeats[r] = 1;
+        break;
+      }
+      table[slot] = k;
+    }
+  }
   return repeats;
 }
 
-// The loops of one ring: split wherever it comes back to a node it passed.
-void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, std::vector<Loop>& loops)
+// The loops of one ring: split wherever it comes back to a node it passed. The keys of the path
+// walked so far are found through an open-addressing table of (key, index in the path) twice the
+// ring's size; an entry whose index is past the path's end, or at a node of another key, was cut
+// off with a loop and counts as absent (so nothing is ever erased).
+void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, std::vector<Loop>& loops,
+               std::vector<std::pair<int64_t, int64_t>>& table)
 {
   if (!repeats)
   {
@@ -67,24 +90,31 @@ void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, st
     loops.push_back(std::move(loop));
     return;
   }
+  int bits = 4;
+  while ((int64_t(1) << bits) < 2 * (end - begin))
+    ++bits;
+  table.assign(std::size_t(1) << bits, {-1, 0});  // keys are not negative
+  const std::size_t mask = table.size() - 1;
   std::vector<int64_t> path;
-  std::unordered_map<int64_t, std::size_t> at;
   for (int64_t i = begin; i < end; ++i)
   {
-    const auto found = at.find(raw.key[std::size_t(i)]);
-    if (found == at.end())
+    const int64_t k = raw.key[std::size_t(i)];
+    std::size_t slot = std::size_t((uint64_t(k) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+    while (table[slot].first != -1 && table[slot].first != k)
+      slot = (slot + 1) & mask;
+    const int64_t p = table[slot].second;
+    const bool onPath =
+      table[slot].first == k && p < int64_t(path.size()) && raw.key[std::size_t(path[std::size_t(p)])] == k;
+    if (!onPath)
     {
-      at.emplace(raw.key[std::size_t(i)], path.size());
+      table[slot] = {k, int64_t(path.size())};
       path.push_back(i);
       continue;
     }
-    const std::size_t p = found->second;
     Loop loop;
     loop.node.assign(path.begin() + std::ptrdiff_t(p), path.end());
     loops.push_back(std::move(loop));
-    for (std::size_t q = p + 1; q < path.size(); ++q)
-      at.erase(raw.key[std::size_t(path[q])]);
-    path.resize(p + 1);
+    path.resize(std::size_t(p) + 1);
   }
   Loop rest;
   rest.node = std::move(path);
@@ -175,23 +205,28 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
   out.polygonRing.push_back(0);
   out.ringPoint.push_back(0);
   const std::size_t bands = raw.bandRing.empty() ? 0 : raw.bandRing.size() - 1;
+  const bool withZ = !raw.z.empty();
   auto emit = [&](const Loop& loop) {
     for (const int64_t i : loop.node)
     {
       out.x.push_back(raw.x[std::size_t(i)]);
       out.y.push_back(raw.y[std::size_t(i)]);
-      out.z.push_back(raw.z[std::size_t(i)]);
+      if (withZ)
+        out.z.push_back(raw.z[std::size_t(i)]);
     }
     const std::size_t first = std::size_t(loop.node[0]);
     out.x.push_back(raw.x[first]);
     out.y.push_back(raw.y[first]);
-    out.z.push_back(raw.z[first]);
+    if (withZ)
+      out.z.push_back(raw.z[first]);
     out.ringPoint.push_back(int64_t(out.x.size()));
   };
-  out.x.reserve(raw.x.size() + raw.ringNode.size());
-  out.y.reserve(raw.x.size() + raw.ringNode.size());
-  out.z.reserve(raw.x.size() + raw.ringNode.size());
+  reserveHuge(out.x, raw.x.size() + raw.ringNode.size());
+  reserveHuge(out.y, raw.x.size() + raw.ringNode.size());
+  if (withZ)
+    reserveHuge(out.z, raw.x.size() + raw.ringNode.size());
   const std::vector<uint8_t> repeats = ringsThatRepeat(raw);
+  std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's, kept from ring to ring
   for (std::size_t k = 0; k < bands; ++k)
   {
     if (control.isCanceled())
@@ -199,7 +234,7 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
     std::vector<Loop> loops;
     for (int64_t r = raw.bandRing[k]; r < raw.bandRing[k + 1]; ++r)
       splitRing(raw, raw.ringNode[std::size_t(r)], raw.ringNode[std::size_t(r + 1)], repeats[std::size_t(r)] != 0,
-                loops);
+                loops, table);
     std::vector<Loop> shells, holes;
     for (auto& loop : loops)
     {

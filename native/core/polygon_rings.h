@@ -14,7 +14,8 @@ namespace gpugeo {
 
 // Polygons by band: band k has polygons bandPolygon[k] .. bandPolygon[k + 1] - 1; polygon q has
 // rings polygonRing[q] .. polygonRing[q + 1] - 1, the shell first, then its holes; ring r has the
-// points ringPoint[r] .. ringPoint[r + 1] - 1, its first point repeated at its end.
+// points ringPoint[r] .. ringPoint[r + 1] - 1, its first point repeated at its end. z is empty for
+// flat rings (RawRings without z).
 struct BandPolygons
 {
   std::vector<int64_t> bandPolygon;
@@ -25,7 +26,8 @@ struct BandPolygons
 
 // A band's rings as a backend linked them, before splitting and hole assignment: band k has rings
 // bandRing[k] .. bandRing[k + 1] - 1; ring r has the nodes ringNode[r] .. ringNode[r + 1] - 1 (not
-// repeated at the end), with their keys (equal keys: the same node) and coordinates.
+// repeated at the end), with their keys (equal keys: the same node) and coordinates (z may be empty:
+// flat rings).
 struct RawRings
 {
   int64_t vertexCount = 0;  // keys below it are the nodes a ring may pass twice

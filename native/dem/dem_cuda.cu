@@ -774,6 +774,29 @@ __global__ void speedRangeKernel(const double* speed, int64_t n, unsigned long l
   }
 }
 
+// Each row's count of cells inside the watershed (a block of 256 per row).
+__global__ void rowCountKernel(const double* minutes, int64_t w, unsigned long long* rowCells)
+{
+  __shared__ typename BlockReduce64::TempStorage temp;
+  const int64_t y = blockIdx.x;
+  unsigned long long count = 0;
+  for (int64_t x = threadIdx.x; x < w; x += blockDim.x)
+    count += minutes[y * w + x] == minutes[y * w + x] ? 1ull : 0ull;
+  const unsigned long long total = BlockReduce64(temp).Sum(count);
+  if (threadIdx.x == 0)
+    rowCells[y] = total;
+}
+
+// The watershed's cells and area from the minutes on the device (watershedFromRows).
+void watershedOnDevice(const Grid& grid, const DeviceBuffer<double>& minutes, TravelTimes& out)
+{
+  DeviceBuffer<unsigned long long> rows(static_cast<std::size_t>(grid.height));
+  rowCountKernel<<<unsigned(grid.height), 256>>>(minutes.data(), grid.width, rows.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  const std::vector<unsigned long long> counts = download(rows, std::size_t(grid.height));
+  watershedFromRows(grid, std::vector<int64_t>(counts.begin(), counts.end()), out);
+}
+
 // Each cell's band (-1 outside the watershed), or with interval <= 0 the watershed (0) itself.
 __global__ void bandLabelKernel(const double* minutes, int64_t n, double interval, int32_t* label)
 {
@@ -1020,6 +1043,7 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
     }
     travelOnDevice(z, dirs, area, cw, ch, deviceModel, w, h, outlet, control, minutes, speed);
     TravelTimes out;
+    watershedOnDevice(grid, minutes, out);
     out.minutes = download(minutes, std::size_t(n));
     out.speed = download(speed, std::size_t(n));
     return out;
@@ -1036,6 +1060,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
         o.onStage(s);
     };
     ChainResult out;
+    ScopedStage setup(times, "setup");
     // The host arrays that will come back, made while the device works.
     const std::size_t cells0 = o.keepAccumulation ? std::size_t(n) : 0, none = 0;
     auto minutesAhead = cuda::hostVectorAhead<double>(std::size_t(n));
@@ -1046,6 +1071,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
     DeviceBuffer<double> cw, ch;
     upload(cw, grid.cellWidth, std::size_t(h));
     upload(ch, grid.cellHeight, std::size_t(h));
+    setup.stop();
     DeviceBuffer<float> filled;
     {
       starting(ChainStage::Fill);
@@ -1126,6 +1152,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       }
       DeviceBuffer<double> speed;
       travelOnDevice(filled, dirs, area, cw, ch, model, w, h, out.outlet, control, minutes, speed);
+      watershedOnDevice(grid, minutes, out.travel);
       DeviceBuffer<unsigned long long> range(2);
       const unsigned long long start[2] = {~0ull, 0ull};
       GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
@@ -1183,12 +1210,6 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       out.bandPolygons = polygonsFromRings(std::move(bandRings), w, control);
       out.watershed = polygonsFromRings(std::move(watershedRings), w, control);
     }
-    for (int64_t c = 0; c < n; ++c)
-      if (!std::isnan(out.travel.minutes[std::size_t(c)]))
-      {
-        ++out.travel.watershedCells;
-        out.travel.watershedArea += grid.cellWidth[c / w] * grid.cellHeight[c / w];
-      }
     return out;
   });
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/region_math.h"
@@ -109,9 +110,11 @@ BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& co
   for (std::size_t r = 0; r + 1 < raw.ringNode.size(); ++r)
     std::reverse(raw.key.begin() + raw.ringNode[r] + 1, raw.key.begin() + raw.ringNode[r + 1]);
   const int64_t stride = width + 1;
+  reserveHuge(raw.x, raw.key.size());
+  reserveHuge(raw.y, raw.key.size());
   raw.x.resize(raw.key.size());
   raw.y.resize(raw.key.size());
-  raw.z.assign(raw.key.size(), 0.0);
+  raw.z.clear();  // flat: the polygons come without z
   for (std::size_t i = 0; i < raw.key.size(); ++i)
   {
     raw.x[i] = double(raw.key[i] % stride);

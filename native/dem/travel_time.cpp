@@ -92,14 +92,19 @@ TravelTimes travelTime(Backend backend, const Grid& g, const std::vector<uint8_t
   if (backend != Backend::Gpu)
     return travelTime(g, directions, acc, outlet, model, threads, control);
   validateTravel(g, directions, acc, outlet, model);
-  TravelTimes out = detail::travelTimeCuda(g, directions, acc, outlet, model, control);
-  for (int64_t c = 0; c < g.width * g.height; ++c)
-    if (!std::isnan(out.minutes[std::size_t(c)]))
-    {
-      ++out.watershedCells;
-      out.watershedArea += g.cellWidth[c / g.width] * g.cellHeight[c / g.width];
-    }
-  return out;
+  return detail::travelTimeCuda(g, directions, acc, outlet, model, control);
+}
+
+void detail::watershedFromRows(const Grid& grid, const std::vector<int64_t>& rowCells, TravelTimes& out)
+{
+  out.watershedCells = 0;
+  out.watershedArea = 0;
+  for (int64_t y = 0; y < grid.height; ++y)
+  {
+    out.watershedCells += rowCells[std::size_t(y)];
+    for (int64_t k = 0; k < rowCells[std::size_t(y)]; ++k)
+      out.watershedArea += grid.cellWidth[y] * grid.cellHeight[y];
+  }
 }
 
 namespace {
@@ -181,18 +186,13 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
     {
       const int64_t hint = int64_t(acc.cells.size()) == n ? acc.cells[std::size_t(outlet)] : 0;
       order = upstreamOrder(dir, w, h, outlet, hint, inside, rowCells, control);
-      // The area in the order of the cells (row-major), as the GPU path sums it: each row's cells
-      // add the same width x height.
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t k = 0; k < rowCells[std::size_t(y)]; ++k)
-          out.watershedArea += g.cellWidth[y] * g.cellHeight[y];
+      detail::watershedFromRows(g, rowCells, out);  // as the GPU path sums it
     }
     else if (item == 1)
       out.minutes.assign(static_cast<std::size_t>(n), kNan);
     else
       out.speed.assign(static_cast<std::size_t>(n), kNan);
   }, &control);
-  out.watershedCells = int64_t(order.size());
   // Speeds and step times of the watershed's cells, row by row (in the order of memory, which is
   // faster than the order of the walk); the step waits in `minutes` for the sums below.
   parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {

@@ -102,8 +102,7 @@ void detail::watershedFromRows(const Grid& grid, const std::vector<int64_t>& row
   for (int64_t y = 0; y < grid.height; ++y)
   {
     out.watershedCells += rowCells[std::size_t(y)];
-    for (int64_t k = 0; k < rowCells[std::size_t(y)]; ++k)
-      out.watershedArea += grid.cellWidth[y] * grid.cellHeight[y];
+    out.watershedArea += double(rowCells[std::size_t(y)]) * (grid.cellWidth[y] * grid.cellHeight[y]);
   }
 }
 

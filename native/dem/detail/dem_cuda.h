@@ -17,8 +17,8 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
 std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
 // With resolveFlats, the flat mask is made on the device too.
 std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control);
-// The watershed's cells and area from its cells per row (the area summed cell by cell in row-major
-// order, the same bits on both backends; travel_time.cpp).
+// The watershed's cells and area from its cells per row (each row's count times its cell area,
+// summed from the top row down: the same bits on both backends; travel_time.cpp).
 void watershedFromRows(const Grid& grid, const std::vector<int64_t>& rowCells, TravelTimes& out);
 // Minutes and speeds (NaN outside the watershed), and the watershed's cells and area.
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,

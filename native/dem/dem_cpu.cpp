@@ -11,11 +11,11 @@
 // of input values are taken, so the result is the one surface dem.h defines, whatever the tiling.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <queue>
-#include <unordered_map>
 
 #include "core/errors.h"
 #include "core/parallel.h"
@@ -70,6 +70,79 @@ struct Spill
   float level;
 };
 
+// A cell's place in a tile's Priority-Flood: its level's bits made to order as unsigned integers
+// (negatives flipped, positives above them), then its index (below 2^31, dem.h's kMaxCells).
+uint64_t levelKey(float level, int64_t cell)
+{
+  uint32_t bits;
+  std::memcpy(&bits, &level, sizeof bits);
+  bits = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  return (uint64_t(bits) << 32) | uint64_t(uint32_t(cell));
+}
+
+// The lowest level at which each pair of labels met in a tile spills, by the pair's key: an
+// open-addressing table (a tile meets its labels' pairs at most cells, and std::unordered_map's
+// node per pair made the hash most of the fill's time).
+class SpillTable
+{
+public:
+  void lower(uint64_t key, float level)
+  {
+    if (2 * (mUsed + 1) > mKeys.size())
+      grow();
+    std::size_t slot = slotOf(key);
+    if (mKeys[slot] == kEmpty)
+    {
+      mKeys[slot] = key;
+      mLevels[slot] = level;
+      ++mUsed;
+    }
+    else if (level < mLevels[slot])
+      mLevels[slot] = level;
+  }
+
+  template <typename Visit>
+  void forEach(Visit visit) const
+  {
+    for (std::size_t i = 0; i < mKeys.size(); ++i)
+      if (mKeys[i] != kEmpty)
+        visit(mKeys[i], mLevels[i]);
+  }
+
+private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);  // no pair of labels below 2^31 has this key
+
+  std::size_t slotOf(uint64_t key) const
+  {
+    std::size_t slot = std::size_t((key * 0x9E3779B97F4A7C15ull) >> (64 - mBits));
+    const std::size_t mask = mKeys.size() - 1;
+    while (mKeys[slot] != kEmpty && mKeys[slot] != key)
+      slot = (slot + 1) & mask;
+    return slot;
+  }
+
+  void grow()
+  {
+    std::vector<uint64_t> keys(std::size_t(1) << (mBits + 1), kEmpty);
+    std::vector<float> levels(keys.size());
+    keys.swap(mKeys);
+    levels.swap(mLevels);
+    ++mBits;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty)
+      {
+        const std::size_t slot = slotOf(keys[i]);
+        mKeys[slot] = keys[i];
+        mLevels[slot] = levels[i];
+      }
+  }
+
+  std::vector<uint64_t> mKeys = std::vector<uint64_t>(std::size_t(1) << 12, kEmpty);
+  std::vector<float> mLevels = std::vector<float>(std::size_t(1) << 12);
+  int mBits = 12;
+  std::size_t mUsed = 0;
+};
+
 }  // namespace
 
 std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& control)
@@ -94,22 +167,22 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
     for (int64_t ti = b; ti < e; ++ti)
     {
       const Tile& t = tiles[std::size_t(ti)];
-      using Item = std::pair<float, int64_t>;
-      std::priority_queue<Item, std::vector<Item>, std::greater<Item>> open;
+      // Cells by level, then index, packed in one 64-bit key (half the bytes of a pair, one compare).
+      std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>> open;
       std::deque<int64_t> pit;
       auto seed = [&](int64_t x, int64_t y, int32_t own) {
         const int64_t c = y * w + x;
         if (isNoData(z[c]) || label[std::size_t(c)] != kUnlabelled)
           return;
         label[std::size_t(c)] = isEdgeCell(z, w, h, x, y) ? kOcean : own;
-        open.emplace(out[std::size_t(c)], c);
+        open.push(levelKey(out[std::size_t(c)], c));
       };
       forPerimeter(t, [&](int64_t x, int64_t y, int32_t k) { seed(x, y, t.firstLabel + k); });
       for (int64_t y = t.y0 + 1; y < t.y1 - 1; ++y)
         for (int64_t x = t.x0 + 1; x < t.x1 - 1; ++x)
           if (!isNoData(z[y * w + x]) && isEdgeCell(z, w, h, x, y))
             seed(x, y, kOcean);
-      std::unordered_map<uint64_t, float> lowest;
+      SpillTable lowest;
       while (!open.empty() || !pit.empty())
       {
         int64_t c;
@@ -120,7 +193,7 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
         }
         else
         {
-          c = open.top().second;
+          c = int64_t(open.top() & 0xffffffffu);
           open.pop();
         }
         const float wc = out[std::size_t(c)];
@@ -139,10 +212,7 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
           {
             if (ln != lc)
             {
-              const float level = std::max(wc, out[std::size_t(n)]);
-              auto [it, added] = lowest.emplace(pairKey(lc, ln), level);
-              if (!added && level < it->second)
-                it->second = level;
+              lowest.lower(pairKey(lc, ln), std::max(wc, out[std::size_t(n)]));
             }
             continue;
           }
@@ -153,12 +223,13 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
             pit.push_back(n);
           }
           else
-            open.emplace(out[std::size_t(n)], n);
+            open.push(levelKey(out[std::size_t(n)], n));
         }
       }
       auto& mine = spills[std::size_t(ti)];
-      for (const auto& [key, level] : lowest)
+      lowest.forEach([&](uint64_t key, float level) {
         mine.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), level});
+      });
     }
   }, &control);
 

@@ -22,9 +22,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "core/backend.h"
@@ -91,9 +93,10 @@ void useGpu()
 // touch its border marks the neighbours across it for the next pass, and the others are skipped.
 struct TilePass
 {
-  const uint8_t* now;  // per tile: run in this pass
-  uint8_t* next;       // per tile: run in the next pass
-  int* changed;        // set when any tile changed a cell
+  uint8_t* now;   // per tile: run in this pass (each tile that runs clears its own flag)
+  uint8_t* next;  // per tile: run in the next pass
+  int* changed;   // set to pass + 1 when any tile changed a cell in this pass
+  int pass;
 };
 
 // Whether this block's tile sits this pass out (uniform over the block: return before any barrier).
@@ -122,9 +125,11 @@ __device__ void tileDone(const TilePass& p, bool lowered)
       across[4 + 3 * ey + ex] = 1;
   }
   __syncthreads();
+  if (tid == 0)
+    p.now[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = 0;  // so `now` is clear for its turn as `next`
   if (tid == 0 && across[4])
   {
-    *p.changed = 1;
+    *p.changed = p.pass + 1;
     for (int dy = -1; dy <= 1; ++dy)
       for (int dx = -1; dx <= 1; ++dx)
       {
@@ -136,6 +141,8 @@ __device__ void tileDone(const TilePass& p, bool lowered)
 }
 
 // Runs launch(blocks, threads, pass) over the grid's tiles (TilePass) until a pass changes nothing.
+// A pass is one launch and one read of `changed`: the tiles clear their own flags and `changed`
+// holds a pass number, so nothing is reset between passes.
 template <typename Launch>
 void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch)
 {
@@ -144,13 +151,15 @@ void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch
   DeviceBuffer<int> changed(1);
   DeviceBuffer<uint8_t> now(tiles), next(tiles);
   GPUGEO_CUDA_CHECK(cudaMemset(now.data(), 1, tiles));
-  for (int64_t pass = 0;; ++pass)
+  GPUGEO_CUDA_CHECK(cudaMemset(next.data(), 0, tiles));
+  GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
+  for (int pass = 0;; ++pass)
   {
-    GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
-    GPUGEO_CUDA_CHECK(cudaMemset(next.data(), 0, tiles));
-    launch(blocks, threads, TilePass{now.data(), next.data(), changed.data()});
+    if (pass == INT_MAX - 1)
+      throw std::logic_error("untilSettled: the tile passes do not settle");
+    launch(blocks, threads, TilePass{now.data(), next.data(), changed.data(), pass});
     GPUGEO_CUDA_CHECK_LAUNCH();
-    if (!readOne(changed.data()))
+    if (readOne(changed.data()) != pass + 1)
       break;
     std::swap(now, next);
     if ((pass & 63) == 63 && control.isCanceled())

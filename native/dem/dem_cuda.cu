@@ -22,9 +22,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -33,6 +35,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/union_find.cuh"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_math.h"
 #include "dem/detail/travel_math.h"
@@ -57,12 +60,29 @@ constexpr std::size_t kFillBytes = 8;           // elevations, filled
 constexpr std::size_t kDirectionBytes = 27;     // elevations, the flat mask's seven arrays, directions
 constexpr std::size_t kAccumulationBytes = 45;  // directions, counts and areas and their tile sums, exits, waits
 // Elevations, directions, areas, and travelOnDevice's minutes, speeds and jumping arrays (72). The
-// chain's peak too: it lets go of the counts before the travel times and of the rest before the bands.
+// chain's peak too: it lets go of the counts before the travel times, and the bands (minutes, labels
+// and the region tracing's 21) with the kept surfaces (13) stay under it.
 constexpr std::size_t kTravelBytes = 85;
+
+// Cells are indexed with 32 bits on the device (labels, receivers, exits; kFar marks "none").
+constexpr int64_t kMostCells = 0x3ffffffe;
 
 std::size_t need(int64_t cells, std::size_t bytesPerCell)
 {
   return std::size_t(cells) * bytesPerCell + (std::size_t(64) << 20);  // + room for the small buffers
+}
+
+// work() on the device for `what` on n cells: after the memory check (cuda::withinDeviceMemory with
+// bytesPerCell), and refused if n is past the device's 32-bit cell indices.
+template <typename Work>
+auto onDevice(const std::string& what, int64_t n, std::size_t bytesPerCell, Work&& work) -> decltype(work())
+{
+  return cuda::withinDeviceMemory(what, need(n, bytesPerCell), [&] {
+    if (n > kMostCells)
+      throw InvalidInput(what + ": " + std::to_string(n) + " cells are more than the GPU path's " +
+                         std::to_string(kMostCells) + " (32-bit cell indices); run it on the CPU");
+    return work();
+  });
 }
 
 std::string sizeWhat(const char* what, int64_t w, int64_t h)
@@ -427,11 +447,10 @@ __global__ void flatEdgeKernel(const float* z, int64_t w, int64_t h, uint8_t* cl
   cls[c] = uint8_t(cls[c] | (low ? kLowEdge : 0) | (high ? kHighEdge : 0));
 }
 
-// What a relaxation pass computes: value(c) = min over linked neighbours of value(n) + step, for
+// What a relaxation pass computes: value(c) = min over linked neighbours of value(n) + 1, for
 // the cells it moves (sources keep their values).
 enum class Relax
 {
-  Component,  // equal-elevation valid cells: the lowest cell index (step 0)
   Towards,    // flat cells from the low edges through flat or low-edge cells of their elevation
   Away,       // drained flat cells from the drained high edges through flat cells of their elevation
 };
@@ -439,8 +458,6 @@ enum class Relax
 template <Relax R>
 __device__ bool moves(uint8_t k)
 {
-  if (R == Relax::Component)
-    return k & kValid;
   if (R == Relax::Towards)
     return k & kFlat;
   return (k & kFlat) && (k & kDrained) && !(k & kHighEdge);
@@ -449,8 +466,6 @@ __device__ bool moves(uint8_t k)
 template <Relax R>
 __device__ bool links(uint8_t k)
 {
-  if (R == Relax::Component)
-    return k & kValid;
   if (R == Relax::Towards)
     return k & (kFlat | kLowEdge);
   return k & kFlat;
@@ -462,7 +477,6 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
 {
   if (tileIdle(pass))
     return;
-  constexpr int32_t step = R == Relax::Component ? 0 : 1;
   __shared__ int32_t s[kTile + 2][kTile + 2];
   __shared__ float sz[kTile + 2][kTile + 2];
   __shared__ uint8_t sk[kTile + 2][kTile + 2];
@@ -492,7 +506,7 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
       {
         const int yy = ty + 1 + stepY(d), xx = tx + 1 + stepX(d);
         if (sz[yy][xx] == zc && links<R>(sk[yy][xx]) && s[yy][xx] < kFar)
-          m = min(m, s[yy][xx] + step);
+          m = min(m, s[yy][xx] + 1);
       }
       if (m < mine)
       {
@@ -519,11 +533,101 @@ void relax(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& cls, int64
   });
 }
 
-__global__ void componentInitKernel(const uint8_t* cls, int64_t n, int32_t* label)
+// Equal-elevation components (8-connected valid cells of one elevation), each labelled with its
+// lowest cell index, by union-find (in the manner of Playne & Hawick 2018's block-based labelling):
+// each 32 x 32 tile joins its cells in shared memory (a row of the tile is a warp: its runs of equal
+// cells are found with one ballot, then the runs join the runs above); the cells on tile borders then
+// join their components across the borders in global memory; the tiles' own roots take their final
+// roots, and every other cell its tile root's. A root always links under the lower of two roots, so
+// each component's root is its lowest index. A handful of launches and no passes, however large the
+// flats.
+constexpr uint8_t kTileRoot = 32;  // a cell class bit: the root of its component within its tile
+
+__global__ void componentTileKernel(const float* z, uint8_t* cls, int64_t w, int64_t h, int32_t* label)
+{
+  static_assert(kTile == 32, "a row of the tile is a warp");
+  __shared__ int parent[kTile * kTile];
+  __shared__ float sz[kTile * kTile];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  const int64_t x = int64_t(blockIdx.x) * kTile + tx, y = int64_t(blockIdx.y) * kTile + ty, c = y * w + x;
+  const bool valid = x < w && y < h && (cls[c] & kValid);
+  const float zc = valid ? z[c] : NAN;  // NaN: equal to nothing
+  sz[tid] = zc;
+  __syncthreads();
+  // The runs of equal cells along the row: each cell links to its run's first cell.
+  const bool left = tx > 0 && sz[tid - 1] == zc;
+  const unsigned joined = __ballot_sync(0xffffffffu, left);
+  const unsigned upToMe = tx == kTile - 1 ? 0xffffffffu : (2u << tx) - 1u;
+  parent[tid] = ty * kTile + (31 - __clz(~joined & upToMe));  // lane 0 never joins its left
+  __syncthreads();
+  // The rows above: the cell above, else the two diagonals (the cell above joins them if it is
+  // equal); the neighbours above that the left cell shares need no second join.
+  if (ty > 0 && valid)
+  {
+    const int up = tid - kTile;
+    if (sz[up] == zc)
+    {
+      if (!left)
+        cuda::joinSets(parent, tid, up);
+    }
+    else
+    {
+      if (!left && tx > 0 && sz[up - 1] == zc)
+        cuda::joinSets(parent, tid, up - 1);
+      if (tx < kTile - 1 && sz[up + 1] == zc)
+        cuda::joinSets(parent, tid, up + 1);
+    }
+  }
+  __syncthreads();
+  if (!valid)
+  {
+    if (x < w && y < h)
+      label[c] = kFar;
+    return;
+  }
+  const int root = cuda::rootOf(parent, tid);  // the lowest cell of the component in the tile
+  label[c] = int32_t((int64_t(blockIdx.y) * kTile + root / kTile) * w + int64_t(blockIdx.x) * kTile + root % kTile);
+  if (root == tid)
+    cls[c] = uint8_t(cls[c] | kTileRoot);
+}
+
+// The earlier half of the eight neighbours (left, and the three above): joining with these joins
+// every 8-connected pair once.
+__constant__ int kEarlierX[4] = {-1, -1, 0, 1};
+__constant__ int kEarlierY[4] = {0, -1, -1, -1};
+
+__global__ void componentBorderKernel(const float* z, const uint8_t* cls, int64_t w, int64_t h, int32_t* label)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n)
-    label[c] = (cls[c] & kValid) ? int32_t(c) : kFar;
+  if (c >= w * h)
+    return;
+  const int64_t x = c % w, y = c / w;
+  if ((x % kTile != 0 && x % kTile != kTile - 1 && y % kTile != 0) || !(cls[c] & kValid))
+    return;
+  const float zc = z[c];
+  for (int k = 0; k < 4; ++k)
+  {
+    const int64_t nx = x + kEarlierX[k], ny = y + kEarlierY[k];
+    if (nx < 0 || ny < 0 || nx >= w || (nx / kTile == x / kTile && ny / kTile == y / kTile))
+      continue;
+    const int64_t m = ny * w + nx;
+    if ((cls[m] & kValid) && z[m] == zc)
+      cuda::joinSets(label, int32_t(c), int32_t(m));
+  }
+}
+
+__global__ void tileRootKernel(int64_t n, const uint8_t* cls, int32_t* label)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && (cls[c] & kTileRoot))
+    label[c] = cuda::rootOf(label, int32_t(c));
+}
+
+__global__ void componentLabelKernel(int64_t n, const uint8_t* cls, int32_t* label)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n && (cls[c] & kValid) && !(cls[c] & kTileRoot))
+    label[c] = label[label[c]];  // the tile root's final root
 }
 
 __global__ void drainedRootKernel(const uint8_t* cls, const int32_t* label, int64_t n, uint8_t* rootDrained)
@@ -552,12 +656,25 @@ __global__ void distanceInitKernel(const uint8_t* cls, int64_t n, Relax mode, in
     value[c] = ((k & kHighEdge) && (k & kDrained)) ? 1 : kFar;
 }
 
+// Each drained flat's greatest distance from its high edges. Blocks of 256: the lanes of a warp on
+// the same flat make one atomic between them (a large flat's cells would queue on one address).
 __global__ void flatHeightKernel(const uint8_t* cls, const int32_t* label, const int32_t* away, int64_t n,
                                  int32_t* height)
 {
+  __shared__ int32_t value[256];
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n && (cls[c] & kFlat) && (cls[c] & kDrained) && away[c] < kFar)
-    atomicMax(height + label[c], away[c]);
+  const bool counts = c < n && (cls[c] & kFlat) && (cls[c] & kDrained) && away[c] < kFar;
+  const int32_t flat = counts ? label[c] : -1;
+  value[threadIdx.x] = counts ? away[c] : 0;
+  __syncwarp();
+  const unsigned peers = __match_any_sync(0xffffffffu, flat);
+  const int lane = int(threadIdx.x & 31u), first = int(threadIdx.x) - lane;
+  if (!counts || lane != __ffs(peers) - 1)
+    return;
+  int32_t most = 0;
+  for (unsigned rest = peers; rest; rest &= rest - 1)
+    most = max(most, value[first + __ffs(rest) - 1]);
+  atomicMax(height + flat, most);
 }
 
 __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32_t* towards, const int32_t* away,
@@ -821,7 +938,7 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
 {
   useGpu();
   const int64_t n = grid.width * grid.height;
-  return cuda::withinDeviceMemory(sizeWhat("depression filling", grid.width, grid.height), need(n, kFillBytes), [&] {
+  return onDevice(sizeWhat("depression filling", grid.width, grid.height), n, kFillBytes, [&] {
     DeviceBuffer<float> z;
     upload(z, grid.z, std::size_t(n));
     return download(fillOnDevice(z, grid.width, grid.height, control), std::size_t(n));
@@ -837,7 +954,7 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  return cuda::withinDeviceMemory(sizeWhat("flow directions", w, h), need(n, kDirectionBytes), [&] {
+  return onDevice(sizeWhat("flow directions", w, h), n, kDirectionBytes, [&] {
     DeviceBuffer<float> z;
     DeviceBuffer<double> cw, ch;
     upload(z, grid.z, std::size_t(n));
@@ -908,7 +1025,7 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  return cuda::withinDeviceMemory(sizeWhat("flow accumulation", w, h), need(n, kAccumulationBytes), [&] {
+  return onDevice(sizeWhat("flow accumulation", w, h), n, kAccumulationBytes, [&] {
     DeviceBuffer<uint8_t> dirs;
     DeviceBuffer<long long> rows, cells, area;
     upload(dirs, directions.data(), std::size_t(n));
@@ -939,9 +1056,15 @@ DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, 
   GPUGEO_CUDA_CHECK_LAUNCH();
   flatEdgeKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  componentInitKernel<<<blocksFor(n), 256>>>(cls.data(), n, label.data());
+  const dim3 tiles(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  componentTileKernel<<<tiles, threads>>>(z.data(), cls.data(), w, h, label.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  relax<Relax::Component>(z, cls, w, h, label, control);
+  componentBorderKernel<<<blocksFor(n), 256>>>(z.data(), cls.data(), w, h, label.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  tileRootKernel<<<blocksFor(n), 256>>>(n, cls.data(), label.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  componentLabelKernel<<<blocksFor(n), 256>>>(n, cls.data(), label.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
   GPUGEO_CUDA_CHECK(cudaMemset(rootDrained.data(), 0, rootDrained.bytes()));
   drainedRootKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), n, rootDrained.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
@@ -968,7 +1091,7 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunC
 {
   useGpu();
   const int64_t n = grid.width * grid.height;
-  return cuda::withinDeviceMemory(sizeWhat("the flat mask", grid.width, grid.height), need(n, kDirectionBytes), [&] {
+  return onDevice(sizeWhat("the flat mask", grid.width, grid.height), n, kDirectionBytes, [&] {
     DeviceBuffer<float> z;
     upload(z, grid.z, std::size_t(n));
     return download(flatMaskOnDevice(z, grid.width, grid.height, towardsOnly, control), std::size_t(n));
@@ -1033,7 +1156,7 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  return cuda::withinDeviceMemory(sizeWhat("travel times", w, h), need(n, kTravelBytes + (model.manning ? 4 : 0)), [&] {
+  return onDevice(sizeWhat("travel times", w, h), n, kTravelBytes + (model.manning ? 4 : 0), [&] {
     DeviceBuffer<float> z, manning;
     DeviceBuffer<uint8_t> dirs;
     DeviceBuffer<long long> area;
@@ -1063,7 +1186,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  return cuda::withinDeviceMemory(sizeWhat("the isochrone chain", w, h), need(n, kTravelBytes + (o.model.manning ? 4 : 0)), [&] {
+  return onDevice(sizeWhat("the isochrone chain", w, h), n, kTravelBytes + (o.model.manning ? 4 : 0), [&] {
     const auto starting = [&](ChainStage s) {
       if (o.onStage)
         o.onStage(s);
@@ -1180,22 +1303,15 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
         out.travel.speed = download(speed, std::size_t(n), speedAhead);
       }
     }
-    // The surfaces are done with: to the host if kept, their memory to the bands.
-    ScopedStage copy(times, "download");
-    out.travel.minutes = download(minutes, std::size_t(n), minutesAhead);
-    if (o.keepFilled)
-      out.filled = download(filled, std::size_t(n), filledAhead);
-    filled.release();
-    if (o.keepDirections)
-      out.directions = download(dirs, std::size_t(n), dirsAhead);
-    dirs.release();
-    if (o.keepAccumulation)
-    {
-      out.accumulation.area = areaAhead.get();
-      GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
-    }
-    area.release();
-    copy.stop();
+    // The surfaces not kept are done with: their memory to the bands. The kept ones and the travel
+    // times come back while the host turns the bands' rings into polygons.
+    if (!o.keepFilled)
+      filled.release();
+    if (!o.keepDirections)
+      dirs.release();
+    if (!o.keepAccumulation)
+      area.release();
+    RawRings bandRings, watershedRings;
     {
       starting(ChainStage::Bands);
       ScopedStage stage(times, "bands");
@@ -1210,14 +1326,38 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
       bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      RawRings bandRings = regionRingsOnDevice(labels.data(), w, h, out.bands, control);
+      bandRings = regionRingsOnDevice(labels.data(), w, h, out.bands, control);
       bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, 0.0, labels.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      RawRings watershedRings = regionRingsOnDevice(labels.data(), w, h, 1, control);
-      stage.stop();
-      ScopedStage host(times, "rings to polygons");  // on the host
+      watershedRings = regionRingsOnDevice(labels.data(), w, h, 1, control);
+    }
+    // The downloads on a thread of their own (the device is otherwise idle now); declared after the
+    // buffers it reads, so that it is waited for before they go, whatever happens here.
+    const int device = probeGpu().device;
+    std::future<double> downloads = std::async(std::launch::async, [&] {
+      const auto begin = std::chrono::steady_clock::now();
+      GPUGEO_CUDA_CHECK(cudaSetDevice(device));
+      out.travel.minutes = download(minutes, std::size_t(n), minutesAhead);
+      if (o.keepFilled)
+        out.filled = download(filled, std::size_t(n), filledAhead);
+      if (o.keepDirections)
+        out.directions = download(dirs, std::size_t(n), dirsAhead);
+      if (o.keepAccumulation)
+      {
+        out.accumulation.area = areaAhead.get();
+        GPUGEO_CUDA_CHECK(
+          cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
+      }
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    });
+    {
+      ScopedStage host(times, "rings to polygons");  // on the host, alongside the downloads
       out.bandPolygons = polygonsFromRings(std::move(bandRings), w, control);
       out.watershed = polygonsFromRings(std::move(watershedRings), w, control);
+    }
+    {
+      ScopedStage wait(times, "download (left after the rings)");
+      times.add("download (alongside the rings)", downloads.get());
     }
     return out;
   });

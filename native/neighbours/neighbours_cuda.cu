@@ -19,6 +19,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/union_find.cuh"
 #include "neighbours/neighbour_index.h"
 
 // DeviceSegmentedSort with 64-bit item counts: CCCL 3 (CUDA 13).
@@ -328,39 +329,6 @@ __global__ void coreKernel(RegionView<D> v, const int64_t* candidateOffset, cons
     core[i] = c >= minPoints;
 }
 
-__device__ int32_t findRoot(int32_t* parent, int32_t x)
-{
-  for (;;)
-  {
-    const int32_t p = atomicAdd(&parent[x], 0);
-    if (p == x)
-      return x;
-    const int32_t g = atomicAdd(&parent[p], 0);
-    if (g != p)
-      atomicCAS(&parent[x], p, g);  // path halving; losing the race only leaves a longer path
-    x = p;
-  }
-}
-
-__device__ void unite(int32_t* parent, int32_t a, int32_t b)
-{
-  for (;;)
-  {
-    a = findRoot(parent, a);
-    b = findRoot(parent, b);
-    if (a == b)
-      return;
-    if (a < b)
-    {
-      const int32_t t = a;
-      a = b;
-      b = t;
-    }
-    if (atomicCAS(&parent[a], a, b) == a)  // the higher root under the lower one
-      return;
-  }
-}
-
 // Unions of core points within eps (by input index) and each border point's lowest core neighbour.
 template <int D>
 __global__ void linkKernel(RegionView<D> v, const int64_t* candidateOffset, const int64_t* candidates, double r2,
@@ -379,7 +347,7 @@ __global__ void linkKernel(RegionView<D> v, const int64_t* candidateOffset, cons
     if (selfCore)
     {
       if (other < self)
-        unite(parent, self, other);
+        cuda::joinSets(parent, self, other);
     }
     else
       border = other < border ? other : border;
@@ -403,7 +371,7 @@ __global__ void rootKernel(int32_t* parent, int64_t n, int32_t* root)
 {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n)
-    root[i] = findRoot(parent, int32_t(i));
+    root[i] = cuda::rootOf(parent, int32_t(i));
 }
 
 template <typename T>

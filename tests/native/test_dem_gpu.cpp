@@ -83,7 +83,9 @@ TEST(DemGpu, SameAsTheCpu)
   };
   for (const Case& c : {Case{1, 1, 1, 0, 0, false}, Case{2, 1, 70, 0, 0, false}, Case{3, 70, 1, 0, 0, false},
                         Case{4, 97, 63, 0, 5, false}, Case{5, 600, 500, 1.0, 80, true},
-                        Case{6, 1500, 1200, 0.0, 300, false}, Case{7, 1024, 1024, 4.0, 0, true}})
+                        Case{6, 1500, 1200, 0.0, 300, false}, Case{7, 1024, 1024, 4.0, 0, true},
+                        // one elevation everywhere: a single flat over 11 x 9 tiles, with holes
+                        Case{8, 333, 257, 1e6, 20, false}})
   {
     const GpuDem d = terrain(c.seed, c.w, c.h, c.step, c.holes, c.perRow);
     const std::string at = "seed " + std::to_string(c.seed);
@@ -315,4 +317,57 @@ TEST(DemGpu, TooLargeForTheGpuNamesTheLimit)
   }
   EXPECT_THROW(travelTime(Backend::Gpu, huge, std::vector<uint8_t>(1), Accumulation(), 0, VelocityModel(), 0, noCancel),
                InvalidInput);  // the sizes are checked first
+}
+
+// A flat that winds across many tiles: a corridor at 10 m between walls at 50 m, turning at the top
+// and the bottom every 8 columns, open to the grid's left edge at one end only. Its cells form one
+// component however the tiles cut it, and their distances to the outlet grow along the whole path.
+TEST(DemGpu, AWindingFlatIsTheCpus)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  const int64_t w = 203, h = 150;
+  GpuDem d{w, h, std::vector<float>(std::size_t(w * h), 50.f), std::vector<double>(std::size_t(h), 30.0),
+           std::vector<double>(std::size_t(h), 30.0)};
+  for (int64_t y = 1; y < h - 1; ++y)
+    for (int64_t x = 1; x < w - 1; ++x)
+    {
+      const int64_t wall = x % 8 == 0 ? x / 8 : -1;  // the k-th wall is open at the bottom when k is odd
+      const bool open = wall >= 0 && (wall % 2 == 1 ? y >= h - 4 : y <= 2);
+      if (wall < 0 || open)
+        d.z[std::size_t(y * w + x)] = 10.f;
+    }
+  d.z[std::size_t(2 * w)] = 10.f;  // the outlet: the corridor's first bend meets the left edge
+  const std::vector<int32_t> cpu = flatMask(Backend::Cpu, d.grid(), 0, noCancel);
+  EXPECT_EQ(cpu, flatMask(Backend::Gpu, d.grid(), 0, noCancel));
+  EXPECT_GT(*std::max_element(cpu.begin(), cpu.end()), 2 * 1000);  // the path is longer than 1000 cells
+  EXPECT_EQ(flowDirections(Backend::Cpu, d.grid(), true, 0, noCancel),
+            flowDirections(Backend::Gpu, d.grid(), true, 0, noCancel));
+}
+
+// Past 2^30 cells the device's 32-bit cell indices run out: a clear error, before any elevation is
+// read (one float stands for them), where the GPU's memory would have held the fill.
+TEST(DemGpu, MoreCellsThanTheGpuIndexesAreRefused)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  const int64_t side = 33000;  // 1.089e9 cells, 8.7 GB for the fill
+  if (probeGpu().totalMemory < std::size_t(side * side) * 10)
+    GTEST_SKIP() << "this GPU cannot hold the fill of 33000 x 33000 cells";
+  const float one = 1.f;
+  const std::vector<double> size(std::size_t(side), 30.0);
+  const Grid huge{&one, side, side, size.data(), size.data()};
+  try
+  {
+    fillDepressions(Backend::Gpu, huge, 0, noCancel);
+    ADD_FAILURE() << "no error";
+  }
+  catch (const InvalidInput& e)
+  {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("depression filling on a DEM of 33000 x 33000 cells: 1089000000 cells are more than the GPU "
+                        "path's 1073741822 (32-bit cell indices); run it on the CPU"),
+              std::string::npos)
+        << text;
+  }
 }

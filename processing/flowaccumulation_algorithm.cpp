@@ -122,7 +122,8 @@ QString FlowAccumulationAlgorithm::shortHelpString() const
            "<p><b>Upstream area</b> (OUTPUT_AREA, optional): the sum of the areas (width &times; height, from the "
            "cell sizes below) of those cells, in the <b>Area units</b> (UNITS: 0 = m², 1 = km²); Float64, nodata "
            "&minus;1. Each cell's area is rounded to 10<sup>-6</sup> m² and the sums are exact (fixed point): "
-           "their order does not matter, and both backends give the same bits.</p>"
+           "their order does not matter, and both backends give the same bits. They hold up to 9.2 million km² "
+           "(2<sup>63</sup> units): a DEM where a catchment could be larger is refused with the reason.</p>"
            "<p>The log names the largest catchment (its outlet cell, cells and area) and the number of outlets "
            "and pits.</p>") +
          cellSizeHelp() +

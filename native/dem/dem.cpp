@@ -1,6 +1,8 @@
 #include "dem/dem.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -8,6 +10,7 @@
 #include "core/errors.h"
 #include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_cuda.h"
+#include "dem/detail/dem_math.h"
 
 namespace gpugeo::dem {
 
@@ -26,6 +29,39 @@ void validateGrid(const Grid& grid)
         !std::isfinite(grid.cellHeight[y]))
       throw InvalidInput("the cell size of row " + std::to_string(y) + " is not a positive number");
 }
+
+namespace detail {
+
+namespace {
+int64_t largestCellArea(const Grid& grid)
+{
+  int64_t most = 0;
+  for (int64_t y = 0; y < grid.height; ++y)
+    most = std::max(most, cellArea(grid, y));
+  return most;
+}
+}  // namespace
+
+bool upstreamAreaCanOverflow(const Grid& grid)
+{
+  const int64_t largest = largestCellArea(grid);
+  return largest > 0 && grid.width * grid.height > std::numeric_limits<int64_t>::max() / largest;
+}
+
+void checkUpstreamArea(const Grid& grid, int64_t mostCells)
+{
+  const int64_t largest = largestCellArea(grid);
+  if (largest > 0 && mostCells > std::numeric_limits<int64_t>::max() / largest)
+  {
+    char size[32];
+    std::snprintf(size, sizeof size, "%.6g", double(largest) * 1e-6);
+    throw InvalidInput("the largest catchment has " + std::to_string(mostCells) + " cells of up to " + size +
+                       " m² each: its area could pass the 9.2 million km² that exact (fixed-point) upstream areas "
+                       "hold; clip the DEM to the basins of interest");
+  }
+}
+
+}  // namespace detail
 
 std::vector<float> fillDepressions(Backend backend, const Grid& grid, int threads, const RunControl& control,
                                    StageTimes* times)
@@ -74,9 +110,11 @@ Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vect
     throw InvalidInput("the flow directions do not match the DEM's size");
   StageTimes local;
   ScopedStage stage(times ? *times : local, "accumulation");
-  if (backend == Backend::Gpu)
-    return detail::accumulationCuda(grid, directions, control);
-  return detail::accumulationCpu(grid, directions, control);
+  Accumulation out = backend == Backend::Gpu ? detail::accumulationCuda(grid, directions, control)
+                                             : detail::accumulationCpu(grid, directions, control);
+  if (detail::upstreamAreaCanOverflow(grid))
+    detail::checkUpstreamArea(grid, out.cells.empty() ? 0 : *std::max_element(out.cells.begin(), out.cells.end()));
+  return out;
 }
 
 float raiseBySteps(float x, int64_t steps)

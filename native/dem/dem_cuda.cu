@@ -7,7 +7,8 @@
 // halo); passes over all tiles repeat until no tile changes. Values only go down and every update
 // keeps W >= the answer, so the order in which threads and blocks see each other's values does not
 // matter: the result is the CPU's, bit for bit.
-// Directions: one thread a cell, the same rule as the CPU (detail/dem_math.h).
+// Directions: by 32 x 32 tiles with a one-cell halo in shared memory, one thread a cell, the same rule
+// as the CPU (detail/dem_math.h).
 // Accumulation and travel times, by 32 x 32 tiles (flow paths are local, so most of the work stays in
 // shared memory):
 // - accumulation: each tile sums its own cells' counts and areas down its paths (dependency counting
@@ -251,16 +252,47 @@ __global__ void positiveZeroKernel(float* W, int64_t n)
     W[c] = __fadd_rn(W[c], 0.0f);  // -0 as +0, as on the CPU (nodata keeps its NaN's bits)
 }
 
+// A cell's neighbourhood in a tile's shared memory (its elevations and masks with a one-cell halo;
+// NaN off the grid).
+struct TileAround
+{
+  const float (*z)[kTile + 2];
+  const int32_t (*mask)[kTile + 2];
+  int x, y;  // the cell in the tile's arrays
+  __device__ float at(int d) const { return z[y + stepY(d)][x + stepX(d)]; }
+  __device__ int32_t maskAt(int d) const { return mask[y + stepY(d)][x + stepX(d)]; }
+};
+
+// D8 directions by 32 x 32 tiles: each block loads its cells' elevations and flat masks with a
+// one-cell halo into shared memory (as the source paper's 16 x 16 tiles do) and each thread takes
+// its cell's direction from there, by the rule the CPU uses (detail/dem_math.h). mask may be null.
 __global__ void directionKernel(const float* z, const int32_t* mask, int64_t w, int64_t h, const double* cellWidth,
                                 const double* cellHeight, uint8_t* out)
 {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h)
+  __shared__ float sz[kTile + 2][kTile + 2];
+  __shared__ int32_t sm[kTile + 2][kTile + 2];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
+  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
+  {
+    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
+    const bool in = hx >= 0 && hy >= 0 && hx < w && hy < h;
+    sz[i / (kTile + 2)][i % (kTile + 2)] = in ? z[hy * w + hx] : NAN;
+    sm[i / (kTile + 2)][i % (kTile + 2)] = in && mask ? mask[hy * w + hx] : 0;
+  }
+  __syncthreads();
+  const int64_t x = x0 + tx, y = y0 + ty;
+  if (x >= w || y >= h)
     return;
-  const int64_t y = c / w;
-  out[c] = d8Direction(z, mask, w, h, c % w, y, cellWidth[y], cellHeight[y]);
+  out[y * w + x] = d8DirectionAround(sz[ty + 1][tx + 1], TileAround{sz, sm, tx + 1, ty + 1}, mask != nullptr,
+                                     sm[ty + 1][tx + 1], cellWidth[y], cellHeight[y]);
 }
 
+// The grid's tiles for the 32 x 32 kernels.
+dim3 tilesOf(int64_t w, int64_t h)
+{
+  return dim3(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile));
+}
 
 // ---- accumulation by tiles ----
 
@@ -884,6 +916,16 @@ __global__ void raisedKernel(const float* z, const float* filled, int64_t n, uns
     atomicAdd(raised, count);
 }
 
+// The greatest upstream cell count. Blocks of 256.
+__global__ void mostCellsKernel(const long long* cells, int64_t n, unsigned long long* most)
+{
+  __shared__ typename BlockReduce64::TempStorage temp;
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const unsigned long long top = BlockReduce64(temp).Reduce(c < n ? static_cast<unsigned long long>(cells[c]) : 0ull, Max64());
+  if (threadIdx.x == 0 && top)
+    atomicMax(most, top);
+}
+
 // The least and greatest speed over the watershed (positive doubles order as their bits). Blocks of 256.
 __global__ void speedRangeKernel(const double* speed, int64_t n, unsigned long long* range)
 {
@@ -964,7 +1006,7 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
     if (resolveFlats)
       mask = flatMaskOnDevice(z, w, h, false, control);
     DeviceBuffer<uint8_t> out(static_cast<std::size_t>(n));
-    directionKernel<<<blocksFor(n), 256>>>(z.data(), resolveFlats ? mask.data() : nullptr, w, h, cw.data(),
+    directionKernel<<<tilesOf(w, h), dim3(kTile, kTile)>>>(z.data(), resolveFlats ? mask.data() : nullptr, w, h, cw.data(),
                                            ch.data(), out.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
     return download(out, std::size_t(n));
@@ -1056,8 +1098,7 @@ DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, 
   GPUGEO_CUDA_CHECK_LAUNCH();
   flatEdgeKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  const dim3 tiles(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
-  componentTileKernel<<<tiles, threads>>>(z.data(), cls.data(), w, h, label.data());
+  componentTileKernel<<<tilesOf(w, h), dim3(kTile, kTile)>>>(z.data(), cls.data(), w, h, label.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   componentBorderKernel<<<blocksFor(n), 256>>>(z.data(), cls.data(), w, h, label.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
@@ -1222,7 +1263,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       starting(ChainStage::Directions);
       ScopedStage stage(times, "flats and directions");
       DeviceBuffer<int32_t> mask = flatMaskOnDevice(filled, w, h, false, control);
-      directionKernel<<<blocksFor(n), 256>>>(filled.data(), mask.data(), w, h, cw.data(), ch.data(), dirs.data());
+      directionKernel<<<tilesOf(w, h), dim3(kTile, kTile)>>>(filled.data(), mask.data(), w, h, cw.data(), ch.data(), dirs.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
       GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
@@ -1234,6 +1275,14 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       const std::vector<long long> rowArea = rowAreas(grid);
       upload(rows, rowArea.data(), std::size_t(h));
       accumulateOnDevice(dirs, w, h, rows, cells, area, control);
+      if (upstreamAreaCanOverflow(grid))  // a DEM of more than 9.2 million km²: is any catchment that large?
+      {
+        DeviceBuffer<unsigned long long> most(1);
+        GPUGEO_CUDA_CHECK(cudaMemset(most.data(), 0, sizeof(unsigned long long)));
+        mostCellsKernel<<<blocksFor(n), 256>>>(cells.data(), n, most.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+        checkUpstreamArea(grid, int64_t(readOne(most.data())));
+      }
       GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
     }
     DeviceBuffer<double> minutes;

@@ -6,11 +6,14 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/errors.h"
 #include "dem/dem.h"
 #include "dem/dem_reference.h"
+#include "dem/isochrone_chain.h"
 #include "dem/travel_time.h"
 
 using namespace gpugeo;
@@ -736,4 +739,39 @@ TEST(DemCpu, TravelTimesToInnerOutletsWhateverTheThreads)
   EXPECT_EQ(t.watershedCells, 5);  // 53, 54, 55, 56 and 46
   EXPECT_NEAR(t.minutes[53], (10 + 10 + 10 + 10) / 60.0, 1e-12);
   EXPECT_NEAR(t.minutes[46], (20 + 10) / 60.0, 1e-12);
+}
+
+// Upstream areas are exact 64-bit sums of 1e-6 m² units (9.2 million km² at most): a catchment that
+// could pass that is refused with the reason, on both backends and in the chain; one that cannot is not.
+TEST(DemCpu, UpstreamAreasPastTheirRangeAreRefused)
+{
+  const std::vector<double> huge(1, 3.0e6);  // cells of 3,000 km x 3,000 km: 9e18 units each
+  const std::vector<float> slope = {3.f, 2.f, 1.f}, level = {1.f, 1.f, 1.f};
+  const Grid falling{slope.data(), 3, 1, huge.data(), huge.data()}, flat{level.data(), 3, 1, huge.data(), huge.data()};
+  RunControl control;
+  std::vector<Backend> backends = {Backend::Cpu};
+  if (probeGpu().usable)
+    backends.push_back(Backend::Gpu);
+  for (const Backend b : backends)
+  {
+    const std::vector<uint8_t> down = flowDirections(b, falling, false, 0, control);
+    try
+    {
+      flowAccumulation(b, falling, down, 0, control);
+      ADD_FAILURE() << "no error";
+    }
+    catch (const InvalidInput& e)
+    {
+      EXPECT_NE(std::string(e.what()).find("the largest catchment has 3 cells of up to 9e+12 m² each: its "
+                                           "area could pass the 9.2 million km²"),
+                std::string::npos)
+          << e.what();
+    }
+    ChainOptions o;
+    o.interval = 60;
+    EXPECT_THROW(isochroneChain(b, falling, o, 0, control), InvalidInput);
+    // Every cell drains out on its own: one cell's area fits.
+    const Accumulation one = flowAccumulation(b, flat, flowDirections(b, flat, false, 0, control), 0, control);
+    EXPECT_EQ(one.area, std::vector<int64_t>(3, int64_t(9'000'000'000'000'000'000)));
+  }
 }

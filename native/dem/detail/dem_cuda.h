@@ -20,6 +20,11 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
 // The watershed's cells and area from its cells per row (each row's count times its cell area,
 // summed from the top row down: the same bits on both backends; travel_time.cpp).
 void watershedFromRows(const Grid& grid, const std::vector<int64_t>& rowCells, TravelTimes& out);
+// Whether the fixed-point upstream areas (1e-6 m^2 in 64 bits, both backends) could overflow on this
+// grid at all: its cells times its largest cell area pass 2^63 - 1 (more than 9.2 million km²).
+bool upstreamAreaCanOverflow(const Grid& grid);
+// Throws InvalidInput where a catchment of mostCells cells could pass that range (dem.cpp).
+void checkUpstreamArea(const Grid& grid, int64_t mostCells);
 // Minutes and speeds (NaN outside the watershed), and the watershed's cells and area.
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
                            int64_t outlet, const VelocityModel& model, const RunControl& control);

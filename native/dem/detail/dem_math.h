@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "core/exact_math.h"
 #include "core/hd.h"
@@ -55,12 +56,15 @@ inline int64_t cellArea(const Grid& grid, int64_t row)
 
 namespace gpugeo::dem::detail {
 
-// The D8 direction of cell (x, y) (dem.h's rule); mask may be null (no flat resolution).
-GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, int64_t h, int64_t x, int64_t y,
-                              double width, double height)
+// The D8 direction of a cell (dem.h's rule) from its 3 x 3 neighbourhood: zc and maskC are the
+// cell's own elevation and flat mask, around.at(d) neighbour d's elevation (NaN off the grid and on
+// nodata alike: the rule treats both the same), around.maskAt(d) neighbour d's mask (asked only of
+// neighbours of the cell's elevation, and only with a mask). The backends give the neighbourhood from
+// the grid (d8Direction) or from a tile in shared memory.
+template <typename Around>
+GPUGEO_HD uint8_t d8DirectionAround(float zc, const Around& around, bool withMask, int32_t maskC, double width,
+                                    double height)
 {
-  const int64_t c = y * w + x;
-  const float zc = z[c];
   if (isNoData(zc))
     return kNoData;
   const double diagonal = exact::sqrt(exact::add(exact::mul(width, width), exact::mul(height, height)));
@@ -68,10 +72,7 @@ GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, in
   double bestDrop = 0;
   for (int d = 0; d < 8; ++d)
   {
-    const int64_t nx = x + stepX(d), ny = y + stepY(d);
-    if (nx < 0 || ny < 0 || nx >= w || ny >= h)
-      continue;
-    const float zn = z[ny * w + nx];
+    const float zn = around.at(d);
     if (isNoData(zn))
       continue;
     const double drop = exact::div(exact::sub(double(zc), double(zn)), neighbourDistance(d, width, height, diagonal));
@@ -81,15 +82,14 @@ GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, in
       best = d;
     }
   }
-  if (best < 0 && mask && mask[c] > 0)
+  if (best < 0 && withMask && maskC > 0)
   {
     double bestFall = 0;
     for (int d = 0; d < 8; ++d)
     {
-      const int64_t nx = x + stepX(d), ny = y + stepY(d);
-      if (nx < 0 || ny < 0 || nx >= w || ny >= h || z[ny * w + nx] != zc)
+      if (around.at(d) != zc)
         continue;
-      const double fall = exact::div(double(mask[c] - mask[ny * w + nx]), neighbourDistance(d, width, height, diagonal));
+      const double fall = exact::div(double(maskC - around.maskAt(d)), neighbourDistance(d, width, height, diagonal));
       if (fall > bestFall)
       {
         bestFall = fall;
@@ -97,14 +97,33 @@ GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, in
       }
     }
   }
-  if (best < 0 && isEdgeCell(z, w, h, x, y))
-    for (int d = 0; d < 8 && best < 0; ++d)
-    {
-      const int64_t nx = x + stepX(d), ny = y + stepY(d);
-      if (nx < 0 || ny < 0 || nx >= w || ny >= h || isNoData(z[ny * w + nx]))
-        best = d;
-    }
+  // An edge cell (a neighbour off the grid or on nodata) with nowhere to go drains out to the first.
+  for (int d = 0; d < 8 && best < 0; ++d)
+    if (isNoData(around.at(d)))
+      best = d;
   return best < 0 ? kNoFlow : uint8_t(best);
+}
+
+// Cell (x, y)'s neighbourhood on the grid.
+struct GridAround
+{
+  const float* z;
+  const int32_t* mask;
+  int64_t w, h, x, y;
+  GPUGEO_HD float at(int d) const
+  {
+    const int64_t nx = x + stepX(d), ny = y + stepY(d);
+    return nx < 0 || ny < 0 || nx >= w || ny >= h ? std::numeric_limits<float>::quiet_NaN() : z[ny * w + nx];
+  }
+  GPUGEO_HD int32_t maskAt(int d) const { return mask[(y + stepY(d)) * w + x + stepX(d)]; }
+};
+
+// The D8 direction of cell (x, y) (dem.h's rule); mask may be null (no flat resolution).
+GPUGEO_HD uint8_t d8Direction(const float* z, const int32_t* mask, int64_t w, int64_t h, int64_t x, int64_t y,
+                              double width, double height)
+{
+  const int64_t c = y * w + x;
+  return d8DirectionAround(z[c], GridAround{z, mask, w, h, x, y}, mask != nullptr, mask ? mask[c] : 0, width, height);
 }
 
 }  // namespace gpugeo::dem::detail

@@ -188,6 +188,20 @@ void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch
   }
 }
 
+// Loads this block's tile of `from` with a one-cell halo into `to` (`outside` off the grid; from may
+// be null: all `outside`). Every thread of the block calls it; the caller synchronises after.
+template <typename T>
+__device__ void loadTile(T (*to)[kTile + 2], const T* from, int64_t w, int64_t h, T outside)
+{
+  const int tid = int(threadIdx.y) * kTile + int(threadIdx.x);
+  const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
+  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
+  {
+    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
+    to[i / (kTile + 2)][i % (kTile + 2)] = from && hx >= 0 && hy >= 0 && hx < w && hy < h ? from[hy * w + hx] : outside;
+  }
+}
+
 __global__ void fillInitKernel(const float* z, int64_t w, int64_t h, float* W)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -202,13 +216,9 @@ __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, T
   if (tileIdle(pass))
     return;
   __shared__ float s[kTile + 2][kTile + 2];
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
-  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
-  {
-    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
-    s[i / (kTile + 2)][i % (kTile + 2)] = (hx >= 0 && hy >= 0 && hx < w && hy < h) ? W[hy * w + hx] : NAN;
-  }
+  loadTile<float>(s, W, w, h, NAN);
   __syncthreads();
   const int64_t x = x0 + tx, y = y0 + ty;
   const bool inside = x < w && y < h;
@@ -271,15 +281,10 @@ __global__ void directionKernel(const float* z, const int32_t* mask, int64_t w, 
 {
   __shared__ float sz[kTile + 2][kTile + 2];
   __shared__ int32_t sm[kTile + 2][kTile + 2];
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
-  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
-  {
-    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
-    const bool in = hx >= 0 && hy >= 0 && hx < w && hy < h;
-    sz[i / (kTile + 2)][i % (kTile + 2)] = in ? z[hy * w + hx] : NAN;
-    sm[i / (kTile + 2)][i % (kTile + 2)] = in && mask ? mask[hy * w + hx] : 0;
-  }
+  loadTile<float>(sz, z, w, h, NAN);
+  loadTile<int32_t>(sm, mask, w, h, 0);
   __syncthreads();
   const int64_t x = x0 + tx, y = y0 + ty;
   if (x >= w || y >= h)
@@ -512,16 +517,11 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
   __shared__ int32_t s[kTile + 2][kTile + 2];
   __shared__ float sz[kTile + 2][kTile + 2];
   __shared__ uint8_t sk[kTile + 2][kTile + 2];
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
+  const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
-  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
-  {
-    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
-    const bool in = hx >= 0 && hy >= 0 && hx < w && hy < h;
-    s[i / (kTile + 2)][i % (kTile + 2)] = in ? value[hy * w + hx] : kFar;
-    sz[i / (kTile + 2)][i % (kTile + 2)] = in ? z[hy * w + hx] : NAN;
-    sk[i / (kTile + 2)][i % (kTile + 2)] = in ? cls[hy * w + hx] : 0;
-  }
+  loadTile<int32_t>(s, value, w, h, kFar);
+  loadTile<float>(sz, z, w, h, NAN);
+  loadTile<uint8_t>(sk, cls, w, h, 0);
   __syncthreads();
   const int64_t x = x0 + tx, y = y0 + ty;
   const bool active = x < w && y < h && moves<R>(sk[ty + 1][tx + 1]);

@@ -102,7 +102,7 @@ std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool reso
   return detail::directionsCpu(grid, resolveFlats ? &mask : nullptr, threads, control);
 }
 
-Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions, int,
+Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions, int threads,
                               const RunControl& control, StageTimes* times)
 {
   validateGrid(grid);
@@ -111,7 +111,7 @@ Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vect
   StageTimes local;
   ScopedStage stage(times ? *times : local, "accumulation");
   Accumulation out = backend == Backend::Gpu ? detail::accumulationCuda(grid, directions, control)
-                                             : detail::accumulationCpu(grid, directions, control);
+                                             : detail::accumulationCpu(grid, directions, threads, control);
   if (detail::upstreamAreaCanOverflow(grid))
     detail::checkUpstreamArea(grid, out.cells.empty() ? 0 : *std::max_element(out.cells.begin(), out.cells.end()));
   return out;

@@ -1,5 +1,6 @@
 // The CPU backend's flats, directions and accumulation.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 
 #include "core/errors.h"
@@ -364,36 +365,57 @@ std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>*
   return out;
 }
 
-Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control)
+Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& directions, int threads,
+                             const RunControl& control)
 {
   const int64_t w = grid.width, h = grid.height, n = w * h;
   Accumulation out;
   out.cells.assign(static_cast<std::size_t>(n), 0);
   out.area.assign(static_cast<std::size_t>(n), 0);
-  auto downstream = [&](int64_t c) { return receiverOf(directions.data(), w, h, c); };
+  // Each valid cell's own count and area and its receiver (-1: none, as receiverOf), row by row on
+  // all threads; the sums down the paths (dependency counting) then run on one.
+  std::vector<int32_t> receiver(static_cast<std::size_t>(n));
+  static_assert(kMaxCells <= INT32_MAX, "receivers fit 32 bits");
+  parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
+    for (int64_t y = b; y < e; ++y)
+    {
+      const int64_t area = cellArea(grid, y);
+      for (int64_t x = 0, c = y * w; x < w; ++x, ++c)
+      {
+        const uint8_t d = directions[std::size_t(c)];
+        int32_t to = -1;
+        if (d != kNoData)
+        {
+          out.cells[std::size_t(c)] = 1;
+          out.area[std::size_t(c)] = area;
+          const int64_t nx = x + stepX(d), ny = y + stepY(d);
+          if (d < 8 && nx >= 0 && ny >= 0 && nx < w && ny < h && directions[std::size_t(ny * w + nx)] != kNoData)
+            to = int32_t(ny * w + nx);
+        }
+        receiver[std::size_t(c)] = to;
+      }
+    }
+  }, &control);
   std::vector<uint8_t> inflow(static_cast<std::size_t>(n), 0);
+  int64_t valid = 0;
   for (int64_t c = 0; c < n; ++c)
   {
-    if (directions[std::size_t(c)] == kNoData)
-      continue;
-    out.cells[std::size_t(c)] = 1;
-    out.area[std::size_t(c)] = cellArea(grid, c / w);
-    const int64_t d = downstream(c);
-    if (d >= 0)
-      ++inflow[std::size_t(d)];
+    valid += directions[std::size_t(c)] != kNoData;
+    if (receiver[std::size_t(c)] >= 0)
+      ++inflow[std::size_t(receiver[std::size_t(c)])];
   }
-  std::vector<int64_t> ready;
+  std::vector<int32_t> ready;
   for (int64_t c = 0; c < n; ++c)
     if (directions[std::size_t(c)] != kNoData && inflow[std::size_t(c)] == 0)
-      ready.push_back(c);
+      ready.push_back(int32_t(c));
   int64_t done = 0;
   while (!ready.empty())
   {
-    const int64_t c = ready.back();
+    const int32_t c = ready.back();
     ready.pop_back();
     if ((++done & 0xfffff) == 0 && control.isCanceled())
       throw Canceled();
-    const int64_t d = downstream(c);
+    const int32_t d = receiver[std::size_t(c)];
     if (d < 0)
       continue;
     out.cells[std::size_t(d)] += out.cells[std::size_t(c)];
@@ -401,9 +423,6 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
     if (--inflow[std::size_t(d)] == 0)
       ready.push_back(d);
   }
-  int64_t valid = 0;
-  for (int64_t c = 0; c < n; ++c)
-    valid += directions[std::size_t(c)] != kNoData;
   if (done != valid)
     throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
   return out;

@@ -13,6 +13,8 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
 std::vector<int32_t> flatMaskCpu(const Grid& grid, bool towardsOnly, int threads, const RunControl& control);
 std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>* mask, int threads,
                                    const RunControl& control);
-Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
+// Sums on one thread; `threads` for the per-cell set-up.
+Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& directions, int threads,
+                             const RunControl& control);
 
 }  // namespace gpugeo::dem::detail

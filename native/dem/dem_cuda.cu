@@ -100,6 +100,12 @@ unsigned blocksFor(int64_t n, int threads = 256)
   return unsigned((n + threads - 1) / threads);
 }
 
+// The grid's tiles for the 32 x 32 kernels.
+dim3 tilesOf(int64_t w, int64_t h)
+{
+  return dim3(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile));
+}
+
 void useGpu()
 {
   const GpuInfo& gpu = probeGpu();
@@ -167,7 +173,7 @@ __device__ void tileDone(const TilePass& p, bool lowered)
 template <typename Launch>
 void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch)
 {
-  const dim3 blocks(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  const dim3 blocks = tilesOf(w, h), threads(kTile, kTile);
   const std::size_t tiles = std::size_t(blocks.x) * blocks.y;
   DeviceBuffer<int> changed(1);
   DeviceBuffer<uint8_t> now(tiles), next(tiles);
@@ -291,12 +297,6 @@ __global__ void directionKernel(const float* z, const int32_t* mask, int64_t w, 
     return;
   out[y * w + x] = d8DirectionAround(sz[ty + 1][tx + 1], TileAround{sz, sm, tx + 1, ty + 1}, mask != nullptr,
                                      sm[ty + 1][tx + 1], cellWidth[y], cellHeight[y]);
-}
-
-// The grid's tiles for the 32 x 32 kernels.
-dim3 tilesOf(int64_t w, int64_t h)
-{
-  return dim3(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile));
 }
 
 // ---- accumulation by tiles ----
@@ -1020,7 +1020,7 @@ void accumulateOnDevice(const DeviceBuffer<uint8_t>& dirs, int64_t w, int64_t h,
                         DeviceBuffer<long long>& cells, DeviceBuffer<long long>& area, const RunControl& control)
 {
   const int64_t n = w * h;
-  const dim3 tiles(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  const dim3 tiles = tilesOf(w, h), threads(kTile, kTile);
   DeviceBuffer<long long> localCells(static_cast<std::size_t>(n)), localArea(static_cast<std::size_t>(n));
   DeviceBuffer<int32_t> exitOf(static_cast<std::size_t>(n));
   DeviceBuffer<int> pending(static_cast<std::size_t>(n)), pendingAtStart(static_cast<std::size_t>(n)), looped(1);
@@ -1157,7 +1157,7 @@ void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& d
   travelInitKernel<<<blocksFor(n), 256>>>(z.data(), dirs.data(), area.data(), cw.data(), ch.data(), model.manning,
                                           model, w, h, outlet, next.data(), tail.data(), step.data(), speed.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  const dim3 tiles(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile)), threads(kTile, kTile);
+  const dim3 tiles = tilesOf(w, h), threads(kTile, kTile);
   travelTileKernel<<<tiles, threads>>>(next.data(), step.data(), w, h, partial.data(), exitOf.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   DeviceBuffer<int32_t> jump(static_cast<std::size_t>(n)), jump2(static_cast<std::size_t>(n)),

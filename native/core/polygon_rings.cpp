@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/host_memory.h"
+#include "core/parallel.h"
 #include "core/polygon_rings.h"
 
 namespace gpugeo {
@@ -198,77 +199,119 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
 
 }  // namespace
 
-BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const RunControl& control)
+BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const RunControl& control, int threads)
 {
-  BandPolygons out;
-  out.bandPolygon.push_back(0);
-  out.polygonRing.push_back(0);
-  out.ringPoint.push_back(0);
-  const std::size_t bands = raw.bandRing.empty() ? 0 : raw.bandRing.size() - 1;
-  const bool withZ = !raw.z.empty();
-  auto emit = [&](const Loop& loop) {
-    for (const int64_t i : loop.node)
-    {
-      out.x.push_back(raw.x[std::size_t(i)]);
-      out.y.push_back(raw.y[std::size_t(i)]);
-      if (withZ)
-        out.z.push_back(raw.z[std::size_t(i)]);
-    }
-    const std::size_t first = std::size_t(loop.node[0]);
-    out.x.push_back(raw.x[first]);
-    out.y.push_back(raw.y[first]);
-    if (withZ)
-      out.z.push_back(raw.z[first]);
-    out.ringPoint.push_back(int64_t(out.x.size()));
-  };
-  reserveHuge(out.x, raw.x.size() + raw.ringNode.size());
-  reserveHuge(out.y, raw.x.size() + raw.ringNode.size());
-  if (withZ)
-    reserveHuge(out.z, raw.x.size() + raw.ringNode.size());
-  const std::vector<uint8_t> repeats = ringsThatRepeat(raw);
-  std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's, kept from ring to ring
-  for (std::size_t k = 0; k < bands; ++k)
+  // Each band on its own (on all threads): its rings split into loops, sorted into shells and holes,
+  // and listed in the order they are written (each shell followed by its holes); then the bands'
+  // places in the output arrays, and the coordinates copied there (on all threads again).
+  struct Band
   {
-    if (control.isCanceled())
-      throw Canceled();
-    std::vector<Loop> loops;
-    for (int64_t r = raw.bandRing[k]; r < raw.bandRing[k + 1]; ++r)
-      splitRing(raw, raw.ringNode[std::size_t(r)], raw.ringNode[std::size_t(r + 1)], repeats[std::size_t(r)] != 0,
-                loops, table);
-    std::vector<Loop> shells, holes;
-    for (auto& loop : loops)
+    std::vector<Loop> rings;               // in output order
+    std::vector<int64_t> ringsOfPolygon;   // per polygon
+    int64_t points = 0, dropped = 0;
+  };
+  const std::size_t bandCount = raw.bandRing.empty() ? 0 : raw.bandRing.size() - 1;
+  const std::vector<uint8_t> repeats = ringsThatRepeat(raw);
+  std::vector<Band> bands(bandCount);
+  parallelFor(int64_t(bandCount), 1, threads, [&](int64_t b, int64_t e) {
+    std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's, kept from ring to ring
+    for (int64_t k = b; k < e; ++k)
     {
-      if (loop.node.size() < 3)
+      Band& band = bands[std::size_t(k)];
+      std::vector<Loop> loops;
+      for (int64_t r = raw.bandRing[std::size_t(k)]; r < raw.bandRing[std::size_t(k) + 1]; ++r)
+        splitRing(raw, raw.ringNode[std::size_t(r)], raw.ringNode[std::size_t(r + 1)], repeats[std::size_t(r)] != 0,
+                  loops, table);
+      std::vector<Loop> shells, holes;
+      for (auto& loop : loops)
       {
-        ++droppedRings;
-        continue;
+        if (loop.node.size() < 3)
+        {
+          ++band.dropped;
+          continue;
+        }
+        measure(raw, loop);
+        if (loop.area > 0)
+          shells.push_back(std::move(loop));
+        else if (loop.area < 0)
+          holes.push_back(std::move(loop));
+        else
+          ++band.dropped;
       }
-      measure(raw, loop);
-      if (loop.area > 0)
-        shells.push_back(std::move(loop));
-      else if (loop.area < 0)
-        holes.push_back(std::move(loop));
-      else
-        ++droppedRings;
+      const std::vector<int64_t> owner = holeOwners(raw, shells, holes);
+      std::vector<std::vector<std::size_t>> holesOf(shells.size());
+      for (std::size_t i = 0; i < holes.size(); ++i)
+      {
+        if (owner[i] < 0)
+          ++band.dropped;
+        else
+          holesOf[std::size_t(owner[i])].push_back(i);
+      }
+      auto keep = [&](Loop&& loop) {
+        band.points += int64_t(loop.node.size()) + 1;  // the first point repeated at the end
+        band.rings.push_back(std::move(loop));
+      };
+      for (std::size_t s = 0; s < shells.size(); ++s)
+      {
+        keep(std::move(shells[s]));
+        for (const std::size_t i : holesOf[s])
+          keep(std::move(holes[i]));
+        band.ringsOfPolygon.push_back(int64_t(holesOf[s].size()) + 1);
+      }
     }
-    const std::vector<int64_t> owner = holeOwners(raw, shells, holes);
-    std::vector<std::vector<std::size_t>> holesOf(shells.size());
-    for (std::size_t i = 0; i < holes.size(); ++i)
-    {
-      if (owner[i] < 0)
-        ++droppedRings;
-      else
-        holesOf[std::size_t(owner[i])].push_back(i);
-    }
-    for (std::size_t s = 0; s < shells.size(); ++s)
-    {
-      emit(shells[s]);
-      for (const std::size_t i : holesOf[s])
-        emit(holes[i]);
-      out.polygonRing.push_back(int64_t(out.ringPoint.size()) - 1);
-    }
-    out.bandPolygon.push_back(int64_t(out.polygonRing.size()) - 1);
+  }, &control);
+
+  BandPolygons out;
+  std::vector<int64_t> firstPoint(bandCount + 1, 0), firstRing(bandCount + 1, 0);
+  out.bandPolygon.assign(bandCount + 1, 0);
+  for (std::size_t k = 0; k < bandCount; ++k)
+  {
+    firstPoint[k + 1] = firstPoint[k] + bands[k].points;
+    firstRing[k + 1] = firstRing[k] + int64_t(bands[k].rings.size());
+    out.bandPolygon[k + 1] = out.bandPolygon[k] + int64_t(bands[k].ringsOfPolygon.size());
+    droppedRings += bands[k].dropped;
   }
+  const bool withZ = !raw.z.empty();
+  const std::size_t points = std::size_t(firstPoint.back());
+  for (std::vector<double>* v : {&out.x, &out.y, &out.z})
+  {
+    if (v == &out.z && !withZ)
+      continue;
+    reserveHuge(*v, points);
+    v->resize(points);
+  }
+  out.ringPoint.resize(std::size_t(firstRing.back()) + 1);
+  out.polygonRing.resize(std::size_t(out.bandPolygon.back()) + 1);
+  out.ringPoint[0] = 0;
+  out.polygonRing[0] = 0;
+  parallelFor(int64_t(bandCount), 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k)
+    {
+      const Band& band = bands[std::size_t(k)];
+      int64_t point = firstPoint[std::size_t(k)];
+      int64_t ring = firstRing[std::size_t(k)];
+      for (const Loop& loop : band.rings)
+      {
+        for (std::size_t i = 0; i <= loop.node.size(); ++i)
+        {
+          const std::size_t from = std::size_t(loop.node[i % loop.node.size()]);
+          out.x[std::size_t(point)] = raw.x[from];
+          out.y[std::size_t(point)] = raw.y[from];
+          if (withZ)
+            out.z[std::size_t(point)] = raw.z[from];
+          ++point;
+        }
+        out.ringPoint[std::size_t(++ring)] = point;
+      }
+      ring = firstRing[std::size_t(k)];
+      int64_t polygon = out.bandPolygon[std::size_t(k)];
+      for (const int64_t rings : band.ringsOfPolygon)
+      {
+        ring += rings;
+        out.polygonRing[std::size_t(++polygon)] = ring;
+      }
+    }
+  }, &control);
   return out;
 }
 

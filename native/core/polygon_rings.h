@@ -38,7 +38,8 @@ struct RawRings
 };
 
 // Splits rings that touch themselves, drops rings without area (counted in droppedRings), sorts
-// them into shells and holes and gives each hole to the smallest shell that holds it.
-BandPolygons assembleRings(const RawRings& rings, int64_t& droppedRings, const RunControl& control);
+// them into shells and holes and gives each hole to the smallest shell that holds it. The bands are
+// assembled on `threads` threads (0: the default count, as parallelFor), with the same result on any.
+BandPolygons assembleRings(const RawRings& rings, int64_t& droppedRings, const RunControl& control, int threads);
 
 }  // namespace gpugeo

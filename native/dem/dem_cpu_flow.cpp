@@ -356,11 +356,23 @@ std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>*
 {
   const int64_t w = grid.width, h = grid.height;
   std::vector<uint8_t> out(static_cast<std::size_t>(w * h));
+  const int32_t* m = mask ? mask->data() : nullptr;
   parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
     for (int64_t y = b; y < e; ++y)
-      for (int64_t x = 0; x < w; ++x)
-        out[std::size_t(y * w + x)] = d8Direction(grid.z, mask ? mask->data() : nullptr, w, h, x, y,
-                                                  grid.cellWidth[y], grid.cellHeight[y]);
+    {
+      const double width = grid.cellWidth[y], height = grid.cellHeight[y];
+      uint8_t* row = out.data() + y * w;
+      const bool inner = y > 0 && y < h - 1;
+      for (int64_t x = 0; x < w; x = (inner && x == 0) ? std::max<int64_t>(w - 1, 1) : x + 1)  // the border
+        row[x] = d8Direction(grid.z, m, w, h, x, y, width, height);
+      if (!inner)
+        continue;
+      const float* z = grid.z + y * w;
+      const int32_t* rowMask = m ? m + y * w : nullptr;
+      for (int64_t x = 1; x < w - 1; ++x)
+        row[x] = d8DirectionAround(z[x], InnerAround{z + x, rowMask ? rowMask + x : nullptr, w}, m != nullptr,
+                                   rowMask ? rowMask[x] : 0, width, height);
+    }
   }, &control);
   return out;
 }

@@ -1401,8 +1401,8 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
     });
     {
       ScopedStage host(times, "rings to polygons");  // on the host, alongside the downloads
-      out.bandPolygons = polygonsFromRings(std::move(bandRings), w, control);
-      out.watershed = polygonsFromRings(std::move(watershedRings), w, control);
+      out.bandPolygons = polygonsFromRings(std::move(bandRings), w, control, 0);  // the host's threads
+      out.watershed = polygonsFromRings(std::move(watershedRings), w, control, 0);
     }
     {
       ScopedStage wait(times, "download (left after the rings)");

@@ -58,13 +58,10 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
     out.outlet = o.automaticOutlet ? largestBasinOutlet(grid, directions, accumulation)
                                    : snapOutlet(grid, accumulation, o.outletColumn, o.outletRow, o.snapDistance);
     out.outletCells = accumulation.cells[std::size_t(out.outlet)];
-    out.travel = travelTime(grid, directions, accumulation, out.outlet, o.model, threads, control);
-    for (const double v : out.travel.speed)
-      if (!std::isnan(v))
-      {
-        out.minSpeed = std::isnan(out.minSpeed) ? v : std::min(out.minSpeed, v);
-        out.maxSpeed = std::isnan(out.maxSpeed) ? v : std::max(out.maxSpeed, v);
-      }
+    std::pair<double, double> speeds;
+    out.travel = travelTime(grid, directions, accumulation, out.outlet, o.model, threads, control, o.keepSpeed, &speeds);
+    out.minSpeed = speeds.first;
+    out.maxSpeed = speeds.second;
   }
   starting(ChainStage::Bands);
   ScopedStage stage(times, "bands");
@@ -86,8 +83,6 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
     out.directions = std::move(directions);
   if (o.keepAccumulation)
     out.accumulation = std::move(accumulation);
-  if (!o.keepSpeed)
-    out.travel.speed = std::vector<double>();
   return out;
 }
 

@@ -15,15 +15,31 @@ namespace gpugeo::dem {
 namespace detail {
 
 // The rings of every set, walked one after the other: each boundary edge is walked once, from the
-// first not yet walked in cell order, and the ring is then started at its lowest turning edge.
+// first not yet walked in cell order, and the ring is then started at its lowest turning edge. A
+// walk keeps only its turning edges (their ids and corners): whether the first edge turns is known
+// when the walk comes back to it.
 RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t count, int threads,
                         const RunControl& control)
 {
   std::vector<uint8_t> sides(static_cast<std::size_t>(w * h));
   parallelFor(h, 64, threads, [&](int64_t b, int64_t e) {
     for (int64_t y = b; y < e; ++y)
-      for (int64_t x = 0; x < w; ++x)
-        sides[std::size_t(y * w + x)] = uint8_t(boundarySides(labels, w, h, x, y, count));
+    {
+      uint8_t* out = sides.data() + y * w;
+      const bool inner = y > 0 && y < h - 1;
+      for (int64_t x = 0; x < w; x = (inner && x == 0) ? std::max<int64_t>(w - 1, 1) : x + 1)  // the border
+        out[x] = uint8_t(boundarySides(labels, w, h, x, y, count));
+      if (!inner)
+        continue;
+      const int32_t* row = labels + y * w;
+      for (int64_t x = 1; x < w - 1; ++x)  // boundarySides without the bounds checks
+      {
+        const int32_t own = row[x];
+        out[x] = own < 0 || own >= count ? 0
+                                         : uint8_t((row[x - w] != own) | (row[x + 1] != own) << 1 |
+                                                   (row[x + w] != own) << 2 | (row[x - 1] != own) << 3);
+      }
+    }
   }, &control);
   struct Ring
   {
@@ -33,51 +49,46 @@ RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t cou
   };
   std::vector<Ring> rings;
   std::vector<int64_t> corner;  // the corners' keys, row * (w + 1) + column
-  std::vector<int64_t> walkCell;
-  std::vector<uint8_t> walkSide;
+  std::vector<int64_t> turnId, turnCorner;  // a walk's turning edges
+  const int64_t stride = w + 1;
   for (int64_t c = 0; c < w * h; ++c)
   {
     if ((c & 0xffff) == 0 && control.isCanceled())
       throw Canceled();
     while (sides[std::size_t(c)])
     {
-      walkCell.clear();
-      walkSide.clear();
-      int64_t x = c % w, y = c / w;
-      int s = 0;
-      while (!(sides[std::size_t(c)] & (1u << s)))
-        ++s;
-      const int64_t startX = x, startY = y;
+      turnId.clear();
+      turnCorner.clear();
+      const int64_t startY = c / w, startX = c - startY * w;
+      int64_t x = startX, y = startY;
+      int s = __builtin_ctz(sides[std::size_t(c)]);
       const int startSide = s;
+      int previous = -1;  // the side of the edge before, once there is one
       do
       {
-        walkCell.push_back(y * w + x);
-        walkSide.push_back(uint8_t(s));
-        sides[std::size_t(y * w + x)] = uint8_t(sides[std::size_t(y * w + x)] & ~(1u << s));
+        const int64_t cell = y * w + x;
+        if (s != previous && previous >= 0)
+        {
+          turnId.push_back(4 * cell + s);
+          turnCorner.push_back(edgeStartRow(y, s) * stride + edgeStartColumn(x, s));
+        }
+        sides[std::size_t(cell)] = uint8_t(sides[std::size_t(cell)] & ~(1u << s));
+        previous = s;
         int64_t nx, ny;
         int ns;
         nextEdge(labels, w, h, x, y, s, nx, ny, ns);
         x = nx, y = ny, s = ns;
       } while (x != startX || y != startY || s != startSide);
-      const std::size_t m = walkCell.size();
-      std::size_t first = m;
-      int64_t lowest = 0;
-      for (std::size_t i = 0; i < m; ++i)
+      if (startSide != previous)  // the first edge turns from the last
       {
-        const bool turns = walkSide[i] != walkSide[(i + m - 1) % m];
-        const int64_t id = 4 * walkCell[i] + walkSide[i];
-        if (turns && (first == m || id < lowest))
-          first = i, lowest = id;
+        turnId.insert(turnId.begin(), 4 * c + startSide);
+        turnCorner.insert(turnCorner.begin(), edgeStartRow(startY, startSide) * stride +
+                                                edgeStartColumn(startX, startSide));
       }
-      Ring ring{labels[c], lowest, int64_t(corner.size()), 0};
-      for (std::size_t k = 0; k < m; ++k)
-      {
-        const std::size_t i = (first + k) % m;
-        if (walkSide[i] == walkSide[(i + m - 1) % m])
-          continue;
-        const int64_t cell = walkCell[i];
-        corner.push_back(edgeStartRow(cell / w, walkSide[i]) * (w + 1) + edgeStartColumn(cell % w, walkSide[i]));
-      }
+      const std::size_t first = std::size_t(std::min_element(turnId.begin(), turnId.end()) - turnId.begin());
+      Ring ring{labels[c], turnId[first], int64_t(corner.size()), 0};
+      corner.insert(corner.end(), turnCorner.begin() + std::ptrdiff_t(first), turnCorner.end());
+      corner.insert(corner.end(), turnCorner.begin(), turnCorner.begin() + std::ptrdiff_t(first));
       ring.end = int64_t(corner.size());
       rings.push_back(ring);
     }
@@ -102,26 +113,33 @@ RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t cou
   return raw;
 }
 
-BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control)
+BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control, int threads)
 {
   // The rings were walked with their region on the right in row-down coordinates; with y = -row
   // that is clockwise, so each ring is reversed (keeping its first corner) to make shells
   // counter-clockwise. The corners' coordinates come from their keys.
-  for (std::size_t r = 0; r + 1 < raw.ringNode.size(); ++r)
-    std::reverse(raw.key.begin() + raw.ringNode[r] + 1, raw.key.begin() + raw.ringNode[r + 1]);
   const int64_t stride = width + 1;
   reserveHuge(raw.x, raw.key.size());
   reserveHuge(raw.y, raw.key.size());
   raw.x.resize(raw.key.size());
   raw.y.resize(raw.key.size());
   raw.z.clear();  // flat: the polygons come without z
-  for (std::size_t i = 0; i < raw.key.size(); ++i)
-  {
-    raw.x[i] = double(raw.key[i] % stride);
-    raw.y[i] = -double(raw.key[i] / stride);
-  }
+  const int64_t ringCount = int64_t(raw.ringNode.size()) - 1;
+  parallelFor(ringCount, 1024, threads, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+    {
+      const int64_t begin = raw.ringNode[std::size_t(r)], end = raw.ringNode[std::size_t(r) + 1];
+      std::reverse(raw.key.begin() + begin + 1, raw.key.begin() + end);
+      for (int64_t i = begin; i < end; ++i)
+      {
+        const int64_t row = raw.key[std::size_t(i)] / stride;
+        raw.x[std::size_t(i)] = double(raw.key[std::size_t(i)] - row * stride);
+        raw.y[std::size_t(i)] = -double(row);
+      }
+    }
+  }, &control);
   int64_t dropped = 0;
-  return assembleRings(raw, dropped, control);
+  return assembleRings(raw, dropped, control, threads);
 }
 
 }  // namespace detail
@@ -137,7 +155,7 @@ BandPolygons traceRegions(Backend backend, const int32_t* labels, int64_t width,
     throw InvalidInput("there must be at least one label to trace");
   RawRings raw = backend == Backend::Gpu ? detail::regionRingsCuda(labels, width, height, labelCount, control)
                                          : detail::regionRingsCpu(labels, width, height, labelCount, threads, control);
-  return detail::polygonsFromRings(std::move(raw), width, control);
+  return detail::polygonsFromRings(std::move(raw), width, control, threads);
 }
 
 }  // namespace gpugeo::dem

@@ -169,7 +169,8 @@ std::vector<int32_t> upstreamOrder(const uint8_t* directions, int64_t w, int64_t
 }  // namespace
 
 TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, const Accumulation& acc, int64_t outlet,
-                       const VelocityModel& model, int threads, const RunControl& control)
+                       const VelocityModel& model, int threads, const RunControl& control, bool keepSpeed,
+                       std::pair<double, double>* speedRange)
 {
   validateTravel(g, directions, acc, outlet, model);
   const int64_t w = g.width, h = g.height, n = w * h;
@@ -189,9 +190,11 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
     }
     else if (item == 1)
       out.minutes.assign(static_cast<std::size_t>(n), kNan);
-    else
+    else if (keepSpeed)
       out.speed.assign(static_cast<std::size_t>(n), kNan);
   }, &control);
+  // Each row's least and greatest speed (NaN for a row outside the watershed), for speedRange.
+  std::vector<double> rowMin(static_cast<std::size_t>(speedRange ? h : 0), kNan), rowMax(rowMin.size(), kNan);
   // Speeds and step times of the watershed's cells, row by row (in the order of memory, which is
   // faster than the order of the walk); the step waits in `minutes` for the sums below.
   parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
@@ -199,6 +202,7 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
     {
       if (rowCells[std::size_t(y)] == 0)
         continue;
+      double least = std::numeric_limits<double>::infinity(), greatest = -least;
       for (int64_t x = 0; x < w; ++x)
       {
         const int64_t c = y * w + x;
@@ -208,8 +212,16 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
         const double length = detail::flowLength(g.cellWidth[y], g.cellHeight[y], d);
         const double v = detail::cellSpeed(model, g.z, model.manning, w, h, x, y, detail::receiverOf(dir, w, h, c),
                                            acc.area[std::size_t(c)], g.cellWidth[y], g.cellHeight[y], d);
-        out.speed[std::size_t(c)] = v;
+        if (keepSpeed)
+          out.speed[std::size_t(c)] = v;
+        least = std::min(least, v);
+        greatest = std::max(greatest, v);
         out.minutes[std::size_t(c)] = length / v / 60.0;
+      }
+      if (speedRange)
+      {
+        rowMin[std::size_t(y)] = least;
+        rowMax[std::size_t(y)] = greatest;
       }
     }
   }, &control);
@@ -237,6 +249,18 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
 #endif
     const int64_t c = order[i];
     minutes[c] += minutes[c + offset[dir[c]]];
+  }
+  if (speedRange)
+  {
+    *speedRange = {kNan, kNan};
+    for (int64_t y = 0; y < h; ++y)
+      if (!std::isnan(rowMin[std::size_t(y)]))
+      {
+        speedRange->first = std::isnan(speedRange->first) ? rowMin[std::size_t(y)]
+                                                          : std::min(speedRange->first, rowMin[std::size_t(y)]);
+        speedRange->second = std::isnan(speedRange->second) ? rowMax[std::size_t(y)]
+                                                            : std::max(speedRange->second, rowMax[std::size_t(y)]);
+      }
   }
   return out;
 }

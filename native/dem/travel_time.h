@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "dem/dem.h"
@@ -57,7 +58,7 @@ struct VelocityModel
 struct TravelTimes
 {
   std::vector<double> minutes;  // NaN outside the watershed
-  std::vector<double> speed;    // m/s, NaN outside the watershed
+  std::vector<double> speed;    // m/s, NaN outside the watershed (left empty where not asked for)
   int64_t watershedCells = 0;
   double watershedArea = 0;  // m²
 };
@@ -73,9 +74,11 @@ void validateModel(const VelocityModel& model);
 TravelTimes travelTime(Backend backend, const Grid& filled, const std::vector<uint8_t>& directions,
                        const Accumulation& accumulation, int64_t outlet, const VelocityModel& model, int threads,
                        const RunControl& control);
-// On the CPU.
+// On the CPU. Without keepSpeed, `speed` is left empty and the least and greatest speed over the
+// watershed go to *speedRange (when given) instead.
 TravelTimes travelTime(const Grid& filled, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
-                       int64_t outlet, const VelocityModel& model, int threads, const RunControl& control);
+                       int64_t outlet, const VelocityModel& model, int threads, const RunControl& control,
+                       bool keepSpeed = true, std::pair<double, double>* speedRange = nullptr);
 
 // The cell of highest accumulation within `radius` (metres) of cell (x, y), ties to the lowest
 // index; the cell itself when the radius is 0. Throws InvalidInput when (x, y) is outside the grid

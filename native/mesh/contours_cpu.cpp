@@ -362,7 +362,7 @@ public:
         }
       }
       ScopedStage stage(mTimes, "assemble polygons");
-      out.bands = assembleRings(raw, out.droppedRings, control);
+      out.bands = assembleRings(raw, out.droppedRings, control, mThreads);
     }
     return out;
   }

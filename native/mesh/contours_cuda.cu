@@ -482,7 +482,7 @@ public:
     {
       const RawRings raw = rings(m, f, nl, lineSegments, control);
       ScopedStage stage(mTimes, "assemble polygons");
-      out.bands = assembleRings(raw, out.droppedRings, control);
+      out.bands = assembleRings(raw, out.droppedRings, control, 0);  // the host's threads
     }
     return out;
   }

@@ -3,8 +3,11 @@
 // flats, on the GPU or the CPU.
 //
 // usage: bench_dem --width W --height H [--backend gpu|cpu] [--reps R] [--threads T] [--chain]
+//                  [--manning] [--interval MINUTES]
 // --chain: the same work in one isochroneChain() call (on the GPU, every array stays on the device
-// between stages and only the travel times and polygons come back), not stage by stage.
+// between stages and only the travel times and polygons come back), not stage by stage. With
+// --chain, --manning takes the Manning model (SAGA's, with its defaults) and --interval the bands'
+// width (what gpugeo:isochrones runs in bench_dem_cpu.py: --manning --interval 60).
 // The terrain: waves and a slope in metres on 30 m cells, with random noise (pits) and elevations
 // rounded to 0.5 m (flats); the DEM is 2,511 x 2,550 in the source paper. Prints one JSON object:
 // the medians of each stage and of the whole chain (ms), and checksums to compare the backends.
@@ -35,7 +38,8 @@ int main(int argc, char** argv)
   int64_t w = 2511, h = 2550;
   int reps = 5, threads = 0;
   std::string backend = "gpu";
-  bool chain = false;
+  bool chain = false, manning = false;
+  double fixedInterval = 0;  // minutes; 0: the longest time / 20
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -46,6 +50,8 @@ int main(int argc, char** argv)
     else if (a == "--reps") reps = std::stoi(next());
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--chain") chain = true;
+    else if (a == "--manning") manning = true;
+    else if (a == "--interval") fixedInterval = std::stod(next());
   }
   std::vector<float> z(static_cast<std::size_t>(w * h));
   std::mt19937_64 rng(7);
@@ -74,6 +80,8 @@ int main(int argc, char** argv)
     const dem::Grid grid{z.data(), w, h, cw.data(), ch.data()};
     dem::ChainOptions o;
     o.interval = chainInterval;
+    if (manning)
+      o.model.kind = dem::VelocityModel::Kind::Manning;
     const dem::ChainResult c = dem::isochroneChain(b, grid, o, threads, control, &times);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (r < 0)
@@ -86,7 +94,7 @@ int main(int argc, char** argv)
           longest = std::max(longest, m);
         }
       std::printf("{\"travel_minutes_sum\": %.12e}\n", travelSum);
-      chainInterval = longest / 20 * (1 + 1e-12);
+      chainInterval = fixedInterval > 0 ? fixedInterval : longest / 20 * (1 + 1e-12);
       continue;
     }
     polygons = c.bandPolygons.bandPolygon.back();

@@ -37,7 +37,7 @@ RawRings regionRingsCuda(const int32_t* labels, int64_t w, int64_t h, int32_t co
 RawRings regionRingsOnDevice(const int32_t* deviceLabels, int64_t w, int64_t h, int32_t count,
                              const RunControl& control);
 // Either backend's rings as polygons (host; regions.cpp).
-BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control);
+BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control, int threads);
 
 // How many bands of options.interval the times up to `longest` make; throws InvalidInput past
 // options.maxBands (isochrone_chain.cpp, for both backends).

@@ -68,14 +68,15 @@ GPUGEO_HD uint8_t d8DirectionAround(float zc, const Around& around, bool withMas
   if (isNoData(zc))
     return kNoData;
   const double diagonal = exact::sqrt(exact::add(exact::mul(width, width), exact::mul(height, height)));
+  // Every neighbour's drop is computed and compared, with no branch to skip one: a drop of 0 or less
+  // never wins, and a NaN (a neighbour on nodata or off the grid) never compares greater. (Skipping
+  // the divisions that cannot win cost more in mispredicted branches than the divisions.)
   int best = -1;
   double bestDrop = 0;
   for (int d = 0; d < 8; ++d)
   {
-    const float zn = around.at(d);
-    if (isNoData(zn))
-      continue;
-    const double drop = exact::div(exact::sub(double(zc), double(zn)), neighbourDistance(d, width, height, diagonal));
+    const double drop =
+      exact::div(exact::sub(double(zc), double(around.at(d))), neighbourDistance(d, width, height, diagonal));
     if (drop > bestDrop)
     {
       bestDrop = drop;
@@ -116,6 +117,17 @@ struct GridAround
     return nx < 0 || ny < 0 || nx >= w || ny >= h ? std::numeric_limits<float>::quiet_NaN() : z[ny * w + nx];
   }
   GPUGEO_HD int32_t maskAt(int d) const { return mask[(y + stepY(d)) * w + x + stepX(d)]; }
+};
+
+// An inner cell's neighbourhood (one that is off the grid's border): its neighbours at fixed offsets
+// from it, with no bounds checks.
+struct InnerAround
+{
+  const float* zc;
+  const int32_t* maskC;  // null without a mask
+  int64_t w;
+  GPUGEO_HD float at(int d) const { return zc[stepY(d) * w + stepX(d)]; }
+  GPUGEO_HD int32_t maskAt(int d) const { return maskC[stepY(d) * w + stepX(d)]; }
 };
 
 // The D8 direction of cell (x, y) (dem.h's rule); mask may be null (no flat resolution).

@@ -1,5 +1,6 @@
 // The CPU backend's flats, directions and accumulation.
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 
@@ -351,6 +352,54 @@ std::vector<int32_t> flatMaskCpu(const Grid& grid, bool towardsOnly, int threads
   return mask;
 }
 
+namespace {
+
+// For the inner cells x = 1 .. w - 2 of a row (rows up and down beside it): the first part of dem.h's
+// D8 rule, the direction of steepest positive drop (the first of equal drops), or -1 for none, as
+// d8DirectionAround finds it, with the same IEEE operations (a NaN drop never compares greater).
+// Here they run neighbour by neighbour along the row, two cells at a time in GCC's vector types
+// (which compile to SSE2 on x86-64): one cell at a time, the choice of the best so far is a branch
+// that goes either way, and it cost more than the divisions.
+void steepestDropOfRow(const float* up, const float* row, const float* down, int64_t w, double width, double height,
+                       double* bestDrop, double* best)
+{
+  typedef double Pair __attribute__((vector_size(16)));
+  typedef int64_t Mask __attribute__((vector_size(16)));
+  const double diagonal = exact::sqrt(exact::add(exact::mul(width, width), exact::mul(height, height)));
+  std::fill(bestDrop, bestDrop + w, 0.0);
+  std::fill(best, best + w, -1.0);
+  for (int d = 0; d < 8; ++d)
+  {
+    const float* from = (kDy[d] < 0 ? up : (kDy[d] > 0 ? down : row)) + kDx[d];
+    const double distance = neighbourDistance(d, width, height, diagonal);
+    const Pair distances = {distance, distance}, direction = {double(d), double(d)};
+    int64_t x = 1;
+    for (; x + 1 < w - 1; x += 2)
+    {
+      const Pair own = {double(row[x]), double(row[x + 1])}, other = {double(from[x]), double(from[x + 1])};
+      const Pair drop = (own - other) / distances;
+      Pair bestSoFar, directionSoFar;
+      std::memcpy(&bestSoFar, bestDrop + x, sizeof bestSoFar);
+      std::memcpy(&directionSoFar, best + x, sizeof directionSoFar);
+      const Mask steeper = drop > bestSoFar;
+      const Pair nextBest = steeper ? drop : bestSoFar, nextDirection = steeper ? direction : directionSoFar;
+      std::memcpy(bestDrop + x, &nextBest, sizeof nextBest);
+      std::memcpy(best + x, &nextDirection, sizeof nextDirection);
+    }
+    for (; x < w - 1; ++x)
+    {
+      const double drop = exact::div(exact::sub(double(row[x]), double(from[x])), distance);
+      if (drop > bestDrop[x])
+      {
+        bestDrop[x] = drop;
+        best[x] = d;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>* mask, int threads,
                                    const RunControl& control)
 {
@@ -358,6 +407,7 @@ std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>*
   std::vector<uint8_t> out(static_cast<std::size_t>(w * h));
   const int32_t* m = mask ? mask->data() : nullptr;
   parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
+    std::vector<double> bestDrop(static_cast<std::size_t>(w)), best(static_cast<std::size_t>(w));
     for (int64_t y = b; y < e; ++y)
     {
       const double width = grid.cellWidth[y], height = grid.cellHeight[y];
@@ -368,10 +418,13 @@ std::vector<uint8_t> directionsCpu(const Grid& grid, const std::vector<int32_t>*
       if (!inner)
         continue;
       const float* z = grid.z + y * w;
+      steepestDropOfRow(z - w, z, z + w, w, width, height, bestDrop.data(), best.data());
       const int32_t* rowMask = m ? m + y * w : nullptr;
-      for (int64_t x = 1; x < w - 1; ++x)
-        row[x] = d8DirectionAround(z[x], InnerAround{z + x, rowMask ? rowMask + x : nullptr, w}, m != nullptr,
-                                   rowMask ? rowMask[x] : 0, width, height);
+      for (int64_t x = 1; x < w - 1; ++x)  // the whole rule where no neighbour is lower
+        row[x] = best[std::size_t(x)] >= 0
+                   ? uint8_t(best[std::size_t(x)])
+                   : d8DirectionAround(z[x], InnerAround{z + x, rowMask ? rowMask + x : nullptr, w}, m != nullptr,
+                                       rowMask ? rowMask[x] : 0, width, height);
     }
   }, &control);
   return out;
@@ -384,11 +437,19 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
   Accumulation out;
   out.cells.assign(static_cast<std::size_t>(n), 0);
   out.area.assign(static_cast<std::size_t>(n), 0);
-  // Each valid cell's own count and area and its receiver (-1: none, as receiverOf), row by row on
-  // all threads; the sums down the paths (dependency counting) then run on one.
+  // Row by row on all threads: each valid cell's own count and area, its receiver (-1: none, as
+  // receiverOf) and how many cells drain into it (its neighbours whose direction points back at it:
+  // a gather, so no thread writes another's cells); the chunks' sources (valid cells nothing drains
+  // into). The sums down the paths (dependency counting) then run on one thread.
   std::vector<int32_t> receiver(static_cast<std::size_t>(n));
+  std::vector<uint8_t> inflow(static_cast<std::size_t>(n));
   static_assert(kMaxCells <= INT32_MAX, "receivers fit 32 bits");
-  parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
+  const int64_t grain = 16, chunks = (h + grain - 1) / grain;
+  std::vector<std::vector<int32_t>> sourcesOf(static_cast<std::size_t>(chunks));
+  std::vector<int64_t> validOf(sourcesOf.size(), 0);
+  parallelFor(h, grain, threads, [&](int64_t b, int64_t e) {
+    std::vector<int32_t> sources;
+    int64_t valid = 0;
     for (int64_t y = b; y < e; ++y)
     {
       const int64_t area = cellArea(grid, y);
@@ -396,44 +457,51 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
       {
         const uint8_t d = directions[std::size_t(c)];
         int32_t to = -1;
+        uint8_t in = 0;
         if (d != kNoData)
         {
+          ++valid;
           out.cells[std::size_t(c)] = 1;
           out.area[std::size_t(c)] = area;
           const int64_t nx = x + stepX(d), ny = y + stepY(d);
           if (d < 8 && nx >= 0 && ny >= 0 && nx < w && ny < h && directions[std::size_t(ny * w + nx)] != kNoData)
             to = int32_t(ny * w + nx);
+          for (int k = 0; k < 8; ++k)
+          {
+            const int64_t mx = x + kDx[k], my = y + kDy[k];
+            in = uint8_t(in + (mx >= 0 && my >= 0 && mx < w && my < h &&
+                               directions[std::size_t(my * w + mx)] == ((k + 4) & 7)));
+          }
+          if (in == 0)
+            sources.push_back(int32_t(c));
         }
         receiver[std::size_t(c)] = to;
+        inflow[std::size_t(c)] = in;
       }
     }
+    sourcesOf[std::size_t(b / grain)] = std::move(sources);
+    validOf[std::size_t(b / grain)] = valid;
   }, &control);
-  std::vector<uint8_t> inflow(static_cast<std::size_t>(n), 0);
-  int64_t valid = 0;
-  for (int64_t c = 0; c < n; ++c)
+  // From each source down its path while the cell reached has no other inflow left to wait for.
+  int64_t valid = 0, done = 0;
+  for (const int64_t v : validOf)
+    valid += v;
+  for (const std::vector<int32_t>& sources : sourcesOf)
   {
-    valid += directions[std::size_t(c)] != kNoData;
-    if (receiver[std::size_t(c)] >= 0)
-      ++inflow[std::size_t(receiver[std::size_t(c)])];
-  }
-  std::vector<int32_t> ready;
-  for (int64_t c = 0; c < n; ++c)
-    if (directions[std::size_t(c)] != kNoData && inflow[std::size_t(c)] == 0)
-      ready.push_back(int32_t(c));
-  int64_t done = 0;
-  while (!ready.empty())
-  {
-    const int32_t c = ready.back();
-    ready.pop_back();
-    if ((++done & 0xfffff) == 0 && control.isCanceled())
+    if (control.isCanceled())
       throw Canceled();
-    const int32_t d = receiver[std::size_t(c)];
-    if (d < 0)
-      continue;
-    out.cells[std::size_t(d)] += out.cells[std::size_t(c)];
-    out.area[std::size_t(d)] += out.area[std::size_t(c)];
-    if (--inflow[std::size_t(d)] == 0)
-      ready.push_back(d);
+    for (int32_t c : sources)
+    {
+      ++done;
+      for (int32_t d = receiver[std::size_t(c)]; d >= 0; c = d, d = receiver[std::size_t(c)])
+      {
+        out.cells[std::size_t(d)] += out.cells[std::size_t(c)];
+        out.area[std::size_t(d)] += out.area[std::size_t(c)];
+        if (--inflow[std::size_t(d)] != 0)
+          break;
+        ++done;
+      }
+    }
   }
   if (done != valid)
     throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <vector>
 
@@ -195,7 +196,9 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
 {
   const int64_t w = grid.width, h = grid.height;
   std::vector<float> out(grid.z, grid.z + w * h);
-  std::vector<int32_t> label(static_cast<std::size_t>(w * h), kUnlabelled);
+  // Unlabelled until each tile's job marks its own cells (on all threads: the first touches of the
+  // pages cost as much as the flood).
+  std::unique_ptr<int32_t[]> label(new int32_t[std::size_t(w * h)]);
   std::vector<Tile> tiles;
   int32_t labels = 1;  // 0 is the ocean
   for (int64_t y0 = 0; y0 < h; y0 += kTile)
@@ -207,70 +210,89 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
     }
   const float* z = grid.z;
   std::vector<std::vector<Spill>> spills(tiles.size());
+  int64_t offset[8];
+  for (int d = 0; d < 8; ++d)
+    offset[d] = kDy[d] * w + kDx[d];
 
-  // Each tile flooded from its perimeter and its edge cells.
+  // Each tile flooded from its perimeter and its edge cells. The flood keeps a cell as its place in
+  // the tile, row << 8 | column (tiles are at most 256 wide), so its row and column come from shifts.
+  static_assert(kTile <= 256, "a tile's columns fit 8 bits");
   parallelFor(int64_t(tiles.size()), 1, threads, [&](int64_t b, int64_t e) {
+    float* level = out.data();
+    int32_t* lab = label.get();
     for (int64_t ti = b; ti < e; ++ti)
     {
       const Tile& t = tiles[std::size_t(ti)];
+      const int64_t tw = t.x1 - t.x0, th = t.y1 - t.y0;
+      bool nodataNear = false;  // a nodata cell in the tile or around it: edge cells inside
+      for (int64_t y = t.y0; y < t.y1; ++y)
+        std::fill(lab + y * w + t.x0, lab + y * w + t.x1, kUnlabelled);
+      for (int64_t y = std::max<int64_t>(0, t.y0 - 1); y < std::min(h, t.y1 + 1); ++y)
+      {
+        int64_t nan = 0;
+        for (int64_t x = std::max<int64_t>(0, t.x0 - 1); x < std::min(w, t.x1 + 1); ++x)
+          nan += z[y * w + x] != z[y * w + x];
+        nodataNear = nodataNear || nan > 0;
+      }
       OpenCells open;
-      std::vector<int64_t> pit;  // cells raised to the level being flooded, in any order (a stack)
+      std::vector<uint32_t> pit;  // cells raised to the level being flooded, in any order (a stack)
       auto seed = [&](int64_t x, int64_t y, int32_t own) {
         const int64_t c = y * w + x;
-        if (isNoData(z[c]) || label[std::size_t(c)] != kUnlabelled)
+        if (isNoData(z[c]) || lab[c] != kUnlabelled)
           return;
-        label[std::size_t(c)] = isEdgeCell(z, w, h, x, y) ? kOcean : own;
-        open.push(out[std::size_t(c)], c);
+        lab[c] = isEdgeCell(z, w, h, x, y) ? kOcean : own;
+        open.push(level[c], (y - t.y0) << 8 | (x - t.x0));
       };
       forPerimeter(t, [&](int64_t x, int64_t y, int32_t k) { seed(x, y, t.firstLabel + k); });
-      for (int64_t y = t.y0 + 1; y < t.y1 - 1; ++y)
-        for (int64_t x = t.x0 + 1; x < t.x1 - 1; ++x)
-          if (!isNoData(z[y * w + x]) && isEdgeCell(z, w, h, x, y))
-            seed(x, y, kOcean);
+      if (nodataNear)
+        for (int64_t y = t.y0 + 1; y < t.y1 - 1; ++y)
+          for (int64_t x = t.x0 + 1; x < t.x1 - 1; ++x)
+            if (!isNoData(z[y * w + x]) && isEdgeCell(z, w, h, x, y))
+              seed(x, y, kOcean);
       SpillTable lowest;
       while (!open.empty() || !pit.empty())
       {
-        int64_t c;
+        uint32_t local;
         if (!pit.empty())
         {
-          c = pit.back();
+          local = pit.back();
           pit.pop_back();
         }
         else
-          c = open.pop();
-        const float wc = out[std::size_t(c)];
-        const int32_t lc = label[std::size_t(c)];
-        const int64_t x = c % w, y = c / w;
+          local = uint32_t(open.pop());
+        const int64_t x = local & 0xff, y = local >> 8;
+        const int64_t c = (t.y0 + y) * w + t.x0 + x;
+        const float wc = level[c];
+        const int32_t lc = lab[c];
         for (int d = 0; d < 8; ++d)
         {
-          const int64_t nx = x + kDx[d], ny = y + kDy[d];
-          if (nx < t.x0 || ny < t.y0 || nx >= t.x1 || ny >= t.y1)
+          if (uint64_t(x + kDx[d]) >= uint64_t(tw) || uint64_t(y + kDy[d]) >= uint64_t(th))
             continue;
-          const int64_t n = ny * w + nx;
-          if (isNoData(z[n]))
+          const int64_t n = c + offset[d];
+          const float ln = level[n];
+          if (isNoData(ln))  // nodata (levels start as the elevations, and a valid cell's stays valid)
             continue;
-          const int32_t ln = label[std::size_t(n)];
-          if (ln != kUnlabelled)
+          const int32_t labelN = lab[n];
+          if (labelN != kUnlabelled)
           {
-            if (ln != lc)
-            {
-              lowest.lower(pairKey(lc, ln), std::max(wc, out[std::size_t(n)]));
-            }
+            if (labelN != lc)
+              lowest.lower(pairKey(lc, labelN), std::max(wc, ln));
             continue;
           }
-          label[std::size_t(n)] = lc;
-          if (out[std::size_t(n)] <= wc)
+          lab[n] = lc;
+          const uint32_t localN = uint32_t(int64_t(local) + kDy[d] * 256 + kDx[d]);
+          if (ln <= wc)
           {
-            out[std::size_t(n)] = wc;
-            pit.push_back(n);
+            level[n] = wc;
+            pit.push_back(localN);
           }
           else
-            open.push(out[std::size_t(n)], n);
+            open.push(ln, localN);
         }
       }
       auto& mine = spills[std::size_t(ti)];
-      lowest.forEach([&](uint64_t key, float level) {
-        mine.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), level});
+      lowest.forEach([&](uint64_t key, float spill) {
+        mine.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), spill});
       });
     }
   }, &control);

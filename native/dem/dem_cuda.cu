@@ -728,8 +728,9 @@ __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32
 // ---- travel time ----
 
 __global__ void travelInitKernel(const float* z, const uint8_t* dirs, const long long* area, const double* cellWidth,
-                                 const double* cellHeight, const float* manning, VelocityModel model, int64_t w,
-                                 int64_t h, int64_t outlet, int32_t* next, int32_t* tail, double* sum, double* speed)
+                                 const double* cellHeight, const float* manning, VelocityModel model,
+                                 double overlandNPower, int64_t w, int64_t h, int64_t outlet, int32_t* next,
+                                 int32_t* tail, double* sum, double* speed)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= w * h)
@@ -743,8 +744,9 @@ __global__ void travelInitKernel(const float* z, const uint8_t* dirs, const long
     return;
   }
   const int64_t x = c % w, y = c / w;
-  const int64_t receiver = receiverOf(dirs, w, h, c);
-  const double v = cellSpeed(model, z, manning, w, h, x, y, receiver, area[c], cellWidth[y], cellHeight[y], dirs[c]);
+  const int64_t receiver = receiverAt(dirs, w, h, x, y);
+  const double v =
+    cellSpeed(model, overlandNPower, z, manning, w, h, x, y, receiver, area[c], cellWidth[y], cellHeight[y], dirs[c]);
   speed[c] = v;
   sum[c] = flowLength(cellWidth[y], cellHeight[y], dirs[c]) / v / 60.0;
   next[c] = c == outlet ? -1 : int32_t(receiver);
@@ -1155,7 +1157,8 @@ void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& d
   speed.resize(std::size_t(n));
   DeviceBuffer<double> partial(static_cast<std::size_t>(n));
   travelInitKernel<<<blocksFor(n), 256>>>(z.data(), dirs.data(), area.data(), cw.data(), ch.data(), model.manning,
-                                          model, w, h, outlet, next.data(), tail.data(), step.data(), speed.data());
+                                          model, manningNPower(model.overlandN), w, h, outlet, next.data(), tail.data(),
+                                          step.data(), speed.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   const dim3 tiles = tilesOf(w, h), threads(kTile, kTile);
   travelTileKernel<<<tiles, threads>>>(next.data(), step.data(), w, h, partial.data(), exitOf.data());

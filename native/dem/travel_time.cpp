@@ -65,7 +65,7 @@ void validateModel(const VelocityModel& m)
 
 double manningSpeed(const VelocityModel& m, double slopeTangent, double area, double cellN)
 {
-  return detail::manningCellSpeed(m, slopeTangent, area, cellN);
+  return detail::manningCellSpeed(m, slopeTangent, area, detail::manningNPower(cellN));
 }
 
 namespace {
@@ -193,6 +193,7 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
     else if (keepSpeed)
       out.speed.assign(static_cast<std::size_t>(n), kNan);
   }, &control);
+  const double overlandNPower = detail::manningNPower(model.overlandN);
   // Each row's least and greatest speed (NaN for a row outside the watershed), for speedRange.
   std::vector<double> rowMin(static_cast<std::size_t>(speedRange ? h : 0), kNan), rowMax(rowMin.size(), kNan);
   // Speeds and step times of the watershed's cells, row by row (in the order of memory, which is
@@ -210,8 +211,9 @@ TravelTimes travelTime(const Grid& g, const std::vector<uint8_t>& directions, co
           continue;
         const uint8_t d = dir[c];
         const double length = detail::flowLength(g.cellWidth[y], g.cellHeight[y], d);
-        const double v = detail::cellSpeed(model, g.z, model.manning, w, h, x, y, detail::receiverOf(dir, w, h, c),
-                                           acc.area[std::size_t(c)], g.cellWidth[y], g.cellHeight[y], d);
+        const double v = detail::cellSpeed(model, overlandNPower, g.z, model.manning, w, h, x, y,
+                                           detail::receiverAt(dir, w, h, x, y), acc.area[std::size_t(c)],
+                                           g.cellWidth[y], g.cellHeight[y], d);
         if (keepSpeed)
           out.speed[std::size_t(c)] = v;
         least = std::min(least, v);

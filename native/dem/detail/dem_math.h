@@ -28,16 +28,23 @@ GPUGEO_HD bool isEdgeCell(const float* z, int64_t w, int64_t h, int64_t x, int64
   return false;
 }
 
-// The cell that cell c drains to by its direction, or -1 (no direction, off the grid, onto nodata).
-GPUGEO_HD int64_t receiverOf(const uint8_t* directions, int64_t w, int64_t h, int64_t c)
+// The cell that cell (x, y) drains to by its direction, or -1 (no direction, off the grid, onto
+// nodata).
+GPUGEO_HD int64_t receiverAt(const uint8_t* directions, int64_t w, int64_t h, int64_t x, int64_t y)
 {
-  const uint8_t d = directions[c];
+  const uint8_t d = directions[y * w + x];
   if (d >= 8)
     return -1;
-  const int64_t nx = c % w + stepX(d), ny = c / w + stepY(d);
+  const int64_t nx = x + stepX(d), ny = y + stepY(d);
   if (nx < 0 || ny < 0 || nx >= w || ny >= h || directions[ny * w + nx] == kNoData)
     return -1;
   return ny * w + nx;
+}
+
+// The same for cell c.
+GPUGEO_HD int64_t receiverOf(const uint8_t* directions, int64_t w, int64_t h, int64_t c)
+{
+  return receiverAt(directions, w, h, c % w, c / w);
 }
 
 // Distances to the eight neighbours from a cell of the given width and height.

@@ -46,7 +46,15 @@ GPUGEO_HD double slopeTangentAt(const float* z, int64_t w, int64_t h, int64_t x,
   return sqrt(G * G + H * H);
 }
 
-GPUGEO_HD double manningCellSpeed(const VelocityModel& m, double slopeTangent, double area, double cellN)
+// The overland speed's divisor for a cell of Manning coefficient n, n^0.6 (once per model where the
+// coefficient is the same everywhere).
+GPUGEO_HD double manningNPower(double n)
+{
+  return pow(n, 0.6);
+}
+
+// A cell's Manning-model speed; nPower = manningNPower(the cell's coefficient).
+GPUGEO_HD double manningCellSpeed(const VelocityModel& m, double slopeTangent, double area, double nPower)
 {
   const double S = 25400.0 / m.curveNumber - 254.0;
   const double runoff = m.rainfall < 0.2 * S ? 0.1 : (m.rainfall - 0.2 * S) * (m.rainfall - 0.2 * S) / (m.rainfall + 0.8 * S);
@@ -55,7 +63,7 @@ GPUGEO_HD double manningCellSpeed(const VelocityModel& m, double slopeTangent, d
   if (area < m.mixedArea)
   {
     const double D = sqrt(2 * area / 3.14159);
-    return fmax(m.minSpeed, pow(I * D, 0.4) * pow(s, 0.3) / pow(cellN, 0.6));
+    return fmax(m.minSpeed, pow(I * D, 0.4) * pow(s, 0.3) / nPower);
   }
   const double n = area < m.channelAreaManning ? m.mixedN : m.channelN;
   const double Q = I * area, z = m.sideSlope;
@@ -84,10 +92,11 @@ GPUGEO_HD double manningCellSpeed(const VelocityModel& m, double slopeTangent, d
 }
 
 // A watershed cell's speed (m/s); `receiver` is its D8 receiving cell or -1; `area` its
-// accumulated area in 1e-6 m^2; `manning` the model's per-cell coefficients (or null).
-GPUGEO_HD double cellSpeed(const VelocityModel& m, const float* z, const float* manning, int64_t w, int64_t h,
-                           int64_t x, int64_t y, int64_t receiver, int64_t area, double width, double height,
-                           uint8_t d)
+// accumulated area in 1e-6 m^2; `manning` the model's per-cell coefficients (or null);
+// overlandNPower = manningNPower(m.overlandN).
+GPUGEO_HD double cellSpeed(const VelocityModel& m, double overlandNPower, const float* z, const float* manning,
+                           int64_t w, int64_t h, int64_t x, int64_t y, int64_t receiver, int64_t area, double width,
+                           double height, uint8_t d)
 {
   const int64_t c = y * w + x;
   switch (m.kind)
@@ -104,10 +113,9 @@ GPUGEO_HD double cellSpeed(const VelocityModel& m, const float* z, const float* 
     }
     case VelocityModel::Kind::Manning:
     {
-      double cellN = m.overlandN;
-      if (manning && isfinite(manning[c]) && manning[c] > 0)
-        cellN = manning[c];
-      return manningCellSpeed(m, slopeTangentAt(z, w, h, x, y, width, height), double(area) * 1e-6, cellN);
+      const double nPower =
+        manning && isfinite(manning[c]) && manning[c] > 0 ? manningNPower(double(manning[c])) : overlandNPower;
+      return manningCellSpeed(m, slopeTangentAt(z, w, h, x, y, width, height), double(area) * 1e-6, nPower);
     }
   }
   return m.minSpeed;

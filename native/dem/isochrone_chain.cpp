@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/travel_math.h"
 #include "dem/regions.h"
@@ -44,9 +45,20 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
   ChainResult out;
   starting(ChainStage::Fill);
   std::vector<float> filled = fillDepressions(Backend::Cpu, dem, threads, control, &times);
-  const int64_t n = dem.width * dem.height;
-  for (int64_t i = 0; i < n; ++i)
-    out.raisedCells += filled[std::size_t(i)] > dem.z[i];
+  {
+    std::vector<int64_t> raisedInRow(static_cast<std::size_t>(dem.height), 0);
+    parallelFor(dem.height, 64, threads, [&](int64_t b, int64_t e) {
+      for (int64_t y = b; y < e; ++y)
+      {
+        int64_t raised = 0;
+        for (int64_t i = y * dem.width; i < (y + 1) * dem.width; ++i)
+          raised += filled[std::size_t(i)] > dem.z[i];
+        raisedInRow[std::size_t(y)] = raised;
+      }
+    }, &control);
+    for (const int64_t raised : raisedInRow)
+      out.raisedCells += raised;
+  }
   const Grid grid{filled.data(), dem.width, dem.height, dem.cellWidth, dem.cellHeight};
   starting(ChainStage::Directions);
   std::vector<uint8_t> directions = flowDirections(Backend::Cpu, grid, true, threads, control, &times);
@@ -65,18 +77,35 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
   }
   starting(ChainStage::Bands);
   ScopedStage stage(times, "bands");
-  double longest = 0;
-  for (const double t : out.travel.minutes)
-    if (!std::isnan(t))
-      longest = std::max(longest, t);
-  out.bands = detail::chainBandCount(longest, o);
-  std::vector<int32_t> labels(out.travel.minutes.size());
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : detail::bandOfTime(out.travel.minutes[i], o.interval);
-  out.bandPolygons = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, out.bands, threads, control);
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    labels[i] = std::isnan(out.travel.minutes[i]) ? -1 : 0;
-  out.watershed = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, 1, threads, control);
+  const double* minutes = out.travel.minutes.data();
+  std::vector<double> longestInRow(static_cast<std::size_t>(dem.height), 0.0);
+  parallelFor(dem.height, 64, threads, [&](int64_t b, int64_t e) {
+    for (int64_t y = b; y < e; ++y)
+    {
+      double longest = 0;
+      for (int64_t i = y * dem.width; i < (y + 1) * dem.width; ++i)
+        longest = std::isnan(minutes[i]) ? longest : std::max(longest, minutes[i]);
+      longestInRow[std::size_t(y)] = longest;
+    }
+  }, &control);
+  out.bands = detail::chainBandCount(*std::max_element(longestInRow.begin(), longestInRow.end()), o);
+  // The cells' bands and the watershed (one set), then both traced at once: the watershed's walk, on
+  // one thread of its own, beside the bands' (whose parts that can be shared take the others).
+  std::vector<int32_t> labels(out.travel.minutes.size()), shed(labels.size());
+  parallelFor(dem.height, 64, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b * dem.width; i < e * dem.width; ++i)
+    {
+      const bool inside = !std::isnan(minutes[i]);
+      labels[std::size_t(i)] = inside ? detail::bandOfTime(minutes[i], o.interval) : -1;
+      shed[std::size_t(i)] = inside ? 0 : -1;
+    }
+  }, &control);
+  parallelFor(2, 1, threads, [&](int64_t job, int64_t) {
+    if (job == 0)
+      out.bandPolygons = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, out.bands, threads, control);
+    else
+      out.watershed = traceRegions(Backend::Cpu, shed.data(), dem.width, dem.height, 1, 1, control);
+  }, &control);
   if (o.keepFilled)
     out.filled = std::move(filled);
   if (o.keepDirections)

@@ -317,14 +317,15 @@ int64_t largestBasinOutlet(const Grid& g, const std::vector<uint8_t>& directions
 {
   const int64_t w = g.width, h = g.height;
   int64_t best = -1;
-  for (int64_t c = 0; c < w * h; ++c)
-  {
-    if (directions[std::size_t(c)] == kNoData)
-      continue;
-    const bool leaves = detail::receiverOf(directions.data(), w, h, c) < 0;
-    if (leaves && (best < 0 || acc.cells[std::size_t(c)] > acc.cells[std::size_t(best)]))
-      best = c;
-  }
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0, c = y * w; x < w; ++x, ++c)
+    {
+      if (directions[std::size_t(c)] == kNoData)
+        continue;
+      const bool leaves = detail::receiverAt(directions.data(), w, h, x, y) < 0;
+      if (leaves && (best < 0 || acc.cells[std::size_t(c)] > acc.cells[std::size_t(best)]))
+        best = c;
+    }
   if (best < 0)
     throw InvalidInput("the DEM has no valid cell");
   return best;

@@ -13,23 +13,30 @@ namespace gpugeo {
 
 namespace {
 
+// A loop's nodes (indices into the raw arrays, not repeated at the end): a ring that does not touch
+// itself is its own raw nodes first .. first + count - 1 (no copy, which for many small rings cost
+// more than the rest); a loop cut out of one that does lists them.
 struct Loop
 {
-  std::vector<int64_t> node;  // indices into the raw arrays, not repeated at the end
-  double area = 0;            // signed, counter-clockwise positive
+  int64_t first = 0, count = 0;  // when `node` is empty
+  std::vector<int64_t> node;
+  double area = 0;  // signed, counter-clockwise positive
   double box[4] = {0, 0, 0, 0};
+
+  std::size_t size() const { return node.empty() ? std::size_t(count) : node.size(); }
+  std::size_t at(std::size_t i) const { return std::size_t(node.empty() ? first + int64_t(i) : node[i]); }
 };
 
 void measure(const RawRings& raw, Loop& loop)
 {
-  const std::size_t n = loop.node.size();
-  const double ox = raw.x[std::size_t(loop.node[0])], oy = raw.y[std::size_t(loop.node[0])];
+  const std::size_t n = loop.size();
+  const double ox = raw.x[loop.at(0)], oy = raw.y[loop.at(0)];
   double twice = 0;
   loop.box[0] = loop.box[2] = ox;
   loop.box[1] = loop.box[3] = oy;
   for (std::size_t i = 0; i < n; ++i)
   {
-    const std::size_t a = std::size_t(loop.node[i]), b = std::size_t(loop.node[(i + 1) % n]);
+    const std::size_t a = loop.at(i), b = loop.at(i + 1 < n ? i + 1 : 0);
     twice += (raw.x[a] - ox) * (raw.y[b] - oy) - (raw.x[b] - ox) * (raw.y[a] - oy);
     loop.box[0] = std::min(loop.box[0], raw.x[a]);
     loop.box[1] = std::min(loop.box[1], raw.y[a]);
@@ -85,9 +92,8 @@ void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, st
   if (!repeats)
   {
     Loop loop;
-    loop.node.resize(std::size_t(end - begin));
-    for (int64_t i = begin; i < end; ++i)
-      loop.node[std::size_t(i - begin)] = i;
+    loop.first = begin;
+    loop.count = end - begin;
     loops.push_back(std::move(loop));
     return;
   }
@@ -125,11 +131,11 @@ void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, st
 bool inside(const RawRings& raw, const Loop& ring, double px, double py)
 {
   bool in = false;
-  const std::size_t n = ring.node.size();
+  const std::size_t n = ring.size();
   for (std::size_t i = 0, j = n - 1; i < n; j = i++)
   {
-    const double xi = raw.x[std::size_t(ring.node[i])], yi = raw.y[std::size_t(ring.node[i])];
-    const double xj = raw.x[std::size_t(ring.node[j])], yj = raw.y[std::size_t(ring.node[j])];
+    const double xi = raw.x[ring.at(i)], yi = raw.y[ring.at(i)];
+    const double xj = raw.x[ring.at(j)], yj = raw.y[ring.at(j)];
     if ((yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi)
       in = !in;
   }
@@ -180,7 +186,7 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
   {
     const Loop& hole = holes[i];
     // A point of the hole's boundary that no shell passes through: the middle of its first segment.
-    const std::size_t a = std::size_t(hole.node[0]), b = std::size_t(hole.node[1]);
+    const std::size_t a = hole.at(0), b = hole.at(1);
     const double px = (raw.x[a] + raw.x[b]) / 2, py = (raw.y[a] + raw.y[b]) / 2;
     const auto& candidates = grid[std::size_t(cell(py, box[1], h)) * std::size_t(side) + std::size_t(cell(px, box[0], w))];
     for (const int64_t s : candidates)
@@ -225,7 +231,7 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
       std::vector<Loop> shells, holes;
       for (auto& loop : loops)
       {
-        if (loop.node.size() < 3)
+        if (loop.size() < 3)
         {
           ++band.dropped;
           continue;
@@ -248,7 +254,7 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
           holesOf[std::size_t(owner[i])].push_back(i);
       }
       auto keep = [&](Loop&& loop) {
-        band.points += int64_t(loop.node.size()) + 1;  // the first point repeated at the end
+        band.points += int64_t(loop.size()) + 1;  // the first point repeated at the end
         band.rings.push_back(std::move(loop));
       };
       for (std::size_t s = 0; s < shells.size(); ++s)
@@ -292,9 +298,10 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
       int64_t ring = firstRing[std::size_t(k)];
       for (const Loop& loop : band.rings)
       {
-        for (std::size_t i = 0; i <= loop.node.size(); ++i)
+        const std::size_t size = loop.size();
+        for (std::size_t i = 0; i <= size; ++i)
         {
-          const std::size_t from = std::size_t(loop.node[i % loop.node.size()]);
+          const std::size_t from = loop.at(i < size ? i : 0);
           out.x[std::size_t(point)] = raw.x[from];
           out.y[std::size_t(point)] = raw.y[from];
           if (withZ)

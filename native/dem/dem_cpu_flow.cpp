@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_math.h"
@@ -434,75 +435,125 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
                              const RunControl& control)
 {
   const int64_t w = grid.width, h = grid.height, n = w * h;
+  const uint8_t* dir = directions.data();
   Accumulation out;
-  out.cells.assign(static_cast<std::size_t>(n), 0);
-  out.area.assign(static_cast<std::size_t>(n), 0);
+  out.cells = hugeVector<int64_t>(std::size_t(n));  // fresh pages faulted 2 MiB at a time
+  out.area = hugeVector<int64_t>(std::size_t(n));
+  int64_t* cells = out.cells.data();
+  int64_t* area = out.area.data();
   // Row by row on all threads: each valid cell's own count and area, its receiver (-1: none, as
-  // receiverOf) and how many cells drain into it (its neighbours whose direction points back at it:
-  // a gather, so no thread writes another's cells); the chunks' sources (valid cells nothing drains
-  // into). The sums down the paths (dependency counting) then run on one thread.
+  // receiverAt) and how many cells drain into it (its neighbours whose direction points back at it:
+  // a gather, so no thread writes another's cells; inner cells without bounds checks), or kSource
+  // for a valid cell nothing drains into.
+  constexpr uint8_t kSource = 0x80;
   std::vector<int32_t> receiver(static_cast<std::size_t>(n));
   std::vector<uint8_t> inflow(static_cast<std::size_t>(n));
   static_assert(kMaxCells <= INT32_MAX, "receivers fit 32 bits");
-  const int64_t grain = 16, chunks = (h + grain - 1) / grain;
-  std::vector<std::vector<int32_t>> sourcesOf(static_cast<std::size_t>(chunks));
-  std::vector<int64_t> validOf(sourcesOf.size(), 0);
-  parallelFor(h, grain, threads, [&](int64_t b, int64_t e) {
-    std::vector<int32_t> sources;
-    int64_t valid = 0;
+  int64_t offset[8];
+  for (int d = 0; d < 8; ++d)
+    offset[d] = kDy[d] * w + kDx[d];
+  parallelFor(h, 16, threads, [&](int64_t b, int64_t e) {
     for (int64_t y = b; y < e; ++y)
     {
-      const int64_t area = cellArea(grid, y);
+      const int64_t own = cellArea(grid, y);
+      const bool inner = y > 0 && y < h - 1;
       for (int64_t x = 0, c = y * w; x < w; ++x, ++c)
       {
-        const uint8_t d = directions[std::size_t(c)];
+        const uint8_t d = dir[c];
         int32_t to = -1;
         uint8_t in = 0;
         if (d != kNoData)
         {
-          ++valid;
-          out.cells[std::size_t(c)] = 1;
-          out.area[std::size_t(c)] = area;
-          const int64_t nx = x + stepX(d), ny = y + stepY(d);
-          if (d < 8 && nx >= 0 && ny >= 0 && nx < w && ny < h && directions[std::size_t(ny * w + nx)] != kNoData)
-            to = int32_t(ny * w + nx);
-          for (int k = 0; k < 8; ++k)
+          cells[c] = 1;
+          area[c] = own;
+          if (inner && x > 0 && x < w - 1)
           {
-            const int64_t mx = x + kDx[k], my = y + kDy[k];
-            in = uint8_t(in + (mx >= 0 && my >= 0 && mx < w && my < h &&
-                               directions[std::size_t(my * w + mx)] == ((k + 4) & 7)));
+            if (d < 8 && dir[c + offset[d]] != kNoData)
+              to = int32_t(c + offset[d]);
+            for (int k = 0; k < 8; ++k)
+              in = uint8_t(in + (dir[c + offset[k]] == ((k + 4) & 7)));
           }
-          if (in == 0)
-            sources.push_back(int32_t(c));
+          else
+          {
+            to = int32_t(receiverAt(dir, w, h, x, y));
+            for (int k = 0; k < 8; ++k)
+            {
+              const int64_t mx = x + kDx[k], my = y + kDy[k];
+              in = uint8_t(in + (mx >= 0 && my >= 0 && mx < w && my < h && dir[my * w + mx] == ((k + 4) & 7)));
+            }
+          }
+        }
+        else
+        {
+          cells[c] = 0;
+          area[c] = 0;
         }
         receiver[std::size_t(c)] = to;
-        inflow[std::size_t(c)] = in;
+        inflow[std::size_t(c)] = d != kNoData && in == 0 ? kSource : in;
       }
     }
-    sourcesOf[std::size_t(b / grain)] = std::move(sources);
-    validOf[std::size_t(b / grain)] = valid;
   }, &control);
-  // From each source down its path while the cell reached has no other inflow left to wait for.
-  int64_t valid = 0, done = 0;
-  for (const int64_t v : validOf)
-    valid += v;
-  for (const std::vector<int32_t>& sources : sourcesOf)
+  // The sums down the paths (dependency counting): each band of rows on its own thread, from its
+  // sources (valid cells nothing drains into) down while the cell reached has no inflow left to wait
+  // for, as far as the band's edge; the flows that leave a band are kept, then added on one thread,
+  // each going on down (across any band) as far as it can. The sums are integers: the same in any
+  // order.
+  struct Handover
   {
-    if (control.isCanceled())
-      throw Canceled();
-    for (int32_t c : sources)
+    int32_t to;
+    int64_t cells, area;
+  };
+  const int64_t bands = std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : defaultThreadCount(), h));
+  std::vector<std::vector<Handover>> leaving(static_cast<std::size_t>(bands));
+  std::vector<int64_t> doneIn(static_cast<std::size_t>(bands), 0), validIn(doneIn.size(), 0);
+  const auto down = [&](int32_t c, int32_t lo, int32_t hi, std::vector<Handover>& leaves) {
+    int64_t done = 1;
+    for (int32_t d = receiver[std::size_t(c)]; d >= 0; c = d, d = receiver[std::size_t(c)])
     {
-      ++done;
-      for (int32_t d = receiver[std::size_t(c)]; d >= 0; c = d, d = receiver[std::size_t(c)])
+      if (d < lo || d >= hi)
       {
-        out.cells[std::size_t(d)] += out.cells[std::size_t(c)];
-        out.area[std::size_t(d)] += out.area[std::size_t(c)];
-        if (--inflow[std::size_t(d)] != 0)
-          break;
-        ++done;
+        leaves.push_back(Handover{d, cells[c], area[c]});
+        break;
       }
+      cells[d] += cells[c];
+      area[d] += area[c];
+      if (--inflow[std::size_t(d)] != 0)
+        break;
+      ++done;
     }
+    return done;
+  };
+  parallelFor(bands, 1, threads, [&](int64_t k, int64_t) {
+    const int64_t lo = h * k / bands * w, hi = h * (k + 1) / bands * w;
+    int64_t done = 0, valid = 0;
+    for (int64_t c = lo; c < hi; ++c)
+    {
+      if (dir[c] == kNoData)
+        continue;
+      ++valid;
+      if (inflow[std::size_t(c)] == kSource)
+        done += down(int32_t(c), int32_t(lo), int32_t(hi), leaving[std::size_t(k)]);
+      if ((c & 0xfffff) == 0 && control.isCanceled())
+        throw Canceled();
+    }
+    doneIn[std::size_t(k)] = done;
+    validIn[std::size_t(k)] = valid;
+  }, &control);
+  int64_t done = 0, valid = 0;
+  for (int64_t k = 0; k < bands; ++k)
+  {
+    done += doneIn[std::size_t(k)];
+    valid += validIn[std::size_t(k)];
   }
+  std::vector<Handover> none;  // nothing leaves the whole grid
+  for (const std::vector<Handover>& list : leaving)
+    for (const Handover& flow : list)
+    {
+      cells[flow.to] += flow.cells;
+      area[flow.to] += flow.area;
+      if (--inflow[std::size_t(flow.to)] == 0)
+        done += down(flow.to, 0, int32_t(n), none);
+    }
   if (done != valid)
     throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
   return out;

@@ -262,8 +262,15 @@ TEST(DemCpu, AccumulationEqualsTheReference)
       const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
       const Grid g = d.gridWith(filled);
       const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 2, noCancel);
-      const Accumulation got = flowAccumulation(Backend::Cpu, g, dirs, 2, noCancel);
       const Accumulation want = reference::accumulation(g, dirs);
+      // The CPU sums bands of rows (one a thread) apart and then the flows between them.
+      for (int threads : {1, 3, 7})
+      {
+        const Accumulation other = flowAccumulation(Backend::Cpu, g, dirs, threads, noCancel);
+        EXPECT_EQ(other.cells, want.cells) << "seed " << seed << " threads " << threads;
+        EXPECT_EQ(other.area, want.area) << "seed " << seed << " threads " << threads;
+      }
+      const Accumulation got = flowAccumulation(Backend::Cpu, g, dirs, 2, noCancel);
       EXPECT_EQ(got.cells, want.cells) << "seed " << seed;
       EXPECT_EQ(got.area, want.area) << "seed " << seed;
       // Every valid cell drains out, so the outlets' counts sum to the valid cells.
@@ -299,6 +306,13 @@ TEST(DemCpu, BadInputAndCancel)
   loop[55] = 0;
   loop[56] = 4;
   EXPECT_THROW(flowAccumulation(Backend::Cpu, d.grid(), loop, 1, noCancel), InvalidInput);
+  EXPECT_THROW(flowAccumulation(Backend::Cpu, d.grid(), loop, 2, noCancel), InvalidInput);
+  // One across the two threads' bands of rows (rows 0-4 and 5-9), with a cell draining into it.
+  std::vector<uint8_t> across(100, kNoFlow);
+  across[45] = 2;  // S
+  across[55] = 6;  // N
+  across[65] = 6;
+  EXPECT_THROW(flowAccumulation(Backend::Cpu, d.grid(), across, 2, noCancel), InvalidInput);
   RunControl cancel;
   cancel.canceled = [] { return true; };
   EXPECT_THROW(fillDepressions(Backend::Cpu, d.grid(), 1, cancel), Canceled);

@@ -446,8 +446,9 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
   // a gather, so no thread writes another's cells; inner cells without bounds checks), or kSource
   // for a valid cell nothing drains into.
   constexpr uint8_t kSource = 0x80;
-  std::vector<int32_t> receiver(static_cast<std::size_t>(n));
-  std::vector<uint8_t> inflow(static_cast<std::size_t>(n));
+  // (Scratch arrays uninitialised: the pass below writes every cell, on all threads.)
+  std::unique_ptr<int32_t[]> receiver(new int32_t[std::size_t(n)]);
+  std::unique_ptr<uint8_t[]> inflow(new uint8_t[std::size_t(n)]);
   static_assert(kMaxCells <= INT32_MAX, "receivers fit 32 bits");
   int64_t offset[8];
   for (int d = 0; d < 8; ++d)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "core/errors.h"
@@ -91,7 +92,9 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
   out.bands = detail::chainBandCount(*std::max_element(longestInRow.begin(), longestInRow.end()), o);
   // The cells' bands and the watershed (one set), then both traced at once: the watershed's walk, on
   // one thread of its own, beside the bands' (whose parts that can be shared take the others).
-  std::vector<int32_t> labels(out.travel.minutes.size()), shed(labels.size());
+  // (Uninitialised: the pass below writes every cell, on all threads.)
+  const std::unique_ptr<int32_t[]> labels(new int32_t[out.travel.minutes.size()]),
+    shed(new int32_t[out.travel.minutes.size()]);
   parallelFor(dem.height, 64, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b * dem.width; i < e * dem.width; ++i)
     {
@@ -102,9 +105,9 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
   }, &control);
   parallelFor(2, 1, threads, [&](int64_t job, int64_t) {
     if (job == 0)
-      out.bandPolygons = traceRegions(Backend::Cpu, labels.data(), dem.width, dem.height, out.bands, threads, control);
+      out.bandPolygons = traceRegions(Backend::Cpu, labels.get(), dem.width, dem.height, out.bands, threads, control);
     else
-      out.watershed = traceRegions(Backend::Cpu, shed.data(), dem.width, dem.height, 1, 1, control);
+      out.watershed = traceRegions(Backend::Cpu, shed.get(), dem.width, dem.height, 1, 1, control);
   }, &control);
   if (o.keepFilled)
     out.filled = std::move(filled);

@@ -2,6 +2,7 @@
 #include "dem/regions.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "core/errors.h"
@@ -21,11 +22,11 @@ namespace detail {
 RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t count, int threads,
                         const RunControl& control)
 {
-  std::vector<uint8_t> sides(static_cast<std::size_t>(w * h));
+  std::unique_ptr<uint8_t[]> sides(new uint8_t[std::size_t(w * h)]);  // every cell written below
   parallelFor(h, 64, threads, [&](int64_t b, int64_t e) {
     for (int64_t y = b; y < e; ++y)
     {
-      uint8_t* out = sides.data() + y * w;
+      uint8_t* out = sides.get() + y * w;
       const bool inner = y > 0 && y < h - 1;
       for (int64_t x = 0; x < w; x = (inner && x == 0) ? std::max<int64_t>(w - 1, 1) : x + 1)  // the border
         out[x] = uint8_t(boundarySides(labels, w, h, x, y, count));

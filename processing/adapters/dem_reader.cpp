@@ -283,10 +283,75 @@ void readDemRows(const DemRaster& raster, const std::function<void(int64_t, int6
   }
 }
 
+namespace {
+
+// A float32 band without scale or offset read straight into the elevations, band of rows by band (no
+// float64 buffer, no second copy); nodata values and infinities become NaN, as readDemRows and
+// readElevations make them.
+void readFloat32Elevations(const DemRaster& raster, Elevations& out, QgsFeedback* feedback)
+{
+  Dataset dataset = openQuietly(raster.gdalName, GA_ReadOnly);
+  if (!dataset)
+    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(raster.gdalName, lastGdalError()));
+  GDALRasterBandH band = GDALGetRasterBand(dataset.get(), raster.band);
+  const int64_t width = raster.width, height = raster.height;
+  const int64_t bandRows = bandRowsFor(width, height);
+  const float noData32 = static_cast<float>(raster.noData.value_or(0.0));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float minimum = std::numeric_limits<float>::infinity(), maximum = -minimum;
+  for (int64_t row0 = 0; row0 < height; row0 += bandRows)
+  {
+    if (feedback && feedback->isCanceled())
+      throw Canceled();
+    const int64_t rows = std::min(bandRows, height - row0);
+    float* z = out.z.data() + row0 * width;
+    CPLErrorReset();
+    if (GDALRasterIO(band, GF_Read, 0, static_cast<int>(row0), static_cast<int>(width), static_cast<int>(rows), z,
+                     static_cast<int>(width), static_cast<int>(rows), GDT_Float32, 0, 0) != CE_None)
+      throw QgsProcessingException(
+        QObject::tr("Could not read rows %1 to %2 of %3: %4")
+          .arg(row0)
+          .arg(row0 + rows - 1)
+          .arg(raster.gdalName, lastGdalError()));
+    for (int64_t i = 0; i < rows * width; ++i)
+    {
+      const float f = z[i];
+      if (std::isnan(f) || (raster.noData && f == noData32))
+      {
+        z[i] = nan;
+        continue;
+      }
+      if (!std::isfinite(f))
+      {
+        ++out.notFinite;
+        z[i] = nan;
+        continue;
+      }
+      ++out.valid;
+      minimum = std::min(minimum, f);
+      maximum = std::max(maximum, f);
+    }
+    if (feedback)
+      feedback->setProgress(100.0 * double(row0 + rows) / double(height));
+  }
+  if (out.valid > 0)
+  {
+    out.minimum = minimum;
+    out.maximum = maximum;
+  }
+}
+
+}  // namespace
+
 Elevations readElevations(const DemRaster& raster, QgsFeedback* feedback)
 {
   Elevations out;
   out.z.resize(static_cast<size_t>(raster.width * raster.height));
+  if (raster.dataType == GDT_Float32 && raster.scale == 1.0 && raster.offset == 0.0)
+  {
+    readFloat32Elevations(raster, out, feedback);
+    return out;
+  }
   const float noData32 = static_cast<float>(raster.noData.value_or(0.0));
   double minimum = std::numeric_limits<double>::infinity(), maximum = -minimum;
   readDemRows(

@@ -288,6 +288,22 @@ TEST_F(DemAlgorithmsTest, FillReadsTheChosenBandAndItsNoData)
   EXPECT_TRUE(std::isnan(noData));
   for (size_t i = 0; i < filledNan.size(); ++i)
     ASSERT_TRUE(std::isnan(d.z[i]) ? std::isnan(filledNan[i]) : sameBits(filledNan[i], reference[i])) << i;
+
+  // Infinities in a float32 band are nodata, counted in a warning; the fill is that of the DEM with
+  // those cells as nodata.
+  TestDem infinite = d;
+  infinite.z[100] = std::numeric_limits<float>::infinity();
+  infinite.z[1000] = -std::numeric_limits<float>::infinity();
+  writeTiff(path("inf.tif"), infinite, GDT_Float32, -9999.0);
+  const RunResult inf = run(kFill, path("inf.tif"), {{QStringLiteral("OUTPUT"), path("finf.tif")}});
+  ASSERT_TRUE(inf.ok) << inf.error.toStdString();
+  EXPECT_TRUE(inf.logContains(QStringLiteral("2 cells hold an infinite value")));
+  TestDem holed = d;
+  holed.z[100] = holed.z[1000] = std::nanf("");
+  const auto holedReference = dem::reference::priorityFlood(readerGrid(path("inf.tif"), holed.z).grid);
+  const auto filledInf = read<float>(path("finf.tif"), GDT_Float32, &noData);
+  for (size_t i = 0; i < filledInf.size(); ++i)
+    ASSERT_TRUE(std::isnan(holed.z[i]) ? filledInf[i] == -9999.0f : sameBits(filledInf[i], holedReference[i])) << i;
 }
 
 // Flow directions against the brute-force D8 with the native flat mask, both encodings, with and

@@ -297,33 +297,50 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
     }
   }, &control);
 
-  // The graph of labels: spills inside tiles, and facing cells of neighbouring tiles.
-  std::vector<std::vector<std::pair<int32_t, float>>> edges(static_cast<std::size_t>(labels));
-  auto connect = [&](int32_t a, int32_t b, float level) {
-    if (a == b)
-      return;
-    edges[std::size_t(a)].emplace_back(b, level);
-    edges[std::size_t(b)].emplace_back(a, level);
-  };
+  // The graph of labels: spills inside tiles, and facing cells of neighbouring tiles (found tile by
+  // tile on all threads, each pair once, from its lower cell), as arrays of each label's neighbours.
+  parallelFor(int64_t(tiles.size()), 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t ti = b; ti < e; ++ti)
+    {
+      const Tile& t = tiles[std::size_t(ti)];
+      auto& mine = spills[std::size_t(ti)];
+      forPerimeter(t, [&](int64_t x, int64_t y, int32_t) {
+        const int64_t c = y * w + x;
+        if (isNoData(z[c]))
+          return;
+        for (int d = 0; d < 8; ++d)
+        {
+          const int64_t nx = x + kDx[d], ny = y + kDy[d];
+          if (nx < 0 || ny < 0 || nx >= w || ny >= h || (nx >= t.x0 && ny >= t.y0 && nx < t.x1 && ny < t.y1))
+            continue;
+          const int64_t n = ny * w + nx;
+          if (n < c || isNoData(z[n]) || label[std::size_t(c)] == label[std::size_t(n)])
+            continue;
+          mine.push_back(Spill{label[std::size_t(c)], label[std::size_t(n)],
+                               std::max(out[std::size_t(c)], out[std::size_t(n)])});
+        }
+      });
+    }
+  }, &control);
+  std::vector<int64_t> firstEdge(static_cast<std::size_t>(labels) + 1, 0);
   for (const auto& list : spills)
-    for (const Spill& s : list)
-      connect(s.a, s.b, s.level);
-  for (const Tile& t : tiles)
-    forPerimeter(t, [&](int64_t x, int64_t y, int32_t) {
-      const int64_t c = y * w + x;
-      if (isNoData(z[c]))
-        return;
-      for (int d = 0; d < 8; ++d)
+    for (const Spill& e : list)
+    {
+      ++firstEdge[std::size_t(e.a) + 1];
+      ++firstEdge[std::size_t(e.b) + 1];
+    }
+  for (std::size_t a = 0; a < std::size_t(labels); ++a)
+    firstEdge[a + 1] += firstEdge[a];
+  std::vector<std::pair<int32_t, float>> edges(static_cast<std::size_t>(firstEdge.back()));
+  {
+    std::vector<int64_t> next(firstEdge.begin(), firstEdge.end() - 1);
+    for (const auto& list : spills)
+      for (const Spill& e : list)
       {
-        const int64_t nx = x + kDx[d], ny = y + kDy[d];
-        if (nx < 0 || ny < 0 || nx >= w || ny >= h || (nx >= t.x0 && ny >= t.y0 && nx < t.x1 && ny < t.y1))
-          continue;
-        const int64_t n = ny * w + nx;
-        if (n < c || isNoData(z[n]))  // each facing pair once
-          continue;
-        connect(label[std::size_t(c)], label[std::size_t(n)], std::max(out[std::size_t(c)], out[std::size_t(n)]));
+        edges[std::size_t(next[std::size_t(e.a)]++)] = {e.b, e.level};
+        edges[std::size_t(next[std::size_t(e.b)]++)] = {e.a, e.level};
       }
-    });
+  }
   if (control.isCanceled())
     throw Canceled();
   std::vector<float> level(static_cast<std::size_t>(labels), std::numeric_limits<float>::infinity());
@@ -338,8 +355,9 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
       open.pop();
       if (lv > level[std::size_t(a)])
         continue;
-      for (const auto& [b, weight] : edges[std::size_t(a)])
+      for (int64_t i = firstEdge[std::size_t(a)]; i < firstEdge[std::size_t(a) + 1]; ++i)
       {
+        const auto [b, weight] = edges[std::size_t(i)];
         const float reach = std::max(lv, weight);
         if (reach < level[std::size_t(b)])
         {

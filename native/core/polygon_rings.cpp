@@ -172,15 +172,26 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
   auto cell = [&](double v, double lo, double extent) {
     return std::clamp(int(std::floor((v - lo) / extent * side)), 0, side - 1);
   };
-  std::vector<std::vector<int64_t>> grid(static_cast<std::size_t>(side) * std::size_t(side));
-  for (const int64_t s : order)
-  {
-    const Loop& l = shells[std::size_t(s)];
+  // The grid's lists in one array (each grid cell's shells from first[cell], smallest first): counted,
+  // then filled, so that a band of many small shells costs no allocation per grid cell.
+  const std::size_t cells = std::size_t(side) * std::size_t(side);
+  std::vector<int64_t> first(cells + 1, 0);
+  const auto forCellsOf = [&](const Loop& l, auto visit) {
     const int x0 = cell(l.box[0], box[0], w), x1 = cell(l.box[2], box[0], w);
     const int y0 = cell(l.box[1], box[1], h), y1 = cell(l.box[3], box[1], h);
     for (int y = y0; y <= y1; ++y)
       for (int x = x0; x <= x1; ++x)
-        grid[std::size_t(y) * std::size_t(side) + std::size_t(x)].push_back(s);
+        visit(std::size_t(y) * std::size_t(side) + std::size_t(x));
+  };
+  for (const int64_t s : order)
+    forCellsOf(shells[std::size_t(s)], [&](std::size_t g) { ++first[g + 1]; });
+  for (std::size_t g = 0; g < cells; ++g)
+    first[g + 1] += first[g];
+  std::vector<int64_t> listed(static_cast<std::size_t>(first.back()));
+  {
+    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    for (const int64_t s : order)
+      forCellsOf(shells[std::size_t(s)], [&](std::size_t g) { listed[std::size_t(next[g]++)] = s; });
   }
   for (std::size_t i = 0; i < holes.size(); ++i)
   {
@@ -188,9 +199,10 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
     // A point of the hole's boundary that no shell passes through: the middle of its first segment.
     const std::size_t a = hole.at(0), b = hole.at(1);
     const double px = (raw.x[a] + raw.x[b]) / 2, py = (raw.y[a] + raw.y[b]) / 2;
-    const auto& candidates = grid[std::size_t(cell(py, box[1], h)) * std::size_t(side) + std::size_t(cell(px, box[0], w))];
-    for (const int64_t s : candidates)
+    const std::size_t g = std::size_t(cell(py, box[1], h)) * std::size_t(side) + std::size_t(cell(px, box[0], w));
+    for (int64_t k = first[g]; k < first[g + 1]; ++k)
     {
+      const int64_t s = listed[std::size_t(k)];
       const Loop& l = shells[std::size_t(s)];
       if (l.box[0] <= hole.box[0] && hole.box[2] <= l.box[2] && l.box[1] <= hole.box[1] && hole.box[3] <= l.box[3] &&
           inside(raw, l, px, py))
@@ -225,10 +237,13 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
     {
       Band& band = bands[std::size_t(k)];
       std::vector<Loop> loops;
+      loops.reserve(std::size_t(raw.bandRing[std::size_t(k) + 1] - raw.bandRing[std::size_t(k)]));
       for (int64_t r = raw.bandRing[std::size_t(k)]; r < raw.bandRing[std::size_t(k) + 1]; ++r)
         splitRing(raw, raw.ringNode[std::size_t(r)], raw.ringNode[std::size_t(r + 1)], repeats[std::size_t(r)] != 0,
                   loops, table);
       std::vector<Loop> shells, holes;
+      shells.reserve(loops.size());
+      holes.reserve(loops.size());
       for (auto& loop : loops)
       {
         if (loop.size() < 3)
@@ -245,14 +260,25 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
           ++band.dropped;
       }
       const std::vector<int64_t> owner = holeOwners(raw, shells, holes);
-      std::vector<std::vector<std::size_t>> holesOf(shells.size());
+      // Each shell's holes, in the order of the holes, from firstHole[shell] in holesOf.
+      std::vector<int64_t> firstHole(shells.size() + 1, 0);
       for (std::size_t i = 0; i < holes.size(); ++i)
       {
         if (owner[i] < 0)
           ++band.dropped;
         else
-          holesOf[std::size_t(owner[i])].push_back(i);
+          ++firstHole[std::size_t(owner[i]) + 1];
       }
+      for (std::size_t k = 0; k < shells.size(); ++k)
+        firstHole[k + 1] += firstHole[k];
+      std::vector<std::size_t> holesOf(static_cast<std::size_t>(firstHole.back()));
+      {
+        std::vector<int64_t> next(firstHole.begin(), firstHole.end() - 1);
+        for (std::size_t i = 0; i < holes.size(); ++i)
+          if (owner[i] >= 0)
+            holesOf[std::size_t(next[std::size_t(owner[i])]++)] = i;
+      }
+      band.rings.reserve(shells.size() + holes.size());
       auto keep = [&](Loop&& loop) {
         band.points += int64_t(loop.size()) + 1;  // the first point repeated at the end
         band.rings.push_back(std::move(loop));
@@ -260,9 +286,9 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
       for (std::size_t s = 0; s < shells.size(); ++s)
       {
         keep(std::move(shells[s]));
-        for (const std::size_t i : holesOf[s])
-          keep(std::move(holes[i]));
-        band.ringsOfPolygon.push_back(int64_t(holesOf[s].size()) + 1);
+        for (int64_t k = firstHole[s]; k < firstHole[s + 1]; ++k)
+          keep(std::move(holes[holesOf[std::size_t(k)]]));
+        band.ringsOfPolygon.push_back(firstHole[s + 1] - firstHole[s] + 1);
       }
     }
   }, &control);

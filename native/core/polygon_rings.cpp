@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "core/polygon_rings.h"
 
@@ -309,7 +308,7 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
   {
     if (v == &out.z && !withZ)
       continue;
-    reserveHuge(*v, points);
+    v->reserve(points);
     v->resize(points);
   }
   out.ringPoint.resize(std::size_t(firstRing.back()) + 1);

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "core/errors.h"
-#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_math.h"
@@ -437,8 +436,9 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
   const int64_t w = grid.width, h = grid.height, n = w * h;
   const uint8_t* dir = directions.data();
   Accumulation out;
-  out.cells = hugeVector<int64_t>(std::size_t(n));  // fresh pages faulted 2 MiB at a time
-  out.area = hugeVector<int64_t>(std::size_t(n));
+  parallelFor(2, 1, threads, [&](int64_t job, int64_t) {  // fresh pages faulted on two threads, not one
+    (job == 0 ? out.cells : out.area).assign(std::size_t(n), 0);
+  }, &control);
   int64_t* cells = out.cells.data();
   int64_t* area = out.area.data();
   // Row by row on all threads: each valid cell's own count and area, its receiver (-1: none, as

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "core/errors.h"
-#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/region_math.h"
@@ -120,8 +119,8 @@ BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& co
   // that is clockwise, so each ring is reversed (keeping its first corner) to make shells
   // counter-clockwise. The corners' coordinates come from their keys.
   const int64_t stride = width + 1;
-  reserveHuge(raw.x, raw.key.size());
-  reserveHuge(raw.y, raw.key.size());
+  raw.x.reserve(raw.key.size());
+  raw.y.reserve(raw.key.size());
   raw.x.resize(raw.key.size());
   raw.y.resize(raw.key.size());
   raw.z.clear();  // flat: the polygons come without z

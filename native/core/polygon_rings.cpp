@@ -45,40 +45,30 @@ void measure(const RawRings& raw, Loop& loop)
   loop.area = twice / 2;
 }
 
-// The rings that pass a node twice, among the nodes with keys below vertexCount (on a mesh only
-// vertices can come twice: a crossing has one segment in and one out). Each ring's keys go into an
-// open-addressing table twice the ring's size: linear in the nodes (a sort of all the (ring, key)
-// pairs was most of the polygons' time on the host).
-std::vector<uint8_t> ringsThatRepeat(const RawRings& raw)
+// Whether the ring of nodes [begin, end) passes a node twice, among the nodes with keys below
+// vertexCount (on a mesh only vertices can come twice: a crossing has one segment in and one out).
+// Its keys go into an open-addressing table twice its size: linear in the nodes (a sort of all the
+// (ring, key) pairs was most of the polygons' time on the host).
+bool ringRepeats(const RawRings& raw, int64_t begin, int64_t end, std::vector<int64_t>& table)
 {
-  const std::size_t rings = raw.ringNode.empty() ? 0 : raw.ringNode.size() - 1;
-  std::vector<uint8_t> repeats(rings, 0);
-  std::vector<int64_t> table;
-  for (std::size_t r = 0; r < rings; ++r)
+  int bits = 4;
+  while ((int64_t(1) << bits) < 2 * (end - begin))
+    ++bits;
+  table.assign(std::size_t(1) << bits, -1);  // keys are not negative
+  const std::size_t mask = table.size() - 1;
+  for (int64_t i = begin; i < end; ++i)
   {
-    const int64_t begin = raw.ringNode[r], end = raw.ringNode[r + 1];
-    int bits = 4;
-    while ((int64_t(1) << bits) < 2 * (end - begin))
-      ++bits;
-    table.assign(std::size_t(1) << bits, -1);  // keys are not negative
-    const std::size_t mask = table.size() - 1;
-    for (int64_t i = begin; i < end; ++i)
-    {
-      const int64_t k = raw.key[std::size_t(i)];
-      if (k >= raw.vertexCount)
-        continue;
-      std::size_t slot = std::size_t((uint64_t(k) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
-      while (table[slot] != -1 && table[slot] != k)
-        slot = (slot + 1) & mask;
-      if (table[slot] == k)
-      {
-        repeats[r] = 1;
-        break;
-      }
-      table[slot] = k;
-    }
+    const int64_t k = raw.key[std::size_t(i)];
+    if (k >= raw.vertexCount)
+      continue;
+    std::size_t slot = std::size_t((uint64_t(k) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+    while (table[slot] != -1 && table[slot] != k)
+      slot = (slot + 1) & mask;
+    if (table[slot] == k)
+      return true;
+    table[slot] = k;
   }
-  return repeats;
+  return false;
 }
 
 // The loops of one ring: split wherever it comes back to a node it passed. The keys of the path
@@ -228,18 +218,20 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
     int64_t points = 0, dropped = 0;
   };
   const std::size_t bandCount = raw.bandRing.empty() ? 0 : raw.bandRing.size() - 1;
-  const std::vector<uint8_t> repeats = ringsThatRepeat(raw);
   std::vector<Band> bands(bandCount);
   parallelFor(int64_t(bandCount), 1, threads, [&](int64_t b, int64_t e) {
-    std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's, kept from ring to ring
+    std::vector<int64_t> keys;  // ringRepeats' table, kept from ring to ring
+    std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's
     for (int64_t k = b; k < e; ++k)
     {
       Band& band = bands[std::size_t(k)];
       std::vector<Loop> loops;
       loops.reserve(std::size_t(raw.bandRing[std::size_t(k) + 1] - raw.bandRing[std::size_t(k)]));
       for (int64_t r = raw.bandRing[std::size_t(k)]; r < raw.bandRing[std::size_t(k) + 1]; ++r)
-        splitRing(raw, raw.ringNode[std::size_t(r)], raw.ringNode[std::size_t(r + 1)], repeats[std::size_t(r)] != 0,
-                  loops, table);
+      {
+        const int64_t begin = raw.ringNode[std::size_t(r)], end = raw.ringNode[std::size_t(r + 1)];
+        splitRing(raw, begin, end, ringRepeats(raw, begin, end, keys), loops, table);
+      }
       std::vector<Loop> shells, holes;
       shells.reserve(loops.size());
       holes.reserve(loops.size());
@@ -304,13 +296,9 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
   }
   const bool withZ = !raw.z.empty();
   const std::size_t points = std::size_t(firstPoint.back());
-  for (std::vector<double>* v : {&out.x, &out.y, &out.z})
-  {
-    if (v == &out.z && !withZ)
-      continue;
-    v->reserve(points);
-    v->resize(points);
-  }
+  parallelFor(withZ ? 3 : 2, 1, threads, [&](int64_t job, int64_t) {  // fresh pages faulted on all threads
+    (job == 0 ? out.x : job == 1 ? out.y : out.z).resize(points);
+  }, &control);
   out.ringPoint.resize(std::size_t(firstRing.back()) + 1);
   out.polygonRing.resize(std::size_t(out.bandPolygon.back()) + 1);
   out.ringPoint[0] = 0;

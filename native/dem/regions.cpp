@@ -14,10 +14,10 @@ namespace gpugeo::dem {
 
 namespace detail {
 
-// The rings of every set, walked one after the other: each boundary edge is walked once, from the
-// first not yet walked in cell order, and the ring is then started at its lowest turning edge. A
-// walk keeps only its turning edges (their ids and corners): whether the first edge turns is known
-// when the walk comes back to it.
+// The rings of every set: each ring is walked from its first edge in cell order (by the band of rows
+// that holds it, below) and then started at its lowest turning edge; the rings are sorted by set
+// and that edge, so the result does not depend on the threads. A walk keeps only its turning edges
+// (their ids and corners): whether the first edge turns is known when the walk comes back to it.
 RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t count, int threads,
                         const RunControl& control)
 {
@@ -41,57 +41,92 @@ RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t cou
       }
     }
   }, &control);
+  // The walks, by bands of rows on all threads. A ring belongs to the band of its first cell in
+  // row-major order, and that band walks it whole, from its first edge. Another band below, finding
+  // one of the ring's edges in its rows, walks it too, but only until the walk reaches a cell above
+  // its rows or an edge in its rows that is already walked: such walks keep nothing, and they clear
+  // only edges of their own rows, which no band above walks from. A band's ring never has a cell
+  // above the band, and its edges in the band's rows are walked by the band alone, so its walk goes
+  // round whole. The edges' bits are shared between the bands: read and cleared atomically.
   struct Ring
   {
     int32_t label;
-    int64_t lowest;       // the lowest turning edge, 4 x cell + side
-    int64_t begin, end;   // its corners in `corner`
+    int64_t lowest;            // the lowest turning edge, 4 x cell + side
+    int32_t band;              // whose `corner` holds it
+    int64_t begin, end;        // its corners there
   };
-  std::vector<Ring> rings;
-  std::vector<int64_t> corner;  // the corners' keys, row * (w + 1) + column
-  std::vector<int64_t> turnId, turnCorner;  // a walk's turning edges
+  const int64_t bandCount = std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : defaultThreadCount(), h));
+  std::vector<std::vector<Ring>> ringsOf(static_cast<std::size_t>(bandCount));
+  std::vector<std::vector<int64_t>> cornerOf(ringsOf.size());  // the corners' keys, row * (w + 1) + column
   const int64_t stride = w + 1;
-  for (int64_t c = 0; c < w * h; ++c)
-  {
-    if ((c & 0xffff) == 0 && control.isCanceled())
-      throw Canceled();
-    while (sides[std::size_t(c)])
+  uint8_t* bits = sides.get();
+  parallelFor(bandCount, 1, threads, [&](int64_t band, int64_t) {
+    const int64_t lo = h * band / bandCount * w, hi = h * (band + 1) / bandCount * w;
+    std::vector<Ring>& rings = ringsOf[std::size_t(band)];
+    std::vector<int64_t>& corner = cornerOf[std::size_t(band)];
+    std::vector<int64_t> turnId, turnCorner;  // a walk's turning edges
+    for (int64_t c = lo; c < hi; ++c)
     {
-      turnId.clear();
-      turnCorner.clear();
-      const int64_t startY = c / w, startX = c - startY * w;
-      int64_t x = startX, y = startY;
-      int s = __builtin_ctz(sides[std::size_t(c)]);
-      const int startSide = s;
-      int previous = -1;  // the side of the edge before, once there is one
-      do
+      if ((c & 0xffff) == 0 && control.isCanceled())
+        throw Canceled();
+      for (uint8_t left; (left = __atomic_load_n(bits + c, __ATOMIC_RELAXED)) != 0;)
       {
-        const int64_t cell = y * w + x;
-        if (s != previous && previous >= 0)
+        turnId.clear();
+        turnCorner.clear();
+        const int64_t startY = c / w, startX = c - startY * w;
+        int64_t x = startX, y = startY;
+        int s = __builtin_ctz(left);
+        const int startSide = s;
+        int previous = -1;  // the side of the edge before, once there is one
+        bool mine = true;
+        do
         {
-          turnId.push_back(4 * cell + s);
-          turnCorner.push_back(edgeStartRow(y, s) * stride + edgeStartColumn(x, s));
+          const int64_t cell = y * w + x;
+          if (cell < lo)
+          {
+            mine = false;
+            break;
+          }
+          const uint8_t was = __atomic_fetch_and(bits + cell, uint8_t(~(1u << s)), __ATOMIC_RELAXED);
+          if (cell < hi && !(was & (1u << s)))
+          {
+            mine = false;
+            break;
+          }
+          if (s != previous && previous >= 0)
+          {
+            turnId.push_back(4 * cell + s);
+            turnCorner.push_back(edgeStartRow(y, s) * stride + edgeStartColumn(x, s));
+          }
+          previous = s;
+          int64_t nx, ny;
+          int ns;
+          nextEdge(labels, w, h, x, y, s, nx, ny, ns);
+          x = nx, y = ny, s = ns;
+        } while (x != startX || y != startY || s != startSide);
+        if (!mine)
+          continue;
+        if (startSide != previous)  // the first edge turns from the last
+        {
+          turnId.insert(turnId.begin(), 4 * c + startSide);
+          turnCorner.insert(turnCorner.begin(), edgeStartRow(startY, startSide) * stride +
+                                                  edgeStartColumn(startX, startSide));
         }
-        sides[std::size_t(cell)] = uint8_t(sides[std::size_t(cell)] & ~(1u << s));
-        previous = s;
-        int64_t nx, ny;
-        int ns;
-        nextEdge(labels, w, h, x, y, s, nx, ny, ns);
-        x = nx, y = ny, s = ns;
-      } while (x != startX || y != startY || s != startSide);
-      if (startSide != previous)  // the first edge turns from the last
-      {
-        turnId.insert(turnId.begin(), 4 * c + startSide);
-        turnCorner.insert(turnCorner.begin(), edgeStartRow(startY, startSide) * stride +
-                                                edgeStartColumn(startX, startSide));
+        const std::size_t first = std::size_t(std::min_element(turnId.begin(), turnId.end()) - turnId.begin());
+        Ring ring{labels[c], turnId[first], int32_t(band), int64_t(corner.size()), 0};
+        corner.insert(corner.end(), turnCorner.begin() + std::ptrdiff_t(first), turnCorner.end());
+        corner.insert(corner.end(), turnCorner.begin(), turnCorner.begin() + std::ptrdiff_t(first));
+        ring.end = int64_t(corner.size());
+        rings.push_back(ring);
       }
-      const std::size_t first = std::size_t(std::min_element(turnId.begin(), turnId.end()) - turnId.begin());
-      Ring ring{labels[c], turnId[first], int64_t(corner.size()), 0};
-      corner.insert(corner.end(), turnCorner.begin() + std::ptrdiff_t(first), turnCorner.end());
-      corner.insert(corner.end(), turnCorner.begin(), turnCorner.begin() + std::ptrdiff_t(first));
-      ring.end = int64_t(corner.size());
-      rings.push_back(ring);
     }
+  }, &control);
+  std::vector<Ring> rings;
+  std::size_t corners = 0;
+  for (std::size_t b = 0; b < ringsOf.size(); ++b)
+  {
+    rings.insert(rings.end(), ringsOf[b].begin(), ringsOf[b].end());
+    corners += cornerOf[b].size();
   }
   std::sort(rings.begin(), rings.end(), [](const Ring& a, const Ring& b) {
     return a.label != b.label ? a.label < b.label : a.lowest < b.lowest;
@@ -101,9 +136,10 @@ RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t cou
   raw.bandRing.assign(std::size_t(count) + 1, 0);
   raw.ringNode.reserve(rings.size() + 1);
   raw.ringNode.push_back(0);
-  raw.key.reserve(corner.size());
+  raw.key.reserve(corners);
   for (std::size_t r = 0; r < rings.size(); ++r)
   {
+    const std::vector<int64_t>& corner = cornerOf[std::size_t(rings[r].band)];
     raw.key.insert(raw.key.end(), corner.begin() + rings[r].begin, corner.begin() + rings[r].end);
     raw.ringNode.push_back(int64_t(raw.key.size()));
     ++raw.bandRing[std::size_t(rings[r].label) + 1];

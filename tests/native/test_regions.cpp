@@ -234,13 +234,39 @@ TEST(Regions, WholeGridSingleCellAndBackground)
 
 TEST(Regions, ThreadsDoNotChangeTheArrays)
 {
-  const Labels g = randomLabels(77, 300, 200, 5, 0.1);
-  const BandPolygons a = trace(g, 5, 1), b = trace(g, 5, 4);
-  EXPECT_EQ(a.bandPolygon, b.bandPolygon);
-  EXPECT_EQ(a.polygonRing, b.polygonRing);
-  EXPECT_EQ(a.ringPoint, b.ringPoint);
-  EXPECT_EQ(a.x, b.x);
-  EXPECT_EQ(a.y, b.y);
+  // The CPU walks the rings by bands of rows, one a thread: small random regions, and rings that
+  // wind through every band (concentric bands with noise, and a spiral corridor).
+  Labels rings{150, 170, {}}, spiral{121, 113, {}};
+  std::mt19937_64 rng(9);
+  for (int64_t y = 0; y < rings.h; ++y)
+    for (int64_t x = 0; x < rings.w; ++x)
+    {
+      const double r = std::hypot(double(x) - 75.4, double(y) - 85.6) + double(rng() % 4);
+      rings.v.push_back(r > 80 ? -1 : int32_t(r / 7) % 4);
+    }
+  for (int64_t y = 0; y < spiral.h; ++y)
+    for (int64_t x = 0; x < spiral.w; ++x)
+    {
+      const double dx = double(x) - 60.5, dy = double(y) - 56.5;
+      const double turn = std::atan2(dy, dx) / (2 * std::acos(-1.0));
+      spiral.v.push_back(int32_t(std::floor(std::hypot(dx, dy) / 9 - turn)) % 2 == 0 ? 0 : 1);
+    }
+  const std::pair<Labels, int32_t> cases[] = {{randomLabels(77, 300, 200, 5, 0.1), 5}, {rings, 4}, {spiral, 2}};
+  for (const auto& [g, count] : cases)
+  {
+    const BandPolygons a = trace(g, count, 1);
+    for (int threads : {2, 3, 4, 7, 13})
+    {
+      const BandPolygons b = trace(g, count, threads);
+      EXPECT_EQ(a.bandPolygon, b.bandPolygon) << g.w << " x " << g.h << ", " << threads << " threads";
+      EXPECT_EQ(a.polygonRing, b.polygonRing) << g.w << " x " << g.h << ", " << threads << " threads";
+      EXPECT_EQ(a.ringPoint, b.ringPoint) << g.w << " x " << g.h << ", " << threads << " threads";
+      EXPECT_EQ(a.x, b.x) << g.w << " x " << g.h << ", " << threads << " threads";
+      EXPECT_EQ(a.y, b.y) << g.w << " x " << g.h << ", " << threads << " threads";
+    }
+    if (count < 5)  // the winding rings (the random regions are checked above)
+      expectExactRegions(g, count, a);
+  }
 }
 
 TEST(Regions, BadInputIsRefused)

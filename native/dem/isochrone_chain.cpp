@@ -90,8 +90,7 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
     }
   }, &control);
   out.bands = detail::chainBandCount(*std::max_element(longestInRow.begin(), longestInRow.end()), o);
-  // The cells' bands and the watershed (one set), then both traced at once: the watershed's walk, on
-  // one thread of its own, beside the bands' (whose parts that can be shared take the others).
+  // The cells' bands and the watershed (one set), then each traced on all threads.
   // (Uninitialised: the pass below writes every cell, on all threads.)
   const std::unique_ptr<int32_t[]> labels(new int32_t[out.travel.minutes.size()]),
     shed(new int32_t[out.travel.minutes.size()]);
@@ -103,12 +102,8 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
       shed[std::size_t(i)] = inside ? 0 : -1;
     }
   }, &control);
-  parallelFor(2, 1, threads, [&](int64_t job, int64_t) {
-    if (job == 0)
-      out.bandPolygons = traceRegions(Backend::Cpu, labels.get(), dem.width, dem.height, out.bands, threads, control);
-    else
-      out.watershed = traceRegions(Backend::Cpu, shed.get(), dem.width, dem.height, 1, 1, control);
-  }, &control);
+  out.bandPolygons = traceRegions(Backend::Cpu, labels.get(), dem.width, dem.height, out.bands, threads, control);
+  out.watershed = traceRegions(Backend::Cpu, shed.get(), dem.width, dem.height, 1, threads, control);
   if (o.keepFilled)
     out.filled = std::move(filled);
   if (o.keepDirections)

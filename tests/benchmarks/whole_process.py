@@ -8,7 +8,11 @@ import time
 
 
 def timed(command, env=None):
-    """Wall time (s), peak resident memory (MB), stdout and stderr of a whole process; exits on failure."""
+    """Wall time (s), peak resident memory (MB), stdout and stderr of a whole process; exits on failure.
+    The files written so far are flushed first (not timed): otherwise the kernel writes back the last
+    run's outputs (tens of megabytes) while this one runs, and on a 2-core machine that takes a core
+    from whichever program comes next."""
+    os.sync()
     start = time.perf_counter()
     done = subprocess.run(["/usr/bin/time", "-f", "PEAK_KB %M"] + command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start

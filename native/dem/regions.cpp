@@ -41,7 +41,8 @@ RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t cou
       }
     }
   }, &control);
-  // The walks, by bands of rows on all threads. A ring belongs to the band of its first cell in
+  // The walks, by bands of rows on all threads (four bands a thread, so that a thread slowed down
+  // leaves its share to the others). A ring belongs to the band of its first cell in
   // row-major order, and that band walks it whole, from its first edge. Another band below, finding
   // one of the ring's edges in its rows, walks it too, but only until the walk reaches a cell above
   // its rows or an edge in its rows that is already walked: such walks keep nothing, and they clear
@@ -55,7 +56,7 @@ RawRings regionRingsCpu(const int32_t* labels, int64_t w, int64_t h, int32_t cou
     int32_t band;              // whose `corner` holds it
     int64_t begin, end;        // its corners there
   };
-  const int64_t bandCount = std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : defaultThreadCount(), h));
+  const int64_t bandCount = std::max<int64_t>(1, std::min<int64_t>(4 * (threads > 0 ? threads : defaultThreadCount()), h));
   std::vector<std::vector<Ring>> ringsOf(static_cast<std::size_t>(bandCount));
   std::vector<std::vector<int64_t>> cornerOf(ringsOf.size());  // the corners' keys, row * (w + 1) + column
   const int64_t stride = w + 1;

@@ -234,7 +234,7 @@ TEST(Regions, WholeGridSingleCellAndBackground)
 
 TEST(Regions, ThreadsDoNotChangeTheArrays)
 {
-  // The CPU walks the rings by bands of rows, one a thread: small random regions, and rings that
+  // The CPU walks the rings by bands of rows, four a thread: small random regions, and rings that
   // wind through every band (concentric bands with noise, and a spiral corridor).
   Labels rings{150, 170, {}}, spiral{121, 113, {}};
   std::mt19937_64 rng(9);

@@ -236,8 +236,12 @@ DemRaster openDemRaster(const DemSource& source, int band)
   return raster;
 }
 
-void readDemRows(const DemRaster& raster, const std::function<void(int64_t, int64_t, const double*)>& consume,
-                 QgsFeedback* feedback)
+namespace {
+
+// The band read band of rows by band (bandRowsFor rows at a time) as `type`: into target(row0, rows),
+// then consume(row0, rows); with cancel and progress.
+void readRowBands(const DemRaster& raster, GDALDataType type, const std::function<void*(int64_t, int64_t)>& target,
+                  const std::function<void(int64_t, int64_t)>& consume, QgsFeedback* feedback)
 {
   Dataset dataset = openQuietly(raster.gdalName, GA_ReadOnly);
   if (!dataset)
@@ -245,12 +249,6 @@ void readDemRows(const DemRaster& raster, const std::function<void(int64_t, int6
   GDALRasterBandH band = GDALGetRasterBand(dataset.get(), raster.band);
   const int64_t width = raster.width, height = raster.height;
   const int64_t bandRows = bandRowsFor(width, height);
-  std::vector<double> values(static_cast<size_t>(bandRows * width));
-  const bool float32 = raster.dataType == GDT_Float32;
-  const bool scaled = raster.scale != 1.0 || raster.offset != 0.0;
-  const double noData = raster.noData.value_or(0.0);
-  const float noData32 = static_cast<float>(noData);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
   for (int64_t row0 = 0; row0 < height; row0 += bandRows)
   {
     if (feedback && feedback->isCanceled())
@@ -258,82 +256,50 @@ void readDemRows(const DemRaster& raster, const std::function<void(int64_t, int6
     const int64_t rows = std::min(bandRows, height - row0);
     CPLErrorReset();
     if (GDALRasterIO(band, GF_Read, 0, static_cast<int>(row0), static_cast<int>(width), static_cast<int>(rows),
-                     values.data(), static_cast<int>(width), static_cast<int>(rows), GDT_Float64, 0, 0) != CE_None)
+                     target(row0, rows), static_cast<int>(width), static_cast<int>(rows), type, 0, 0) != CE_None)
       throw QgsProcessingException(
         QObject::tr("Could not read rows %1 to %2 of %3: %4")
           .arg(row0)
           .arg(row0 + rows - 1)
           .arg(raster.gdalName, lastGdalError()));
-    const size_t count = static_cast<size_t>(rows * width);
-    for (size_t i = 0; i < count; ++i)
-    {
-      double& v = values[i];
-      if (std::isnan(v))
-        continue;
-      // The nodata value compared in the band's type: a float32 band's value 1.1f against a
-      // nodata tag written "1.1".
-      if (raster.noData && (float32 ? static_cast<float>(v) == noData32 : v == noData))
-        v = nan;
-      else if (scaled)
-        v = v * raster.scale + raster.offset;
-    }
-    consume(row0, rows, values.data());
+    consume(row0, rows);
     if (feedback)
       feedback->setProgress(100.0 * double(row0 + rows) / double(height));
   }
 }
 
-namespace {
-
-// A float32 band without scale or offset read straight into the elevations, band of rows by band (no
-// float64 buffer, no second copy); nodata values and infinities become NaN, as readDemRows and
-// readElevations make them.
+// A float32 band without scale or offset read straight into the elevations (no float64 buffer, no
+// second copy); nodata values and infinities become NaN, as readDemRows and readElevations make them.
 void readFloat32Elevations(const DemRaster& raster, Elevations& out, QgsFeedback* feedback)
 {
-  Dataset dataset = openQuietly(raster.gdalName, GA_ReadOnly);
-  if (!dataset)
-    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(raster.gdalName, lastGdalError()));
-  GDALRasterBandH band = GDALGetRasterBand(dataset.get(), raster.band);
-  const int64_t width = raster.width, height = raster.height;
-  const int64_t bandRows = bandRowsFor(width, height);
+  const int64_t width = raster.width;
   const float noData32 = static_cast<float>(raster.noData.value_or(0.0));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   float minimum = std::numeric_limits<float>::infinity(), maximum = -minimum;
-  for (int64_t row0 = 0; row0 < height; row0 += bandRows)
-  {
-    if (feedback && feedback->isCanceled())
-      throw Canceled();
-    const int64_t rows = std::min(bandRows, height - row0);
-    float* z = out.z.data() + row0 * width;
-    CPLErrorReset();
-    if (GDALRasterIO(band, GF_Read, 0, static_cast<int>(row0), static_cast<int>(width), static_cast<int>(rows), z,
-                     static_cast<int>(width), static_cast<int>(rows), GDT_Float32, 0, 0) != CE_None)
-      throw QgsProcessingException(
-        QObject::tr("Could not read rows %1 to %2 of %3: %4")
-          .arg(row0)
-          .arg(row0 + rows - 1)
-          .arg(raster.gdalName, lastGdalError()));
-    for (int64_t i = 0; i < rows * width; ++i)
-    {
-      const float f = z[i];
-      if (std::isnan(f) || (raster.noData && f == noData32))
+  readRowBands(
+    raster, GDT_Float32, [&](int64_t row0, int64_t) -> void* { return out.z.data() + row0 * width; },
+    [&](int64_t row0, int64_t rows) {
+      float* z = out.z.data() + row0 * width;
+      for (int64_t i = 0; i < rows * width; ++i)
       {
-        z[i] = nan;
-        continue;
+        const float f = z[i];
+        if (std::isnan(f) || (raster.noData && f == noData32))
+        {
+          z[i] = nan;
+          continue;
+        }
+        if (!std::isfinite(f))
+        {
+          ++out.notFinite;
+          z[i] = nan;
+          continue;
+        }
+        ++out.valid;
+        minimum = std::min(minimum, f);
+        maximum = std::max(maximum, f);
       }
-      if (!std::isfinite(f))
-      {
-        ++out.notFinite;
-        z[i] = nan;
-        continue;
-      }
-      ++out.valid;
-      minimum = std::min(minimum, f);
-      maximum = std::max(maximum, f);
-    }
-    if (feedback)
-      feedback->setProgress(100.0 * double(row0 + rows) / double(height));
-  }
+    },
+    feedback);
   if (out.valid > 0)
   {
     out.minimum = minimum;
@@ -342,6 +308,36 @@ void readFloat32Elevations(const DemRaster& raster, Elevations& out, QgsFeedback
 }
 
 }  // namespace
+
+void readDemRows(const DemRaster& raster, const std::function<void(int64_t, int64_t, const double*)>& consume,
+                 QgsFeedback* feedback)
+{
+  std::vector<double> values(static_cast<size_t>(bandRowsFor(raster.width, raster.height) * raster.width));
+  const bool float32 = raster.dataType == GDT_Float32;
+  const bool scaled = raster.scale != 1.0 || raster.offset != 0.0;
+  const double noData = raster.noData.value_or(0.0);
+  const float noData32 = static_cast<float>(noData);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  readRowBands(
+    raster, GDT_Float64, [&](int64_t, int64_t) -> void* { return values.data(); },
+    [&](int64_t row0, int64_t rows) {
+      const size_t count = static_cast<size_t>(rows * raster.width);
+      for (size_t i = 0; i < count; ++i)
+      {
+        double& v = values[i];
+        if (std::isnan(v))
+          continue;
+        // The nodata value compared in the band's type: a float32 band's value 1.1f against a
+        // nodata tag written "1.1".
+        if (raster.noData && (float32 ? static_cast<float>(v) == noData32 : v == noData))
+          v = nan;
+        else if (scaled)
+          v = v * raster.scale + raster.offset;
+      }
+      consume(row0, rows, values.data());
+    },
+    feedback);
+}
 
 Elevations readElevations(const DemRaster& raster, QgsFeedback* feedback)
 {

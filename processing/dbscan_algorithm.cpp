@@ -72,14 +72,19 @@ QString DbscanAlgorithm::shortHelpString() const
            "<p><b>Clusters</b>: core points within EPS of each other are in one cluster, exactly as DBSCAN defines. "
            "A border point (not core, but within EPS of a core point) joins the cluster of its lowest-index core "
            "neighbour (index: the order in which the layer gives its features), unless <b>Treat border points as "
-           "noise (DBSCAN*)</b> is checked. QGIS's algorithm gives a border point reachable from several clusters "
-           "to the first cluster it builds instead; the core points' clusters are the same. Clusters are numbered "
-           "from 1 in order of their first point in the layer. Noise gets NULL.</p>"
+           "noise (DBSCAN*)</b> is checked. Clusters are numbered from 1 in order of their first core point in the "
+           "layer, as QGIS numbers them; noise gets NULL. So every core point and every noise point gets the same "
+           "cluster id as with QGIS's algorithm, and with DBSCAN* the whole output is the same. <b>What may "
+           "differ</b>: a border point within EPS of core points of two or more clusters (a contested border "
+           "point), and so those clusters' sizes. QGIS's algorithm gives it to whichever cluster reaches it first, "
+           "in an order set by its internal hash tables rather than by the layer; this algorithm's rule gives the "
+           "same answer on every run and backend.</p>"
            "<p><b>Output</b>: every input feature, in order, with its attributes and the cluster id field "
            "(FIELD_NAME, default CLUSTER_ID) and cluster size field (SIZE_FIELD_NAME, default CLUSTER_SIZE; border "
            "points counted unless DBSCAN*). Features without geometry get NULL; so do multipoints of more than one "
            "point (a single-part multipoint is its point; QGIS's algorithm leaves every multipoint out). "
-           "NUM_CLUSTERS is the number of clusters.</p>"
+           "NUM_CLUSTERS is the number of clusters. A layer without any point gives its features with empty "
+           "cluster fields and NUM_CLUSTERS 0, with a warning, as QGIS's algorithm does.</p>"
            "<p><b>Method</b>: the points are sorted along the Morton curve and cut into the leaves of their "
            "adaptive quadtree, at most 64 points each; one GPU thread block a leaf finds the core points and joins "
            "them with a lock-free union-find. The CPU path does the same on all cores; both give the same "
@@ -154,7 +159,8 @@ QVariantMap DbscanAlgorithm::execute(const QVariantMap& parameters, QgsProcessin
     ScopedStage stage(times, "read");
     points = readPoints(*source, readOptions, &steps);
   }
-  checkSites(points, neighbours::kMaxPoints, feedback);
+  // As QGIS's DBSCAN: a layer without points gives its features with empty cluster fields, no error.
+  checkSites(points, neighbours::kMaxPoints, feedback, true);
 
   steps.setCurrentStep(1);
   feedback->setProgressText(QObject::tr("Clustering"));
@@ -167,7 +173,8 @@ QVariantMap DbscanAlgorithm::execute(const QVariantMap& parameters, QgsProcessin
     clusters = index->dbscan(options, control);
     times.merge(index->times());
   };
-  runWithCpuFallback(device, feedback, run);
+  if (points.siteCount() > 0)
+    runWithCpuFallback(device, feedback, run);
   feedback->pushInfo(QObject::tr("%1 clusters.").arg(clusters.size.size()));
 
   steps.setCurrentStep(2);

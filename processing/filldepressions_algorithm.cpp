@@ -153,10 +153,11 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
                     flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet);
     dem::RaisedFlats raisedFlats = dem::raiseFlats(filledGrid, mask);
     feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raisedFlats.raised));
-    if (raisedFlats.passedNeighbour > 0)
-      feedback->pushWarning(QObject::tr("%1 raised cells reached the elevation of a neighbour that was higher than "
-                                        "them; the float32 steps are too coarse for those flats.")
-                              .arg(raisedFlats.passedNeighbour));
+    if (raisedFlats.raisedInTurn > 0)
+      feedback->pushInfo(QObject::tr("%1 cells next to a flat were overtaken by its raised cells (the flat's rim lies "
+                                     "fewer float32 steps above it than the flat is long) and were raised in turn, "
+                                     "each to one step above its lowest neighbour, so that every cell drains.")
+                           .arg(raisedFlats.raisedInTurn));
     filled = std::move(raisedFlats.z);
   });
 

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <string>
+#include <utility>
 
 #include "core/errors.h"
 #include "dem/detail/dem_cpu.h"
@@ -141,6 +144,67 @@ float raiseBySteps(float x, int64_t steps)
   return x;
 }
 
+namespace {
+
+// Whether the valid cell (x, y), not an edge cell, has no neighbour strictly lower than itself in z.
+bool hasNoLowerNeighbour(const float* z, int64_t w, int64_t x, int64_t y)
+{
+  const float v = z[y * w + x];
+  for (int d = 0; d < 8; ++d)
+    if (z[(y + kDy[d]) * w + x + kDx[d]] < v)
+      return false;
+  return true;
+}
+
+// Raises, in z, every inner cell that drained in the grid (a lower neighbour, or a flat mask) and
+// has no lower neighbour left to one float32 step above its lowest neighbour, and again whoever that
+// leaves without one, lowest first. Any order reaches the same DEM (the lowest in which those cells
+// have a lower neighbour: the set of such DEMs is closed under the cell-wise minimum, and each raise
+// stays at or below it), so the heap only saves repeated raises. Pits of a DEM not filled stay as
+// they are. `seeds` are the cells whose neighbourhood changed. Returns how many cells were raised.
+int64_t drainOvertakenCells(const Grid& grid, const std::vector<int32_t>& mask, float* z,
+                            const std::vector<int64_t>& seeds)
+{
+  const int64_t w = grid.width, h = grid.height;
+  const auto undrained = [&](int64_t c) {
+    const int64_t x = c % w, y = c / w;
+    return !detail::isNoData(z[c]) && !detail::isEdgeCell(grid.z, w, h, x, y) && hasNoLowerNeighbour(z, w, x, y) &&
+           (mask[std::size_t(c)] > 0 || !hasNoLowerNeighbour(grid.z, w, x, y));
+  };
+  using Entry = std::pair<float, int64_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> open;
+  for (const int64_t c : seeds)
+    if (undrained(c))
+      open.emplace(z[c], c);
+  std::vector<int64_t> raisedCells;
+  while (!open.empty())
+  {
+    const auto [level, c] = open.top();
+    open.pop();
+    if (level != z[c] || !undrained(c))
+      continue;
+    const int64_t x = c % w, y = c / w;
+    float lowest = std::numeric_limits<float>::infinity();
+    for (int d = 0; d < 8; ++d)
+      lowest = std::min(lowest, z[(y + kDy[d]) * w + x + kDx[d]]);
+    const float raisedTo = raiseBySteps(lowest, 1);
+    if (!(raisedTo > z[c]))
+      continue;  // at the largest finite float: nothing above to raise it to
+    z[c] = raisedTo;
+    raisedCells.push_back(c);
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t n = (y + kDy[d]) * w + x + kDx[d];
+      if (z[n] <= raisedTo && undrained(n))
+        open.emplace(z[n], n);
+    }
+  }
+  std::sort(raisedCells.begin(), raisedCells.end());
+  return int64_t(std::unique(raisedCells.begin(), raisedCells.end()) - raisedCells.begin());
+}
+
+}  // namespace
+
 RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask)
 {
   validateGrid(grid);
@@ -149,30 +213,18 @@ RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask)
     throw InvalidInput("the flat mask does not match the DEM's size");
   RaisedFlats out;
   out.z.assign(grid.z, grid.z + w * h);
+  std::vector<int64_t> changedAround;
   for (int64_t c = 0; c < w * h; ++c)
-    if (mask[std::size_t(c)] > 0)
+    if (mask[std::size_t(c)] > 0 && !detail::isNoData(grid.z[c]))
     {
       out.z[std::size_t(c)] = raiseBySteps(grid.z[c], mask[std::size_t(c)]);
       ++out.raised;
+      const int64_t x = c % w, y = c / w;
+      for (int64_t ny = std::max<int64_t>(0, y - 1); ny <= std::min(h - 1, y + 1); ++ny)
+        for (int64_t nx = std::max<int64_t>(0, x - 1); nx <= std::min(w - 1, x + 1); ++nx)
+          changedAround.push_back(ny * w + nx);
     }
-  for (int64_t c = 0; c < w * h; ++c)
-  {
-    if (mask[std::size_t(c)] <= 0)
-      continue;
-    const int64_t x = c % w, y = c / w;
-    for (int d = 0; d < 8; ++d)
-    {
-      const int64_t nx = x + kDx[d], ny = y + kDy[d];
-      if (nx < 0 || ny < 0 || nx >= w || ny >= h)
-        continue;
-      const int64_t n = ny * w + nx;
-      if (grid.z[n] > grid.z[c] && out.z[std::size_t(c)] >= out.z[std::size_t(n)])
-      {
-        ++out.passedNeighbour;
-        break;
-      }
-    }
-  }
+  out.raisedInTurn = drainOvertakenCells(grid, mask, out.z.data(), changedAround);
   return out;
 }
 

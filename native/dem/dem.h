@@ -95,15 +95,18 @@ enum class FlatGradient
 std::vector<int32_t> flatMask(Backend backend, const Grid& grid, int threads, const RunControl& control,
                               StageTimes* times = nullptr, FlatGradient gradient = FlatGradient::Combined);
 
-// The DEM with every flat cell raised by its mask in float32 steps (ULPs, upwards); D8 then drains
-// every flat without a mask. Counts the cells raised and those that rose to or above a neighbour
-// that was higher than them (possible where a flat is many steps across and its rim only a few
-// steps higher).
+// The DEM with every flat cell raised by its mask in float32 steps (ULPs, upwards), so that plain D8
+// drains every cell. Where a flat is many steps across and its rim only a few steps higher, a raised
+// cell can reach a rim cell's elevation and leave that cell with no lower neighbour: such overtaken
+// cells (and any they overtake in turn) are raised too, each to one step above its lowest neighbour.
+// The result is the lowest DEM, at or above the mask-raised one, in which every valid cell that is not
+// an edge cell has a strictly lower neighbour: unique, whatever the order of the work (what
+// Priority-Flood+epsilon would give when run on the mask-raised DEM).
 struct RaisedFlats
 {
   std::vector<float> z;
-  int64_t raised = 0;
-  int64_t passedNeighbour = 0;
+  int64_t raised = 0;         // cells raised by their mask
+  int64_t raisedInTurn = 0;   // cells raised because raised neighbours overtook them
 };
 RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask);
 // x raised by `steps` float32 steps (−0 counts as +0; stops at the largest finite float).

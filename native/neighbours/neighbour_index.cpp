@@ -195,7 +195,19 @@ Clusters assignClusters(std::vector<uint8_t> core, const std::vector<int32_t>& r
   Clusters c;
   c.cluster.assign(std::size_t(n), 0);
   std::vector<int64_t> idOfRoot(std::size_t(n), 0);
-  // Ids in order of each cluster's lowest member: the first member met in input order.
+  // Ids in order of each cluster's first core point in input order (its root), as QGIS numbers
+  // them: a cluster starts at the first unvisited core point met in feature order.
+  for (int64_t i = 0; i < n; ++i)
+  {
+    if (!core[std::size_t(i)])
+      continue;
+    const int32_t r = root[std::size_t(i)];
+    if (idOfRoot[std::size_t(r)] == 0)
+    {
+      c.size.push_back(0);
+      idOfRoot[std::size_t(r)] = int64_t(c.size.size());
+    }
+  }
   for (int64_t i = 0; i < n; ++i)
   {
     int32_t r = -1;
@@ -205,11 +217,6 @@ Clusters assignClusters(std::vector<uint8_t> core, const std::vector<int32_t>& r
       r = root[std::size_t(borderCore[std::size_t(i)])];
     if (r < 0)
       continue;
-    if (idOfRoot[std::size_t(r)] == 0)
-    {
-      c.size.push_back(0);
-      idOfRoot[std::size_t(r)] = int64_t(c.size.size());
-    }
     c.cluster[std::size_t(i)] = idOfRoot[std::size_t(r)];
     ++c.size[std::size_t(idOfRoot[std::size_t(r)] - 1)];
   }

@@ -97,8 +97,9 @@ struct DbscanOptions
 
 // One entry per input point. Core points within eps of each other are in one cluster (exactly
 // DBSCAN's definition); a border point (not core, a core point within eps) joins the cluster of its
-// lowest-index core neighbour. Cluster ids are 1, 2, ... in order of each cluster's lowest point
-// index; 0 is noise.
+// lowest-index core neighbour. Cluster ids are 1, 2, ... in order of each cluster's lowest core
+// point index (QGIS's numbering: a cluster is numbered when its first core point in feature order is
+// met); 0 is noise.
 struct Clusters
 {
   std::vector<int64_t> cluster;

@@ -254,19 +254,24 @@ Clusters dbscan(const Points& points, const DbscanOptions& options)
       }
   }
 
-  out.cluster.assign(static_cast<size_t>(n), 0);
+  // Ids in order of each set's first core point in input order (as QGIS numbers its clusters).
   std::vector<int64_t> id(static_cast<size_t>(n), 0);  // per set root
+  for (int64_t i = 0; i < n; ++i)
+  {
+    int64_t& c = id[static_cast<size_t>(sets.find(i))];
+    if (out.core[static_cast<size_t>(i)] && c == 0)
+    {
+      out.size.push_back(0);
+      c = static_cast<int64_t>(out.size.size());
+    }
+  }
+  out.cluster.assign(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < n; ++i)
   {
     const int64_t r = root[static_cast<size_t>(i)];
     if (r < 0)
       continue;
-    int64_t& c = id[static_cast<size_t>(r)];
-    if (c == 0)
-    {
-      out.size.push_back(0);
-      c = static_cast<int64_t>(out.size.size());
-    }
+    const int64_t c = id[static_cast<size_t>(r)];
     out.cluster[static_cast<size_t>(i)] = c;
     ++out.size[static_cast<size_t>(c - 1)];
   }

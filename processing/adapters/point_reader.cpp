@@ -112,7 +112,7 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
   return points;
 }
 
-void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback)
+void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback, bool allowNone)
 {
   if (points.canceled)
     throw Canceled();
@@ -127,6 +127,15 @@ void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback*
     throw QgsProcessingException(QObject::tr("%1 of %2 points have a NaN coordinate; fix or filter them out.")
                                    .arg(points.halfNan)
                                    .arg(points.halfNan + siteCount));
+  if (siteCount == 0 && allowNone)
+  {
+    feedback->pushWarning(QObject::tr("The input layer has no point to use (%1 features, %2 without geometry, %3 with "
+                                      "an empty geometry): the output holds them with empty fields.")
+                            .arg(points.featureIds.size() + points.skippedNull + points.skippedEmpty + points.skippedMultipart)
+                            .arg(points.skippedNull)
+                            .arg(points.skippedEmpty));
+    return;
+  }
   if (siteCount == 0)
     throw QgsProcessingException(
       QObject::tr("The input layer has no point to use (%1 features without geometry, %2 with an empty geometry).")

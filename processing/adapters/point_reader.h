@@ -51,8 +51,8 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
 
 // After readPoints: throws Canceled if it was canceled; warns about the skipped features; throws
 // QgsProcessingException when a point has one NaN coordinate (with their count), when no site is
-// left or there are more than maxSites; logs the count.
-void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback);
+// left (unless allowNone: then a warning) or there are more than maxSites; logs the count.
+void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback, bool allowNone = false);
 
 // Transforms the sites from `from` to EPSG:4326 (lon, lat), in place; nothing when `from` is invalid
 // or already EPSG:4326. Throws QgsProcessingException with the count of points that fail.

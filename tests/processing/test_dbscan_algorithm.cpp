@@ -45,7 +45,7 @@ struct XY
 // least minSize sites, itself included, lie within eps (inclusive); core sites within eps of each
 // other are in one cluster; a non-core site with a core site within eps is a border site and joins
 // the cluster of its lowest-index core neighbour (noise with DBSCAN*). Clusters are numbered from 1
-// in order of their lowest member.
+// in order of their first core site (as QGIS numbers them).
 struct DbscanReference
 {
   std::vector<int> cluster;                         // per site; 0: noise
@@ -112,13 +112,15 @@ DbscanReference bruteForceDbscan(const std::vector<XY>& sites, int minSize, doub
       ++ref.noiseCount;
   }
   std::map<int, int> number;
+  for (size_t i = 0; i < n; ++i)
+    if (ref.core[i] && !number.count(component[i]))
+      number[component[i]] = int(number.size()) + 1;
   ref.cluster.assign(n, 0);
   for (size_t i = 0; i < n; ++i)
   {
     if (label[i] < 0)
       continue;
-    const auto found = number.find(label[i]);
-    const int id = found != number.end() ? found->second : (number[label[i]] = int(number.size()) + 1);
+    const int id = number.at(label[i]);
     ref.cluster[i] = id;
     if (int(ref.size.size()) < id)
       ref.size.resize(size_t(id), 0);
@@ -278,7 +280,7 @@ protected:
   }
 
   // gpugeo:dbscan's output against the brute force: every input feature in order with its
-  // attributes; its cluster id the brute force's (numbered by lowest member), NULL for noise and for
+  // attributes; its cluster id the brute force's (numbered by first core site), NULL for noise and for
   // features without a site; its cluster size the cluster's member count in the output.
   static void expectReference(const std::vector<QgsFeature>& input, const std::vector<QgsFeature>& output,
                               const std::vector<int>& siteOfFeature, const DbscanReference& ref,
@@ -310,7 +312,9 @@ protected:
       EXPECT_EQ(id.toInt(), want) << where << (ref.core[size_t(site)] ? " (core)" : " (border)");
       EXPECT_EQ(size.toInt(), ref.size[size_t(want - 1)]) << where;
       ++members[id.toInt()];
-      // numbered in order of the first member
+      if (!ref.core[size_t(site)])
+        continue;
+      // numbered in order of the first core point
       EXPECT_LE(id.toInt(), highest + 1) << where;
       highest = std::max(highest, id.toInt());
     }
@@ -319,11 +323,11 @@ protected:
       EXPECT_EQ(count, ref.size[size_t(id - 1)]) << "cluster " << id;
   }
 
-  // QGIS's output against ours and the brute force: the same features and fields, the same partition
-  // of the core points (a one-to-one map between the cluster ids), noise NULL in both, each border
-  // point in the cluster of one of its core neighbours, each size its cluster's member count, the
-  // same number of clusters. With DBSCAN*, the same output value for value. Returns the map from our
-  // cluster ids to QGIS's.
+  // QGIS's output against ours and the brute force: the same features and fields, the same cluster id
+  // on every core point (so the same partition of them), noise NULL in both, each border point in the
+  // cluster of one of its core neighbours, each size its cluster's member count, the same number of
+  // clusters. With DBSCAN*, the same output value for value. Returns the map from our cluster ids to
+  // QGIS's (the identity).
   static std::map<int, int> expectSameAsQgis(const std::vector<QgsFeature>& ours, const std::vector<QgsFeature>& qgis,
                                              const std::vector<int>& siteOfFeature, const DbscanReference& ref,
                                              bool borderIsNoise)
@@ -360,6 +364,7 @@ protected:
         const auto [from, newFrom] = fromQgis.emplace(b.toInt(), a.toInt());
         EXPECT_EQ(to->second, b.toInt()) << where << ": our cluster " << a.toInt() << " is split in QGIS's";
         EXPECT_EQ(from->second, a.toInt()) << where << ": QGIS's cluster " << b.toInt() << " is split in ours";
+        EXPECT_EQ(a.toInt(), b.toInt()) << where << ": a core point numbered otherwise than by QGIS";
       }
     }
     // border points: in the cluster of one of their core neighbours (core points all mapped by now)
@@ -480,9 +485,8 @@ TEST_F(DbscanAlgorithmTest, ClustersMatchTheBruteForceAndQgisDbscan)
   EXPECT_EQ(qgis[p].attribute(QStringLiteral("CLUSTER_ID")).toInt(), toQgis[clusterA]);
 }
 
-// DBSCAN*: only core points are clustered; the whole output equals QGIS's, value for value (with
-// only core points, numbering by the lowest member is numbering by the first core point, which is
-// the order in which QGIS builds its clusters).
+// DBSCAN*: only core points are clustered; the whole output equals QGIS's, value for value (both
+// number the clusters by their first core point, the order in which QGIS builds them).
 TEST_F(DbscanAlgorithmTest, DbscanStarOutputEqualsQgisDbscan)
 {
   auto input = pointLayer(clusteredPoints(43));
@@ -621,6 +625,36 @@ TEST_F(DbscanAlgorithmTest, AutoGivesTheSameOutputAsCpu)
     EXPECT_EQ(outputs[0][i].attributes(), outputs[1][i].attributes()) << "feature " << i;
 }
 
+// A layer without points, as QGIS's DBSCAN takes it: no error, every feature written with empty
+// cluster fields, NUM_CLUSTERS 0, a warning in the log; the same output as native:dbscanclustering.
+TEST_F(DbscanAlgorithmTest, ALayerWithoutPointsGivesAnEmptyResultAsQgisDoes)
+{
+  for (int nulls : {0, 2})
+  {
+    auto input = layer();
+    for (int i = 0; i < nulls; ++i)
+      add(*input, QgsGeometry(), i);
+    QgsProcessingContext context;
+    const RunResult ours = run(QStringLiteral("gpugeo:dbscan"), input.get(), parameters(5, 15.0, false), context);
+    ASSERT_TRUE(ours.ok) << nulls << ": " << ours.error.toStdString();
+    EXPECT_EQ(ours.outputs.value(QStringLiteral("NUM_CLUSTERS")).toInt(), 0);
+    EXPECT_TRUE(ours.logContains(QStringLiteral("WARNING The input layer has no point to use")))
+      << ours.log.join('\n').toStdString();
+    QgsProcessingContext qgisContext;
+    QVariantMap qgisParameters = parameters(5, 15.0, false);
+    qgisParameters.remove(QStringLiteral("DEVICE"));
+    const RunResult qgis = run(QStringLiteral("native:dbscanclustering"), input.get(), qgisParameters, qgisContext);
+    ASSERT_TRUE(qgis.ok) << qgis.error.toStdString();
+    EXPECT_EQ(qgis.outputs.value(QStringLiteral("NUM_CLUSTERS")).toInt(), 0);
+    const std::vector<QgsFeature> got = featuresOf(outputLayer(ours, QStringLiteral("OUTPUT"), context));
+    const std::vector<QgsFeature> want = featuresOf(outputLayer(qgis, QStringLiteral("OUTPUT"), qgisContext));
+    ASSERT_EQ(got.size(), size_t(nulls));
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].attributes(), want[i].attributes()) << nulls << " feature " << i;
+  }
+}
+
 TEST_F(DbscanAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
 {
   struct Case
@@ -642,9 +676,6 @@ TEST_F(DbscanAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
     {"MIN_SIZE 0", threePoints, {{minSize, 0}}, "The minimum cluster size must be at least 1 (got 0)."},
     {"empty cluster field name", threePoints, {{QStringLiteral("FIELD_NAME"), QString("")}},
      "The cluster field names must not be empty."},
-    {"empty layer", [](QgsVectorLayer&) {}, {}, "The input layer has no point to use (0 features without geometry"},
-    {"only null geometries", [](QgsVectorLayer& l) { add(l, QgsGeometry(), 1); }, {},
-     "no point to use (1 features without geometry"},
     {"a NaN coordinate",
      [&](QgsVectorLayer& l) {
        threePoints(l);

@@ -18,6 +18,7 @@
 
 #include <cpl_string.h>
 #include <gdal.h>
+#include <gdal_utils.h>
 #include <ogr_srs_api.h>
 
 #include <qgspalettedrasterrenderer.h>
@@ -256,6 +257,63 @@ TEST_F(DemAlgorithmsTest, FlatsResolvedOrGivenAnEpsilonGradientDrainWithPlainD8)
     raisedGrid.z = values.data();
     const std::vector<uint8_t> dirs = dem::flowDirections(gpugeo::Backend::Cpu, raisedGrid, false, 1, control);
     EXPECT_EQ(std::count(dirs.begin(), dirs.end(), dem::kNoFlow), 0) << "FLATS " << flats;
+  }
+}
+
+// The shipped SRTM DEM warped to UTM 16N at 80 m by bilinear resampling (gdalwarp -t_srs EPSG:32616
+// -tr 80 80 -tap -r bilinear -dstnodata -9999 -ot Float32): its flats have rims a few float32 steps
+// above them, which the raised flat cells overtook (a cell 0.0004 m above a flat became a pit that
+// 2,406 cells drained into). With either FLATS option no inner cell may be left without a lower
+// neighbour, and plain D8 gives every cell a direction.
+TEST_F(DemAlgorithmsTest, RaisedFlatsOfAWarpedSrtmDemLeaveNoPit)
+{
+  const QByteArray source = QByteArray(GPUGEO_TEST_DATA_DIR) + "/jacksboro_srtm3.tif";
+  GDALDatasetH input = GDALOpen(source.constData(), GA_ReadOnly);
+  ASSERT_TRUE(input);
+  const char* arguments[] = {"-t_srs", "EPSG:32616", "-tr", "80", "80", "-tap", "-r", "bilinear",
+                             "-dstnodata", "-9999", "-ot", "Float32", nullptr};
+  GDALWarpAppOptions* options = GDALWarpAppOptionsNew(const_cast<char**>(arguments), nullptr);
+  const QByteArray warped = path("warped.tif").toUtf8();
+  GDALDatasetH output = GDALWarp(warped.constData(), nullptr, 1, &input, options, nullptr);
+  GDALWarpAppOptionsFree(options);
+  ASSERT_TRUE(output);
+  GDALClose(output);
+  GDALClose(input);
+  double noData = 0;
+  for (int flats : {1, 2})
+  {
+    const QString out = path(QStringLiteral("warped_flats%1.tif").arg(flats));
+    const RunResult result = run(kFill, path("warped.tif"), {{QStringLiteral("FLATS"), flats}, {QStringLiteral("OUTPUT"), out}});
+    ASSERT_TRUE(result.ok) << result.error.toStdString();
+    int width = 0, height = 0;
+    double transform[6];
+    std::vector<float> z = readRaster<float>(out, GDT_Float32, width, height, transform, &noData);
+    for (float& v : z)
+      if (v == float(noData))
+        v = kNaN;
+    int64_t pits = 0;
+    for (int y = 1; y + 1 < height; ++y)
+      for (int x = 1; x + 1 < width; ++x)
+      {
+        const float v = z[size_t(y) * width + x];
+        bool inner = !std::isnan(v), lower = false;
+        for (int d = 0; d < 8 && inner; ++d)
+        {
+          const float n = z[size_t(y + dem::kDy[d]) * width + x + dem::kDx[d]];
+          inner = !std::isnan(n);
+          lower = lower || n < v;
+        }
+        pits += inner && !lower;
+      }
+    EXPECT_EQ(pits, 0) << "FLATS " << flats << ": inner cells without a lower neighbour";
+    EXPECT_TRUE(result.logContains(QStringLiteral("were raised in turn"))) << "FLATS " << flats;
+
+    const QString directions = path(QStringLiteral("warped_dirs%1.tif").arg(flats));
+    const RunResult d8 = run(kDirection, out, {{QStringLiteral("RESOLVE_FLATS"), false}, {QStringLiteral("OUTPUT"), directions}});
+    ASSERT_TRUE(d8.ok) << d8.error.toStdString();
+    EXPECT_TRUE(d8.logContains(QStringLiteral("; 0 cells have no direction."))) << d8.log.join('\n').toStdString();
+    const auto codes = read<uint8_t>(directions, GDT_Byte);
+    EXPECT_EQ(std::count(codes.begin(), codes.end(), uint8_t(0)), 0) << "FLATS " << flats << ": cells without a direction";
   }
 }
 

@@ -80,6 +80,14 @@ QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProces
 {
   QVariantMap outputs;
   mSinkFiles.clear();
+  const int64_t threadFailuresBefore = threadStartFailures();
+  const auto reportThreadFailures = [&] {
+    const int64_t failed = threadStartFailures() - threadFailuresBefore;
+    if (failed > 0 && feedback)
+      feedback->pushWarning(QObject::tr("%1 worker threads could not be started (a limit on processes or threads, or "
+                                        "memory pressure): the work ran on fewer threads.")
+                              .arg(failed));
+  };
   try
   {
     callNative([&] { outputs = execute(parameters, context, feedback); });
@@ -87,9 +95,11 @@ QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProces
   catch (...)
   {
     deleteSinkFiles();  // execute()'s sinks are closed by now: they were its locals
+    reportThreadFailures();
     throw;
   }
   mSinkFiles.clear();
+  reportThreadFailures();
   return outputs;
 }
 

@@ -24,6 +24,7 @@
 #include "adapters/point_reader.h"
 #include "adapters/raster_polygonizer.h"
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "voronoi/voronoi_raster.h"
 
 namespace gpugeo {
@@ -376,7 +377,7 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
     ScopedStage stage(writeTimes, "write");
     std::future<void> distanceWritten;
     if (distance)
-      distanceWritten = std::async(std::launch::async, [&] { distance->writeRows(row0, rows, band.distance.data()); });
+      distanceWritten = startAsync([&] { distance->writeRows(row0, rows, band.distance.data()); });
     try
     {
       allocation->writeRows(row0, rows, band.label.data());

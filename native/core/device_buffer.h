@@ -13,6 +13,7 @@
 
 #include "cuda_check.h"
 #include "host_memory.h"
+#include "parallel.h"
 
 
 namespace gpugeo::cuda {
@@ -185,7 +186,7 @@ std::vector<T> hostVector(std::size_t n)
 template <typename T>
 std::future<std::vector<T>> hostVectorAhead(std::size_t n)
 {
-  return std::async(std::launch::async, [n] { return hostVector<T>(n); });
+  return startAsync([n] { return hostVector<T>(n); });
 }
 
 // Copies the first n values of `d` into the vector that `ahead` makes (hostVectorAhead(n)).

@@ -5,12 +5,27 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "errors.h"
 
 namespace gpugeo {
+
+namespace {
+std::atomic<int64_t> failedThreadStarts{0};
+}  // namespace
+
+int64_t threadStartFailures()
+{
+  return failedThreadStarts.load();
+}
+
+void countThreadStartFailure()
+{
+  ++failedThreadStarts;
+}
 
 int defaultThreadCount()
 {
@@ -69,7 +84,18 @@ void parallelFor(int64_t count, int64_t grain, int threads, const std::function<
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
   for (int t = 1; t < threads; ++t)
-    pool.emplace_back(worker);
+  {
+    try
+    {
+      pool.emplace_back(worker);
+    }
+    catch (const std::system_error&)
+    {
+      // No more threads: the dynamic chunks go to those that started.
+      countThreadStartFailure();
+      break;
+    }
+  }
   worker();
   for (auto& thread : pool)
     thread.join();

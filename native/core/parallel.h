@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <system_error>
+#include <type_traits>
 
 #include "run_control.h"
 
@@ -20,7 +23,30 @@ int defaultThreadCount();
 // `threads` threads (the calling thread is one of them; threads <= 0 means defaultThreadCount()).
 // Stops handing out chunks when a body throws or control->isCanceled(); then rethrows the first
 // exception, or throws Canceled.
+// A thread that cannot be started (a limit on processes or threads, memory pressure) is not an
+// error: the work runs on the threads that did start, the calling thread at least.
 void parallelFor(int64_t count, int64_t grain, int threads, const std::function<void(int64_t, int64_t)>& body,
                  const RunControl* control = nullptr);
+
+// How many threads the process could not start so far (parallelFor's and startAsync's), for the
+// log: a caller compares the count before and after its work.
+int64_t threadStartFailures();
+void countThreadStartFailure();
+
+// std::async(std::launch::async, f), or, when no thread can be started, f deferred to the thread that
+// waits for its result (the future's get() or wait() then runs it).
+template <typename F>
+std::future<std::invoke_result_t<std::decay_t<F>>> startAsync(F&& f)
+{
+  try
+  {
+    return std::async(std::launch::async, f);
+  }
+  catch (const std::system_error&)
+  {
+    countThreadStartFailure();
+    return std::async(std::launch::deferred, std::forward<F>(f));
+  }
+}
 
 }  // namespace gpugeo

@@ -36,6 +36,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "core/union_find.cuh"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_math.h"
@@ -1386,7 +1387,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
     // The downloads on a thread of their own (the device is otherwise idle now); declared after the
     // buffers it reads, so that it is waited for before they go, whatever happens here.
     const int device = probeGpu().device;
-    std::future<double> downloads = std::async(std::launch::async, [&] {
+    std::future<double> downloads = startAsync([&] {
       const auto begin = std::chrono::steady_clock::now();
       GPUGEO_CUDA_CHECK(cudaSetDevice(device));
       out.travel.minutes = download(minutes, std::size_t(n), minutesAhead);

@@ -8,6 +8,8 @@
 #include <functional>
 #include <future>
 
+#include "core/parallel.h"
+
 namespace gpugeo {
 
 // Calls produce(buffer, row0, rows) on a worker thread and consume(buffer, row0, rows) on the calling
@@ -23,7 +25,7 @@ bool runBandPipeline(int64_t height, int64_t bandRows, Buffer (&buffers)[2],
   auto start = [&](int64_t row0) {
     Buffer& buffer = buffers[(row0 / bandRows) % 2];
     const int64_t rows = std::min(bandRows, height - row0);
-    return std::async(std::launch::async, [&produce, &buffer, row0, rows] { produce(buffer, row0, rows); });
+    return startAsync([&produce, &buffer, row0, rows] { produce(buffer, row0, rows); });
   };
   std::future<void> pending = start(0);
   for (int64_t row0 = 0; row0 < height; row0 += bandRows)

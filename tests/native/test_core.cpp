@@ -1,8 +1,15 @@
 // The shared core: parallelFor, backend choice.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -52,6 +59,62 @@ TEST(ParallelFor, CancelThrowsCanceledAndStopsEarly)
   control.canceled = [&] { return calls.load() >= 10; };
   EXPECT_THROW(parallelFor(100000, 1, 2, [&](int64_t, int64_t) { ++calls; }, &control), Canceled);
   EXPECT_LT(calls.load(), 100);
+}
+
+namespace {
+
+// Runs `check` in a child process that may not start any thread (RLIMIT_NPROC of 1, as an
+// unprivileged user: root's processes are exempt from the limit, so a root test drops to nobody
+// first). Returns the child's exit code: 0 when check() held, 77 when the limit could not be set.
+int runWithoutNewThreads(const std::function<bool()>& check)
+{
+  const pid_t child = fork();
+  if (child == 0)
+  {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+      _exit(77);
+    const rlimit one{1, 1};
+    if (setrlimit(RLIMIT_NPROC, &one) != 0)
+      _exit(77);
+    try
+    {
+      std::thread probe([] {});
+      probe.join();
+      _exit(77);  // the limit does not hold here
+    }
+    catch (const std::system_error&)
+    {
+    }
+    _exit(check() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+// When no worker thread can be started (ulimit -u, a pids limit), parallelFor runs everything on the
+// calling thread and startAsync runs its task when it is waited for; the failures are counted. (It
+// used to end the process through std::terminate, leaving a 0-byte output behind.)
+TEST(ParallelFor, RunsOnTheCallingThreadWhenNoThreadCanStart)
+{
+  const int code = runWithoutNewThreads([] {
+    const int64_t before = threadStartFailures();
+    std::vector<int> seen(5000, 0);
+    parallelFor(int64_t(seen.size()), 7, 8, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        ++seen[std::size_t(i)];
+    });
+    for (int v : seen)
+      if (v != 1)
+        return false;
+    std::future<int> later = startAsync([] { return 42; });
+    return later.get() == 42 && threadStartFailures() >= before + 2;
+  });
+  if (code == 77)
+    GTEST_SKIP() << "cannot limit the number of threads here";
+  EXPECT_EQ(code, 0);
 }
 
 TEST(Backend, CpuIsAlwaysAvailable)

@@ -28,7 +28,7 @@ QString DbscanAlgorithm::name() const
 
 QString DbscanAlgorithm::displayName() const
 {
-  return QObject::tr("DBSCAN clustering");
+  return QObject::tr("DBSCAN clustering (GPU)");
 }
 
 QStringList DbscanAlgorithm::tags() const

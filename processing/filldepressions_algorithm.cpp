@@ -116,8 +116,8 @@ void FillDepressionsAlgorithm::initAlgorithm(const QVariantMap&)
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Filled DEM")));
 }
 
-bool FillDepressionsAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                QgsProcessingFeedback*)
+bool FillDepressionsAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                                             QgsProcessingFeedback*)
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));

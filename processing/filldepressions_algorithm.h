@@ -25,8 +25,8 @@ protected:
   QString iconFile() const override;
   void initAlgorithm(const QVariantMap& configuration = QVariantMap()) override;
   // On the main thread: the INPUT layer's file and CRS.
-  bool prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                        QgsProcessingFeedback* feedback) override;
+  bool prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                     QgsProcessingFeedback* feedback) override;
   QVariantMap execute(const QVariantMap& parameters, QgsProcessingContext& context,
                       QgsProcessingFeedback* feedback) override;
 

@@ -155,8 +155,8 @@ void FlowAccumulationAlgorithm::initAlgorithm(const QVariantMap&)
                                                            QVariant(), true, true));
 }
 
-bool FlowAccumulationAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                 QgsProcessingFeedback*)
+bool FlowAccumulationAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                                              QgsProcessingFeedback*)
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));

@@ -133,8 +133,8 @@ void FlowDirectionAlgorithm::initAlgorithm(const QVariantMap&)
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Flow direction")));
 }
 
-bool FlowDirectionAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                                              QgsProcessingFeedback*)
+bool FlowDirectionAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                                           QgsProcessingFeedback*)
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));

@@ -1,9 +1,13 @@
 #include "gpugeo_algorithm.h"
 
+#include <algorithm>
+
+#include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
 #include <QIcon>
 #include <QStringList>
+#include <QUrl>
 
 #include <qgsapplication.h>
 #include <qgsexception.h>
@@ -14,9 +18,62 @@
 
 #include "core/errors.h"
 #include "core/parallel.h"
+#include "parameter_checks.h"
 #include "provider.h"
 
 namespace gpugeo {
+
+namespace {
+
+// The feedback execute() gets: everything goes on to QGIS's feedback, and under qgis_process's text
+// output a message that follows progress ticks starts on a line of its own. (qgis_process prints the
+// ticks "0...10...20" without a line break, then each message as it comes, so a message would be
+// glued to the ticks.) The ticks are followed as qgis_process counts them: 40 to a run, 2.5% each.
+class LineFeedback : public QgsProcessingFeedback
+{
+public:
+  explicit LineFeedback(QgsProcessingFeedback* target) : mTarget(target)
+  {
+    static const bool ticking = QgsApplication::platform() == QLatin1String("qgis_process") &&
+                                !QCoreApplication::arguments().contains(QStringLiteral("--json"));
+    mTicking = ticking;
+    QObject::connect(target, &QgsFeedback::canceled, this, &QgsFeedback::cancel, Qt::DirectConnection);
+    QObject::connect(this, &QgsFeedback::progressChanged, this, [this](double progress) {
+      const int tick = std::min(40, std::max(0, int(progress * 0.4)));
+      if (tick > mLastTick)
+      {
+        mLastTick = tick;
+        mLineOpen = tick < 40;
+      }
+      mTarget->setProgress(progress);
+    }, Qt::DirectConnection);
+    if (target->isCanceled())
+      cancel();
+  }
+  void setProgressText(const QString& text) override { mTarget->setProgressText(line(text)); }
+  void reportError(const QString& error, bool fatalError) override { mTarget->reportError(line(error), fatalError); }
+  void pushWarning(const QString& warning) override { mTarget->pushWarning(line(warning)); }
+  void pushInfo(const QString& info) override { mTarget->pushInfo(line(info)); }
+  void pushDebugInfo(const QString& info) override { mTarget->pushDebugInfo(line(info)); }
+  void pushCommandInfo(const QString& info) override { mTarget->pushCommandInfo(line(info)); }
+  void pushConsoleInfo(const QString& info) override { mTarget->pushConsoleInfo(line(info)); }
+
+private:
+  QString line(const QString& text)
+  {
+    if (!mTicking || !mLineOpen)
+      return text;
+    mLineOpen = false;
+    return QLatin1Char('\n') + text;
+  }
+
+  QgsProcessingFeedback* mTarget;
+  bool mTicking = false;
+  int mLastTick = -1;
+  bool mLineOpen = false;
+};
+
+}  // namespace
 
 QIcon Algorithm::icon() const
 {
@@ -26,6 +83,16 @@ QIcon Algorithm::icon() const
 QString Algorithm::svgIconPath() const
 {
   return iconFolder() + QLatin1Char('/') + iconFile();
+}
+
+QString Algorithm::helpUrl() const
+{
+  const QString file = helpFile();
+  if (file.isEmpty())
+    return QString();
+  QUrl url = QUrl::fromLocalFile(file);
+  url.setFragment(helpAnchor(id()));
+  return url.toString(QUrl::FullyEncoded);
 }
 
 void Algorithm::addDeviceParameter()
@@ -75,6 +142,21 @@ RunControl Algorithm::runControl(QgsFeedback* feedback)
   return control;
 }
 
+bool Algorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                                 QgsProcessingFeedback* feedback)
+{
+  for (const QString& problem :
+       {parameterValueProblem(*this, parameters, context), outputConflict(*this, parameters, context)})
+    if (!problem.isEmpty())
+      throw QgsProcessingException(problem);
+  return prepareInputs(parameters, context, feedback);
+}
+
+bool Algorithm::prepareInputs(const QVariantMap&, QgsProcessingContext&, QgsProcessingFeedback*)
+{
+  return true;
+}
+
 QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
                                         QgsProcessingFeedback* feedback)
 {
@@ -88,9 +170,10 @@ QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProces
                                         "memory pressure): the work ran on fewer threads.")
                               .arg(failed));
   };
+  LineFeedback lines(feedback);
   try
   {
-    callNative([&] { outputs = execute(parameters, context, feedback); });
+    callNative([&] { outputs = execute(parameters, context, &lines); });
   }
   catch (...)
   {
@@ -100,6 +183,7 @@ QVariantMap Algorithm::processAlgorithm(const QVariantMap& parameters, QgsProces
   }
   mSinkFiles.clear();
   reportThreadFailures();
+  lines.setProgress(100.0);
   return outputs;
 }
 
@@ -193,14 +277,45 @@ QString notPointsMessage(const QString& name, QgsWkbTypes::Type type)
 bool Algorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
                                      QString* message) const
 {
+  // Ours first: it names the parameter and its range where QGIS says "Incorrect parameter value",
+  // and refuses the NaN and infinities that QGIS's range check lets through.
+  const QString problem = parameterValueProblem(*this, parameters, context);
+  if (!problem.isEmpty())
+  {
+    if (message)
+      *message = problem;
+    return false;
+  }
   if (!QgsProcessingAlgorithm::checkParameterValues(parameters, context, message))
     return false;
+  // DEVICE=GPU without a usable GPU: said here, once, rather than by the run's error (which
+  // qgis_process prints three times, as for any algorithm's run-time error).
+  if (parameterDefinition(QStringLiteral("DEVICE")) && parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
+  {
+    try
+    {
+      resolveBackend(Backend::Gpu, 1);
+    }
+    catch (const Error& e)
+    {
+      if (message)
+        *message = QString::fromStdString(e.what());
+      return false;
+    }
+  }
   for (const QgsProcessingParameterDefinition* definition : parameterDefinitions())
   {
     const auto* source = dynamic_cast<const QgsProcessingParameterFeatureSource*>(definition);
     if (source && source->dataTypes() == QList<int>{QgsProcessing::TypeVectorPoint} &&
         !checkPointSource(parameters, definition->name(), context, message))
       return false;
+  }
+  const QString conflict = outputConflict(*this, parameters, context);
+  if (!conflict.isEmpty())
+  {
+    if (message)
+      *message = conflict;
+    return false;
   }
   return true;
 }

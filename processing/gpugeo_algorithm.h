@@ -20,6 +20,8 @@ class Algorithm : public QgsProcessingAlgorithm
 public:
   QIcon icon() const override;
   QString svgIconPath() const override;
+  // This algorithm's section of the documentation shipped with the plugin (help/index.html).
+  QString helpUrl() const override;
   // QGIS's checks, then checkPointSource() for every feature-source parameter that asks for points.
   bool checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
                             QString* message = nullptr) const override;
@@ -27,6 +29,15 @@ public:
 protected:
   // The file name of the algorithm's icon in icons/.
   virtual QString iconFile() const = 0;
+
+  // Checks what every algorithm refuses (parameter_checks.h: numbers, CRS, extents, outputs over
+  // inputs or over each other), then prepareInputs(). On the main thread, before anything is read
+  // or written; again here because a model or a script may skip checkParameterValues().
+  bool prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
+                        QgsProcessingFeedback* feedback) final;
+  // What an algorithm fetches on the main thread (layers and their files) before execute().
+  virtual bool prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                             QgsProcessingFeedback* feedback);
 
   // The algorithm's work. Any exception it throws reaches QGIS as a QgsProcessingException with a
   // message a user can act on (QGIS catches nothing else: another type would end the process).

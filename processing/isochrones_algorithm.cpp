@@ -28,6 +28,7 @@
 #include "dem/isochrone_chain.h"
 #include "dem/travel_time.h"
 #include "flowdirection_algorithm.h"
+#include "parameter_checks.h"
 
 namespace gpugeo {
 
@@ -60,13 +61,21 @@ bool parameterGiven(const QVariantMap& parameters, const QString& name)
   return value.isValid() && !value.isNull() && !(value.type() == QVariant::String && value.toString().isEmpty());
 }
 
+// Whether a number's range includes 0.
+enum Bound
+{
+  Positive,
+  NotNegative,
+};
+
 QgsProcessingParameterNumber* numberParameter(const QString& name, const QString& description, double defaultValue,
-                                              bool advanced, double minimum = 0.0,
-                                              double maximum = std::numeric_limits<double>::max(),
+                                              Bound bound, bool advanced = true,
                                               QgsProcessingParameterNumber::Type type =
                                                 QgsProcessingParameterNumber::Double)
 {
-  auto* parameter = new QgsProcessingParameterNumber(name, description, type, defaultValue, false, minimum, maximum);
+  auto* parameter = new QgsProcessingParameterNumber(name, description, type, defaultValue, false, 0.0);
+  if (bound == Positive)
+    setMinimumExcluded(*parameter);
   if (advanced)
     parameter->setFlags(parameter->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   return parameter;
@@ -97,7 +106,7 @@ QString IsochronesAlgorithm::name() const
 
 QString IsochronesAlgorithm::displayName() const
 {
-  return QObject::tr("Isochrones (travel time to an outlet)");
+  return QObject::tr("Isochrones to an outlet");
 }
 
 QStringList IsochronesAlgorithm::tags() const
@@ -134,101 +143,73 @@ QString IsochronesAlgorithm::shortHelpString() const
   return QObject::tr(
            "<p>From a DEM: the time water needs to flow from every cell of a watershed to its outlet, the "
            "watershed and its <i>isochrones</i> (bands of equal travel time) as polygons, and the time&ndash;area "
-           "histogram of the Clark unit hydrograph.</p>"
-           "<p><b>Pipeline</b>: the DEM's depressions are filled (as gpugeo:filldepressions), its D8 flow "
-           "directions computed with flats resolved (as gpugeo:flowdirection), and the flow accumulated (as "
-           "gpugeo:flowaccumulation), on the GPU or all processor cores; the outlet is found; the travel times "
-           "are summed down the flow paths (on the GPU by pointer jumping, in another order than the CPU: the "
-           "two agree to about 1e-12 relative, not bit for bit).</p>"
-           "<p><b>Input DEM</b> (INPUT) and <b>Band number</b> (BAND): a raster file GDAL reads, north-up; the "
-           "band's nodata value, NaN and infinite values are nodata. <b>Manning's n raster</b> (MANNING, "
-           "optional, Manning model only): band 1 holds each cell's Manning roughness coefficient for overland "
-           "flow; it must have the DEM's grid (same number of rows and columns, same geotransform), else it is "
-           "refused: resample it onto the DEM's grid first. Cells where it is nodata, not a number or not above "
-           "0 use MANNING_OVERLAND.</p>"
-           "<p><b>Outlet</b> (OUTLET, optional point layer): its first point (features without geometry are "
-           "skipped), transformed to the DEM's CRS. It must lie on the DEM. It is snapped to the cell of highest "
-           "flow accumulation (ties to the first in row order) whose centre lies within <b>Snap distance</b> "
-           "(SNAP_DISTANCE, metres, default 100; 0: the cell under the point) of the centre of the cell under the "
-           "point, so that a point put next to a stream lands on it. A point on nodata with no valid cell within "
-           "the snap distance is refused. Without an outlet layer the outlet is automatic: the cell where the "
-           "largest basin drains out of the grid (the highest accumulation among the cells that drain out of the "
-           "grid or into nodata).</p>"
-           "<p><b>Travel time</b>: a cell's <i>step time</i> is its D8 flow length L (its width, height or "
-           "diagonal) divided by its speed v; its travel time is the sum of the step times along its flow path "
-           "from the cell to the outlet, <b>the outlet's own step included</b>, as SAGA's <i>Isochrones Variable "
-           "Speed</i> counts it (so the outlet's time is its own step, not 0). The watershed is the set of cells "
-           "whose flow path passes through the outlet. Times are in minutes, summed in float64.</p>"
-           "<p><b>Velocity model</b> (VELOCITY_MODEL), speeds in m/s:</p><ul>"
-           "<li><b>0: Constant speed</b>: v = SPEED (default %1 m/s); travel time is flow length / SPEED.</li>"
-           "<li><b>1: Slope-based</b> (the velocity method; default): v = max(MIN_SPEED, k &middot; &radic;s "
-           "&middot; b / n), with s the slope along the D8 direction (drop to the receiving cell of the filled "
-           "DEM / L, at least MIN_SLOPE; the outlet, with no receiver on the grid, gets MIN_SLOPE), k = "
-           "K_CHANNEL where the accumulated area reaches CHANNEL_THRESHOLD, else K_OVERLAND, n = N_FACTOR and b = "
-           "B_FACTOR. With n = b = 1 this is the velocity method of the SCS/NRCS (t = L / (k &radic;s), k a "
-           "land-cover coefficient). It is also <i>our reading</i> of the per-cell time t = n&middot;l / "
-           "(k&middot;v(s)&middot;b) of Zhao et al. (2010), with l the flow length, v(s) = &radic;s and n, k, b "
-           "factors: the paper does not define its symbols, so this reading is ours.</li>"
-           "<li><b>2: Manning-based</b> overland / mixed / channel flow in the manner of SAGA's <i>Isochrones "
-           "Variable Speed</i> (Olaya 2004): the runoff intensity I from the rainfall intensity P = RAINFALL "
-           "(mm/h) and the SCS curve number CN = CURVE_NUMBER: S = 25400/CN &minus; 254 (mm), I = (P &minus; "
-           "0.2S)<sup>2</sup> / (P + 0.8S) when P &ge; 0.2S, else 0.1 mm/h; s = the slope's tangent by "
-           "Zevenbergen &amp; Thorne (at least 0.001); A = the accumulated area (m², the cell included). Below "
-           "MIXED_THRESHOLD: overland flow, v = max(MIN_SPEED, (I&middot;D)<sup>0.4</sup> "
-           "s<sup>0.3</sup> / n<sup>0.6</sup>), D = &radic;(2A/&pi;), n from MANNING or MANNING_OVERLAND. From "
-           "MIXED_THRESHOLD on: the flow Q = I&middot;A runs in a triangular channel of side slope SIDE_SLOPE "
-           "(z; area h<sup>2</sup>/z, perimeter 2(h/z + &radic;(h<sup>2</sup> + (h/z)<sup>2</sup>)) as SAGA "
-           "has it) with Manning's n = MANNING_MIXED, or MANNING_CHANNEL from CHANNEL_THRESHOLD_MANNING on; the "
-           "depth h is found by bisection on [0, 60 m] from 2 m until Manning's flow is within 0.1 m³/s of Q (at "
-           "most MAX_ITERATIONS steps, a cap SAGA lacks), and v = max(MIN_SPEED, Q / area). Unlike SAGA, this "
-           "runs on our filled DEM with our D8 directions and accumulation, and the thresholds and n values are "
-           "parameters.</li></ul>")
-           .arg(number(d.speed)) +
+           "table (the histogram of the Clark unit hydrograph).</p>"
+           "<p>The DEM's depressions are filled, its D8 flow directions found with flats resolved and the flow "
+           "accumulated, as <i>Fill depressions</i>, <i>Flow direction</i> and <i>Flow accumulation</i> do. A "
+           "cell's <i>step time</i> is its flow length (its width, height or diagonal) divided by its speed; its "
+           "travel time is the sum of the step times down its flow path to the outlet, the outlet's own step "
+           "included (as SAGA's <i>Isochrones Variable Speed</i> counts it).</p>"
+           "<p><b>Input DEM</b> and <b>Band number</b>: a north-up raster; nodata, NaN and infinite values are "
+           "nodata. <b>Outlet point</b> (optional): the first point of the layer, in any CRS, snapped to the cell "
+           "of highest flow accumulation within <b>Snap distance</b> (metres; 0: the cell under the point), so "
+           "that a point put next to a stream lands on it. Without it, the outlet is where the largest basin "
+           "leaves the grid.</p>"
+           "<p><b>Velocity model</b>, speeds in m/s, s the slope along the flow direction (m/m):</p><ul>"
+           "<li><b>Constant speed</b>: v = <i>speed</i> (default %1 m/s).</li>"
+           "<li><b>Slope-based</b> (the default; the NRCS velocity method): v = max(<i>minimum speed</i>, k "
+           "&radic;s b / n), s at least <i>minimum slope</i>; k is the <i>channel</i> coefficient where the "
+           "upstream area reaches the <i>channel threshold</i>, else the <i>overland</i> one; n = b = 1 by default "
+           "(with other values, our reading of the source paper's t = n&middot;l / (k&middot;v(s)&middot;b), whose "
+           "symbols it leaves undefined).</li>"
+           "<li><b>Manning-based</b> overland, mixed and channel flow, SAGA's <i>Isochrones Variable Speed</i> "
+           "(Olaya 2004) with its defaults: runoff from the <i>rainfall intensity</i> and the SCS <i>curve "
+           "number</i>; overland flow v = (I D)<sup>0.4</sup> s<sup>0.3</sup> / n<sup>0.6</sup> below the "
+           "<i>mixed flow threshold</i>; above it Manning's equation in a triangular channel of the given <i>side "
+           "slope</i>, its depth found by bisection (at most <i>maximum bisection steps</i>), with n for mixed "
+           "flow and, past the <i>channel threshold</i>, for channel flow. The optional <i>Manning's n raster</i> "
+           "(on the DEM's grid) gives overland n per cell; where it has no value above 0, the overland n "
+           "applies.</li></ul>"
+           "<p>The models' settings are advanced parameters, each named after its model.</p>"
+           "<p><b>Where the defaults come from</b>: overland k = %2 m/s is the NRCS's shallow concentrated flow on "
+           "unpaved ground, V = 16.1345 &radic;s ft/s (TR-55, 1986); channel k = %3 m/s is Manning's v = "
+           "R<sup>2/3</sup> &radic;s / n for a hydraulic radius of 0.5 m and n = 0.035, a clean natural channel "
+           "(Chow 1959); channels start at %4 km&sup2;; the minimum slope %5 is the one SAGA uses. On the 303 km&sup2; "
+           "basin of the SRTM DEM shipped with the plugin (Jacksboro, Tennessee, in UTM at 90 m) they give a "
+           "longest time of 15.5 hours (median 8.7 hours); SAGA's <i>Isochrones Variable Speed</i> with its own "
+           "defaults gives 17.3 hours (median 7.2 hours). Set k from a land-cover table (NRCS NEH 630 chapter 15) "
+           "where the land cover is known.</p>"
+           "<p><b>Isochrone interval</b> (minutes): band k holds the cells with (k&minus;1) &times; interval &le; t "
+           "&lt; k &times; interval. 0, the default, picks the first of 1, 2, 5, 10, 15, 20, 30 minutes, 1, 2, 3, 4, "
+           "6, 8, 12 hours, 1, 2, 3 days or whole weeks that gives at most %6 bands.</p>")
+           .arg(number(d.speed), number(d.kOverland), number(d.kChannel), number(d.channelArea / 1e6),
+                number(d.minSlope))
+           .arg(dem::kAutomaticBands) +
          QObject::tr(
-           "<p><b>Parameters of the models</b> (most are advanced): SPEED (m/s, default %1); K_OVERLAND (m/s, "
-           "%2) and K_CHANNEL (m/s, %3); CHANNEL_THRESHOLD (km² of accumulated area, %4); N_FACTOR (%5) and "
-           "B_FACTOR (%6); MIN_SLOPE (m/m, %7); MIN_SPEED (m/s, %8, the slope and Manning models); RAINFALL "
-           "(mm/h, %9); CURVE_NUMBER (0 to 100, %10); MANNING_OVERLAND (%11); MIXED_THRESHOLD (ha, %12); "
-           "CHANNEL_THRESHOLD_MANNING (ha, %13); MANNING_MIXED (%14); MANNING_CHANNEL (%15); SIDE_SLOPE (m/m, "
-           "%16); MAX_ITERATIONS (%17). The defaults of the Manning model are SAGA's. Speeds, coefficients and "
-           "factors must be greater than 0.</p>"
-           "<p><b>Isochrone interval</b> (INTERVAL, minutes, greater than 0): band k (1, 2, &hellip;) holds the "
-           "cells with (k&minus;1)&middot;INTERVAL &le; t &lt; k&middot;INTERVAL. At most %18 bands.</p>")
-           .arg(number(d.speed), number(d.kOverland), number(d.kChannel), number(d.channelArea / 1e6), number(d.n),
-                number(d.b), number(d.minSlope), number(d.minSpeed), number(d.rainfall))
-           .arg(number(d.curveNumber), number(d.overlandN), number(d.mixedArea / 1e4),
-                number(d.channelAreaManning / 1e4), number(d.mixedN), number(d.channelN), number(d.sideSlope))
-           .arg(d.maxIterations)
-           .arg(kMaxBands) +
-         QObject::tr(
-           "<p><b>Outputs</b>: <b>Travel time</b> (TRAVEL_TIME): Float64 GeoTIFF in minutes, nodata &minus;1 "
-           "outside the watershed. <b>Watershed</b> (WATERSHED): one (multi)polygon with its area_km2, cells and "
-           "t_max (the longest travel time, minutes). <b>Isochrones</b> (ISOCHRONES): one (multi)polygon per band "
-           "that has cells, with band, t_min, t_max (minutes), cells and area_km2; the bands tile the "
-           "watershed. <b>Time&ndash;area table</b> (TIME_AREA, no geometry): one row per band from 1 to the last, "
-           "empty bands included, with band, t_min, t_max, cells, area_km2 and cumulative_share (the share of "
-           "the watershed's area within t_max of the outlet, ending at 1): the time&ndash;area histogram of the "
-           "Clark unit hydrograph. Areas are sums of the cells' areas (from the cell sizes below), not of the "
-           "polygons' planar areas. Optional: the <b>Filled DEM</b> (FILLED, Float32), the <b>Flow "
-           "direction</b> (FLOWDIR, ESRI codes: 1 = E, 2 = SE, 4 = S, 8 = SW, 16 = W, 32 = NW, 64 = N, 128 = NE, "
-           "nodata 255) and the <b>Flow accumulation</b> (ACCUMULATION, Int32 cells, nodata &minus;1). The "
-           "polygons follow the cells' edges exactly: one polygon per 4-connected group of cells of a band (cells "
-           "that meet only at a corner are separate polygons, as GDAL's polygonizer makes them), holes included, "
-           "valid by GEOS; they are traced on the DEVICE as well (the GPU's polygons are the CPU's).</p>"
-           "<p>The log gives the outlet (the point's cell, the snapped cell, the distance), the watershed's cells "
-           "and area, the range of travel times and the time of each stage.</p>") +
+           "<p><b>Outputs</b>: <b>Travel time</b> (Float64 raster, minutes; nodata &minus;1 outside the "
+           "watershed). <b>Watershed</b>: one polygon with area_km2, cells and t_max (the longest travel time), "
+           "styled as an outline. <b>Isochrones</b>: one polygon per band, with band, t_min, t_max (minutes), cells "
+           "and area_km2; they tile the watershed and are coloured by band. <b>Time&ndash;area table</b>: one row "
+           "per band (empty bands included) with the same fields and cumulative_share, the share of the "
+           "watershed's area within t_max of the outlet. Areas are sums of the cells' areas. Optional: the "
+           "<b>Filled DEM</b>, the <b>Flow direction</b> (ESRI codes 1 = E &hellip; 128 = NE, nodata 255) and "
+           "the <b>Flow accumulation</b> (cells, nodata &minus;1). The polygons follow the cells' edges, one "
+           "polygon per 4-connected group of cells (cells meeting only at a corner stay apart, as GDAL's "
+           "polygonizer makes them), holes included. The log gives the outlet, the watershed's area, the range "
+           "of times and speeds, and the interval used.</p>"
+           "<p><b>Caveats</b>: times are those of the flow paths of a filled DEM: a filled depression is a flat "
+           "where water moves at the minimum slope (a lake or reservoir). Travel times depend on the DEM's "
+           "resolution through the flow lengths. The GPU and the CPU sum the steps in different orders: times "
+           "agree to about 10<sup>&minus;12</sup> relative.</p>") +
          cellSizeHelp() +
          QObject::tr(
-           "<p><b>References</b>: V. Olaya (2004), Hidrología computacional y modelos digitales del terreno "
-           "(SAGA's <i>Isochrones Variable Speed</i>, ta_hydrology 30, by V. Olaya, with V. Wichmann). Zhao X., "
-           "Miao Q., Fu Z., Su C., Li X. (2010), CUDA-based confluence analysis (travel time per cell t = "
-           "n&middot;l / (k&middot;v(s)&middot;b)), Application Research of Computers, "
-           "doi:10.3969/j.issn.1001-3695.2010.07.011. USDA NRCS (2010), National Engineering Handbook part 630, "
-           "chapter 15 (the velocity method and travel time). C. O. Clark (1945), Storage and the unit "
-           "hydrograph, Transactions of the ASCE 110, 1419&ndash;1446 (the time&ndash;area histogram). L. W. "
-           "Zevenbergen, C. R. Thorne (1987), Quantitative analysis of land surface topography, Earth Surface "
-           "Processes and Landforms 12, 47&ndash;56.</p>") +
-         deviceHelp();
+           "<p><b>References</b>: USDA NRCS (1986), Urban hydrology for small watersheds, Technical Release 55, "
+           "appendix F; USDA NRCS (2010), National Engineering Handbook part 630, chapter 15 (the velocity "
+           "method). V. T. Chow (1959), Open-channel hydraulics, McGraw-Hill (Manning's n). V. Olaya (2004), "
+           "Hidrolog&iacute;a computacional y modelos digitales del terreno (SAGA's <i>Isochrones Variable "
+           "Speed</i>). Zhao X., Miao Q., Fu Z., Su C., Li X. (2010), CUDA-based confluence analysis, Application "
+           "Research of Computers, doi:10.3969/j.issn.1001-3695.2010.07.011. C. O. Clark (1945), Storage and the "
+           "unit hydrograph, Transactions of the ASCE 110, 1419&ndash;1446.</p>") +
+         rangesHelp(*this) + deviceHelp();
 }
 
 IsochronesAlgorithm* IsochronesAlgorithm::createInstance() const
@@ -239,51 +220,69 @@ IsochronesAlgorithm* IsochronesAlgorithm::createInstance() const
 void IsochronesAlgorithm::initAlgorithm(const QVariantMap&)
 {
   const dem::VelocityModel d;
+  // What every run needs.
   addParameter(new QgsProcessingParameterRasterLayer(QStringLiteral("INPUT"), QObject::tr("Input DEM")));
   // Optional so that qgis_process takes the default (a mandatory band must always be given there).
   addParameter(new QgsProcessingParameterBand(QStringLiteral("BAND"), QObject::tr("Band number"), 1,
                                               QStringLiteral("INPUT"), true));
-  addParameter(new QgsProcessingParameterRasterLayer(QStringLiteral("MANNING"),
-                                                     QObject::tr("Manning's n raster (Manning model)"), QVariant(),
-                                                     true));
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("OUTLET"),
                                                        QObject::tr("Outlet point (automatic when empty)"),
                                                        QList<int>() << QgsProcessing::TypeVectorPoint, QVariant(), true));
-  addParameter(numberParameter(QStringLiteral("SNAP_DISTANCE"), QObject::tr("Snap distance (metres)"), 100.0, false));
+  addParameter(numberParameter(QStringLiteral("SNAP_DISTANCE"), QObject::tr("Snap distance (metres)"), 100.0,
+                               NotNegative, false));
   addParameter(new QgsProcessingParameterEnum(
     QStringLiteral("VELOCITY_MODEL"), QObject::tr("Velocity model"),
     QStringList{QObject::tr("Constant speed"), QObject::tr("Slope-based (velocity method)"),
                 QObject::tr("Manning-based overland / mixed / channel flow (SAGA)")},
     false, Slope));
-  addParameter(numberParameter(QStringLiteral("INTERVAL"), QObject::tr("Isochrone interval (minutes)"), 60.0, false));
-  addParameter(numberParameter(QStringLiteral("SPEED"), QObject::tr("Constant speed (m/s)"), d.speed, false));
-  addParameter(numberParameter(QStringLiteral("K_OVERLAND"), QObject::tr("Velocity coefficient k, overland (m/s)"),
-                               d.kOverland, true));
-  addParameter(numberParameter(QStringLiteral("K_CHANNEL"), QObject::tr("Velocity coefficient k, channel (m/s)"),
-                               d.kChannel, true));
+  addParameter(numberParameter(QStringLiteral("INTERVAL"), QObject::tr("Isochrone interval (minutes; 0: automatic)"),
+                               0.0, NotNegative, false));
+  // Each model's settings, advanced, in the models' order.
+  addParameter(numberParameter(QStringLiteral("SPEED"), QObject::tr("Constant model: speed (m/s)"), d.speed, Positive));
+  addParameter(numberParameter(QStringLiteral("K_OVERLAND"), QObject::tr("Slope model: overland coefficient k (m/s)"),
+                               d.kOverland, Positive));
+  addParameter(numberParameter(QStringLiteral("K_CHANNEL"), QObject::tr("Slope model: channel coefficient k (m/s)"),
+                               d.kChannel, Positive));
   addParameter(numberParameter(QStringLiteral("CHANNEL_THRESHOLD"),
-                               QObject::tr("Channel threshold, slope model (km² of accumulated area)"),
-                               d.channelArea / 1e6, true));
-  addParameter(numberParameter(QStringLiteral("N_FACTOR"), QObject::tr("Factor n of t = n·l / (k·v(s)·b)"), d.n, true));
-  addParameter(numberParameter(QStringLiteral("B_FACTOR"), QObject::tr("Factor b of t = n·l / (k·v(s)·b)"), d.b, true));
-  addParameter(numberParameter(QStringLiteral("MIN_SLOPE"), QObject::tr("Minimum slope, slope model (m/m)"),
-                               d.minSlope, true));
-  addParameter(numberParameter(QStringLiteral("MIN_SPEED"), QObject::tr("Minimum speed (m/s)"), d.minSpeed, true));
-  addParameter(numberParameter(QStringLiteral("RAINFALL"), QObject::tr("Rainfall intensity (mm/h)"), d.rainfall, true));
-  addParameter(numberParameter(QStringLiteral("CURVE_NUMBER"), QObject::tr("SCS curve number"), d.curveNumber, true,
-                               0.0, 100.0));
-  addParameter(numberParameter(QStringLiteral("MANNING_OVERLAND"), QObject::tr("Manning's n, overland flow"),
-                               d.overlandN, true));
-  addParameter(numberParameter(QStringLiteral("MIXED_THRESHOLD"), QObject::tr("Mixed flow threshold (ha)"),
-                               d.mixedArea / 1e4, true));
+                               QObject::tr("Slope model: channel threshold (km² upstream)"), d.channelArea / 1e6,
+                               NotNegative));
+  addParameter(numberParameter(QStringLiteral("N_FACTOR"), QObject::tr("Slope model: factor n of t = n·l / (k·v(s)·b)"),
+                               d.n, Positive));
+  addParameter(numberParameter(QStringLiteral("B_FACTOR"), QObject::tr("Slope model: factor b of t = n·l / (k·v(s)·b)"),
+                               d.b, Positive));
+  addParameter(numberParameter(QStringLiteral("MIN_SLOPE"), QObject::tr("Slope model: minimum slope (m/m)"),
+                               d.minSlope, Positive));
+  addParameter(numberParameter(QStringLiteral("MIN_SPEED"), QObject::tr("Slope and Manning models: minimum speed (m/s)"),
+                               d.minSpeed, Positive));
+  auto manning = std::make_unique<QgsProcessingParameterRasterLayer>(
+    QStringLiteral("MANNING"), QObject::tr("Manning model: Manning's n raster (overland)"), QVariant(), true);
+  manning->setFlags(manning->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
+  addParameter(manning.release());
+  addParameter(numberParameter(QStringLiteral("RAINFALL"), QObject::tr("Manning model: rainfall intensity (mm/h)"),
+                               d.rainfall, Positive));
+  auto curveNumber =
+    numberParameter(QStringLiteral("CURVE_NUMBER"), QObject::tr("Manning model: SCS curve number"), d.curveNumber,
+                    Positive);
+  curveNumber->setMaximum(100.0);
+  addParameter(curveNumber);
+  addParameter(numberParameter(QStringLiteral("MANNING_OVERLAND"), QObject::tr("Manning model: n, overland flow"),
+                               d.overlandN, Positive));
+  addParameter(numberParameter(QStringLiteral("MIXED_THRESHOLD"), QObject::tr("Manning model: mixed flow threshold (ha)"),
+                               d.mixedArea / 1e4, NotNegative));
   addParameter(numberParameter(QStringLiteral("CHANNEL_THRESHOLD_MANNING"),
-                               QObject::tr("Channel threshold, Manning model (ha)"), d.channelAreaManning / 1e4, true));
-  addParameter(numberParameter(QStringLiteral("MANNING_MIXED"), QObject::tr("Manning's n, mixed flow"), d.mixedN, true));
-  addParameter(numberParameter(QStringLiteral("MANNING_CHANNEL"), QObject::tr("Manning's n, channel flow"), d.channelN,
-                               true));
-  addParameter(numberParameter(QStringLiteral("SIDE_SLOPE"), QObject::tr("Channel side slope (m/m)"), d.sideSlope, true));
-  addParameter(numberParameter(QStringLiteral("MAX_ITERATIONS"), QObject::tr("Maximum bisection steps"),
-                               d.maxIterations, true, 1, 1e6, QgsProcessingParameterNumber::Integer));
+                               QObject::tr("Manning model: channel threshold (ha)"), d.channelAreaManning / 1e4,
+                               NotNegative));
+  addParameter(numberParameter(QStringLiteral("MANNING_MIXED"), QObject::tr("Manning model: n, mixed flow"), d.mixedN,
+                               Positive));
+  addParameter(numberParameter(QStringLiteral("MANNING_CHANNEL"), QObject::tr("Manning model: n, channel flow"),
+                               d.channelN, Positive));
+  addParameter(numberParameter(QStringLiteral("SIDE_SLOPE"), QObject::tr("Manning model: channel side slope (m/m)"),
+                               d.sideSlope, Positive));
+  auto iterations = numberParameter(QStringLiteral("MAX_ITERATIONS"), QObject::tr("Manning model: maximum bisection steps"),
+                                    d.maxIterations, NotNegative, true, QgsProcessingParameterNumber::Integer);
+  iterations->setMinimum(1);
+  iterations->setMaximum(1e6);
+  addParameter(iterations);
   addDeviceParameter();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("TRAVEL_TIME"),
                                                            QObject::tr("Travel time (minutes)")));
@@ -303,68 +302,31 @@ void IsochronesAlgorithm::initAlgorithm(const QVariantMap&)
                                                            false));
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("WATERSHED_AREA_KM2"), QObject::tr("Watershed area (km²)")));
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("MAX_TIME_MIN"), QObject::tr("Longest travel time (minutes)")));
+  addOutput(new QgsProcessingOutputNumber(QStringLiteral("INTERVAL_MIN"), QObject::tr("Isochrone interval (minutes)")));
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("OUTLET_X"), QObject::tr("Outlet cell centre x (DEM CRS)")));
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("OUTLET_Y"), QObject::tr("Outlet cell centre y (DEM CRS)")));
 }
 
 QString IsochronesAlgorithm::numericProblem(const QVariantMap& parameters, QgsProcessingContext& context) const
 {
-  const auto value = [&](const char* name) { return parameterAsDouble(parameters, QString::fromLatin1(name), context); };
-  const auto text = [&](const char* name) {
-    const QgsProcessingParameterDefinition* definition = parameterDefinition(QString::fromLatin1(name));
-    return QStringLiteral("%1 (%2)").arg(QString::fromLatin1(name), definition ? definition->description() : QString());
-  };
-  const auto positive = [&](const char* name) -> QString {
-    const double v = value(name);
-    if (v > 0 && std::isfinite(v))
-      return QString();
-    return QObject::tr("%1 must be greater than 0; got %2.").arg(text(name), number(v));
-  };
-  const auto notNegative = [&](const char* name) -> QString {
-    const double v = value(name);
-    if (v >= 0 && std::isfinite(v))
-      return QString();
-    return QObject::tr("%1 must be 0 or more; got %2.").arg(text(name), number(v));
-  };
-  QStringList problems;
-  problems << positive("INTERVAL") << notNegative("SNAP_DISTANCE");
-  switch (parameterAsEnum(parameters, QStringLiteral("VELOCITY_MODEL"), context))
-  {
-    case Constant:
-      problems << positive("SPEED");
-      break;
-    case Slope:
-      for (const char* name : {"K_OVERLAND", "K_CHANNEL", "N_FACTOR", "B_FACTOR", "MIN_SLOPE", "MIN_SPEED"})
-        problems << positive(name);
-      problems << notNegative("CHANNEL_THRESHOLD");
-      break;
-    case Manning:
-    {
-      for (const char* name : {"MIN_SPEED", "RAINFALL", "MANNING_OVERLAND", "MANNING_MIXED", "MANNING_CHANNEL",
-                               "SIDE_SLOPE"})
-        problems << positive(name);
-      const double cn = value("CURVE_NUMBER");
-      if (!(cn > 0 && cn <= 100))
-        problems << QObject::tr("%1 must be above 0 and at most 100; got %2.").arg(text("CURVE_NUMBER"), number(cn));
-      problems << notNegative("MIXED_THRESHOLD");
-      const double mixed = value("MIXED_THRESHOLD"), channel = value("CHANNEL_THRESHOLD_MANNING");
-      if (!(channel >= mixed) || !std::isfinite(channel))
-        problems << QObject::tr("%1 must be at least MIXED_THRESHOLD (%2 ha); got %3.")
-                      .arg(text("CHANNEL_THRESHOLD_MANNING"), number(mixed), number(channel));
-      if (parameterAsInt(parameters, QStringLiteral("MAX_ITERATIONS"), context) < 1)
-        problems << QObject::tr("%1 must be at least 1.").arg(text("MAX_ITERATIONS"));
-      break;
-    }
-    default:
-      problems << QObject::tr("VELOCITY_MODEL must be 0 (constant), 1 (slope) or 2 (Manning).");
-  }
-  problems.removeAll(QString());
-  return problems.join(QLatin1Char(' '));
+  // Each number's own range is checked with every algorithm's (parameter_checks.h); what is left is
+  // between two of them.
+  if (parameterAsEnum(parameters, QStringLiteral("VELOCITY_MODEL"), context) != Manning)
+    return QString();
+  const double mixed = parameterAsDouble(parameters, QStringLiteral("MIXED_THRESHOLD"), context);
+  const double channel = parameterAsDouble(parameters, QStringLiteral("CHANNEL_THRESHOLD_MANNING"), context);
+  if (channel >= mixed)
+    return QString();
+  return QObject::tr("CHANNEL_THRESHOLD_MANNING (the Manning model's channel threshold) must be at least "
+                     "MIXED_THRESHOLD (%1 ha); got %2.")
+    .arg(number(mixed), number(channel));
 }
 
 bool IsochronesAlgorithm::checkParameterValues(const QVariantMap& parameters, QgsProcessingContext& context,
                                                QString* message) const
 {
+  if (!Algorithm::checkParameterValues(parameters, context, message))
+    return false;
   const QString problem = numericProblem(parameters, context);
   if (!problem.isEmpty())
   {
@@ -372,11 +334,11 @@ bool IsochronesAlgorithm::checkParameterValues(const QVariantMap& parameters, Qg
       *message = problem;
     return false;
   }
-  return Algorithm::checkParameterValues(parameters, context, message);
+  return true;
 }
 
-bool IsochronesAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                                           QgsProcessingFeedback*)
+bool IsochronesAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                                        QgsProcessingFeedback*)
 {
   const QString problem = numericProblem(parameters, context);
   if (!problem.isEmpty())
@@ -395,7 +357,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
 {
   StageTimes times;
   const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
-  const double interval = parameterAsDouble(parameters, QStringLiteral("INTERVAL"), context);
+  const double requestedInterval = parameterAsDouble(parameters, QStringLiteral("INTERVAL"), context);
   const double snapDistance = parameterAsDouble(parameters, QStringLiteral("SNAP_DISTANCE"), context);
   const int modelChoice = parameterAsEnum(parameters, QStringLiteral("VELOCITY_MODEL"), context);
   const auto value = [&](const char* name) { return parameterAsDouble(parameters, QString::fromLatin1(name), context); };
@@ -596,7 +558,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     options.snapDistance = snapDistance;
   }
   options.model = model;
-  options.interval = interval;
+  options.interval = requestedInterval;
   options.maxBands = kMaxBands;
   options.keepFilled = !filledPath.isEmpty();
   options.keepDirections = !directionPath.isEmpty() || !accumulationPath.isEmpty();  // nodata of the counts
@@ -616,6 +578,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     chain = dem::isochroneChain(backend, grid, options, cpuThreads(), control, &times);
   });
   feedback->pushInfo(QObject::tr("Filling raised %1 of %2 cells.").arg(chain.raisedCells).arg(elevations.valid));
+  const double interval = chain.interval;
   std::vector<float>().swap(elevations.z);
   dem::TravelTimes& travel = chain.travel;
   const int64_t outlet = chain.outlet;
@@ -676,11 +639,12 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   }
   const double watershedKm2 = travel.watershedArea * 1e-6;
   feedback->pushInfo(QObject::tr("Watershed: %1 cells, %2 km². Travel times from %3 to %4 minutes: %5 bands of %6 "
-                                 "minutes.")
+                                 "minutes%7.")
                        .arg(travel.watershedCells)
                        .arg(number(watershedKm2), number(minTime), number(maxTime))
                        .arg(bands)
-                       .arg(number(interval)));
+                       .arg(number(interval))
+                       .arg(requestedInterval > 0 ? QString() : QObject::tr(" (the automatic interval)")));
   feedback->pushInfo(QObject::tr("Speeds from %1 to %2 m/s.").arg(number(chain.minSpeed), number(chain.maxSpeed)));
   const std::vector<float>& filled = chain.filled;
   const std::vector<uint8_t>& directions = chain.directions;
@@ -828,19 +792,39 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   }
   outputs.insert(QStringLiteral("WATERSHED_AREA_KM2"), watershedKm2);
   outputs.insert(QStringLiteral("MAX_TIME_MIN"), maxTime);
+  outputs.insert(QStringLiteral("INTERVAL_MIN"), interval);
   outputs.insert(QStringLiteral("OUTLET_X"), centre(outlet).x());
   outputs.insert(QStringLiteral("OUTLET_Y"), centre(outlet).y());
   logStageTimes(times, feedback);
   finished.keep();
   mTimePath = timePath;
+  mFilledPath = filledPath;
+  mDirectionPath = directionPath;
+  mAccumulationPath = accumulationPath;
+  mWatershedId = outputs.value(QStringLiteral("WATERSHED")).toString();
+  mBandsId = outputs.value(QStringLiteral("ISOCHRONES")).toString();
   mMaxTime = std::max(maxTime, 1e-9);
+  mInterval = interval;
+  mBands = bands;
   return outputs;
 }
 
 QVariantMap IsochronesAlgorithm::postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback*)
 {
-  if (context.willLoadLayerOnCompletion(mTimePath))
-    context.layerToLoadOnCompletionDetails(mTimePath).setPostProcessor(new ContinuousRasterStyle(0.0, mMaxTime));
+  // Bottom to top: the optional rasters, the travel times, the bands, the watershed's outline.
+  const LoadOrder order = std::make_shared<QHash<QString, int>>();
+  const auto place = [&](const QString& id, QgsProcessingLayerPostProcessorInterface* style) {
+    if (!id.isEmpty() && context.willLoadLayerOnCompletion(id))
+      context.layerToLoadOnCompletionDetails(id).setPostProcessor(style);
+    else
+      delete style;
+  };
+  place(mFilledPath, new LayerPlace(order, 0));
+  place(mAccumulationPath, new LayerPlace(order, 1));
+  place(mDirectionPath, new LayerPlace(order, 2));
+  place(mTimePath, new ContinuousRasterStyle(0.0, mMaxTime, order, 3));
+  place(mBandsId, new BandStyle(mBands, mInterval, order, 4));
+  place(mWatershedId, new OutlineStyle(order, 5));
   return QVariantMap();
 }
 

@@ -41,8 +41,8 @@ protected:
   QString iconFile() const override;
   void initAlgorithm(const QVariantMap& configuration = QVariantMap()) override;
   // On the main thread: the INPUT and MANNING layers' files and CRS; the numeric checks.
-  bool prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                        QgsProcessingFeedback* feedback) override;
+  bool prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                     QgsProcessingFeedback* feedback) override;
   QVariantMap execute(const QVariantMap& parameters, QgsProcessingContext& context,
                       QgsProcessingFeedback* feedback) override;
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
@@ -54,9 +54,12 @@ private:
   DemSource mSource;
   bool mHasManning = false;
   DemSource mManningSource;
-  // What postProcessAlgorithm() needs to style the travel time raster once QGIS loads it.
-  QString mTimePath;
+  // What postProcessAlgorithm() needs to style and order the outputs once QGIS loads them: their
+  // paths or layer ids (empty when not written), the longest time, the bands.
+  QString mTimePath, mFilledPath, mDirectionPath, mAccumulationPath, mWatershedId, mBandsId;
   double mMaxTime = 1.0;
+  double mInterval = 1.0;
+  int mBands = 0;
 };
 
 }  // namespace gpugeo

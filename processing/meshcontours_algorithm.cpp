@@ -110,7 +110,7 @@ QString MeshContoursAlgorithm::name() const
 
 QString MeshContoursAlgorithm::displayName() const
 {
-  return QObject::tr("Export contours");
+  return QObject::tr("Mesh contours (GPU)");
 }
 
 QStringList MeshContoursAlgorithm::tags() const
@@ -274,8 +274,8 @@ std::vector<double> MeshContoursAlgorithm::levels(const QVariantMap& parameters,
   return mesh::levelsFromRange(minimum, maximum, increment);  // QGIS's checks and messages
 }
 
-bool MeshContoursAlgorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                                             QgsProcessingFeedback* feedback)
+bool MeshContoursAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                                          QgsProcessingFeedback* feedback)
 {
   // QGIS turns only a QgsProcessingException thrown here into an error message.
   try

@@ -31,8 +31,8 @@ protected:
   void initAlgorithm(const QVariantMap& configuration = QVariantMap()) override;
   // On the main thread, as QGIS's algorithm does (a mesh layer may not be read from another thread):
   // the levels, the mesh cut into triangles in the output CRS, each group's values.
-  bool prepareAlgorithm(const QVariantMap& parameters, QgsProcessingContext& context,
-                        QgsProcessingFeedback* feedback) override;
+  bool prepareInputs(const QVariantMap& parameters, QgsProcessingContext& context,
+                     QgsProcessingFeedback* feedback) override;
   QVariantMap execute(const QVariantMap& parameters, QgsProcessingContext& context,
                       QgsProcessingFeedback* feedback) override;
 

@@ -100,10 +100,15 @@ void PointNeighboursAlgorithm::initAlgorithm(const QVariantMap&)
 {
   addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),
                                                        QList<int>() << QgsProcessing::TypeVectorPoint));
-  addParameter(new QgsProcessingParameterDistance(QStringLiteral("RADIUS"), QObject::tr("Radius"), 0,
-                                                  QStringLiteral("INPUT"), false, 0));
-  addParameter(new QgsProcessingParameterNumber(QStringLiteral("K"), QObject::tr("Number of nearest neighbours (0: all within the radius)"),
-                                                QgsProcessingParameterNumber::Integer, 0, false, 0, neighbours::kMaxK));
+  // A number, not a QgsProcessingParameterDistance: the dialog would show a geographic layer's radius
+  // in degrees, where it is metres.
+  addParameter(new QgsProcessingParameterNumber(
+    QStringLiteral("RADIUS"), QObject::tr("Radius (metres for a geographic layer, else layer units; 0: none)"),
+    QgsProcessingParameterNumber::Double, 0.0, false, 0.0));
+  addParameter(new QgsProcessingParameterNumber(QStringLiteral("K"),
+                                                QObject::tr("Number of nearest neighbours (0: all within the radius)"),
+                                                QgsProcessingParameterNumber::Integer, kDefaultK, false, 0,
+                                                neighbours::kMaxK));
   addDeviceParameter();
   auto lines = std::make_unique<QgsProcessingParameterBoolean>(QStringLiteral("PAIRS_AS_LINES"),
                                                                QObject::tr("Write pairs as lines"), false);
@@ -111,7 +116,7 @@ void PointNeighboursAlgorithm::initAlgorithm(const QVariantMap&)
   addParameter(lines.release());
   auto cap = std::make_unique<QgsProcessingParameterNumber>(QStringLiteral("MAX_PAIRS"),
                                                             QObject::tr("Maximum number of pairs"),
-                                                            QgsProcessingParameterNumber::Double, kDefaultMaxPairs,
+                                                            QgsProcessingParameterNumber::Integer, kDefaultMaxPairs,
                                                             false, 0);
   cap->setFlags(cap->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   addParameter(cap.release());
@@ -140,7 +145,7 @@ QVariantMap PointNeighboursAlgorithm::execute(const QVariantMap& parameters, Qgs
     throw QgsProcessingException(QObject::tr("Give a radius greater than zero, or a number of nearest neighbours K."));
   const bool wantPairs = outputRequested(parameters, QStringLiteral("OUTPUT_PAIRS"));
   const bool pairsAsLines = parameterAsBool(parameters, QStringLiteral("PAIRS_AS_LINES"), context);
-  const double maxPairs = parameterAsDouble(parameters, QStringLiteral("MAX_PAIRS"), context);
+  const int64_t maxPairs = parameterAsInt(parameters, QStringLiteral("MAX_PAIRS"), context);
   const bool geographic = source->sourceCrs().isGeographic();
 
   QgsProcessingMultiStepFeedback steps(3 + int(wantPairs), feedback);
@@ -190,11 +195,11 @@ QVariantMap PointNeighboursAlgorithm::execute(const QVariantMap& parameters, Qgs
     {
       const int64_t count = index->countPairs(query, control);
       feedback->pushInfo(QObject::tr("%1 pairs.").arg(count));
-      if (double(count) > maxPairs)
+      if (count > maxPairs)
         throw QgsProcessingException(QObject::tr("The query gives %1 pairs, more than the maximum of %2; use a smaller "
                                                  "radius or K, or raise MAX_PAIRS.")
                                        .arg(count)
-                                       .arg(maxPairs, 0, 'f', 0));
+                                       .arg(maxPairs));
       pairs = index->pairs(query, count, control);
     }
     times.merge(index->times());

@@ -19,7 +19,9 @@ public:
   PointNeighboursAlgorithm* createInstance() const override;
 
   // The default cap on OUTPUT_PAIRS (MAX_PAIRS).
-  static constexpr double kDefaultMaxPairs = 100'000'000;
+  static constexpr int kDefaultMaxPairs = 100'000'000;
+  // Each point's 8 nearest: a default that runs on any layer (a radius depends on the layer's units).
+  static constexpr int kDefaultK = 8;
 
 protected:
   QString iconFile() const override;

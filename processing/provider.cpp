@@ -21,17 +21,41 @@
 
 namespace gpugeo {
 
-QString iconFolder()
+namespace {
+
+// `relative` to the folder of this library (lib/ in the installed plugin), when it exists.
+QString besideLibrary(const QString& relative)
 {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&iconFolder), &info) && info.dli_fname)
+  if (dladdr(reinterpret_cast<void*>(&besideLibrary), &info) && info.dli_fname)
   {
     const QDir libraryFolder = QFileInfo(QString::fromLocal8Bit(info.dli_fname)).absoluteDir();
-    const QString installed = libraryFolder.absoluteFilePath(QStringLiteral("../icons"));
-    if (QFileInfo::exists(installed))
-      return QDir::cleanPath(installed);
+    const QString path = libraryFolder.absoluteFilePath(relative);
+    if (QFileInfo::exists(path))
+      return QDir::cleanPath(path);
   }
-  return QStringLiteral(GPUGEO_SOURCE_ICON_DIR);
+  return QString();
+}
+
+}  // namespace
+
+QString iconFolder()
+{
+  const QString installed = besideLibrary(QStringLiteral("../icons"));
+  return installed.isEmpty() ? QStringLiteral(GPUGEO_SOURCE_ICON_DIR) : installed;
+}
+
+QString helpFile()
+{
+  const QString installed = besideLibrary(QStringLiteral("../help/index.html"));
+  if (!installed.isEmpty())
+    return installed;
+  return QFileInfo::exists(QStringLiteral(GPUGEO_BUILD_HELP_FILE)) ? QStringLiteral(GPUGEO_BUILD_HELP_FILE) : QString();
+}
+
+QString helpAnchor(const QString& algorithmId)
+{
+  return QString(algorithmId).replace(QLatin1Char(':'), QLatin1Char('-'));
 }
 
 QString Provider::id() const

@@ -22,5 +22,10 @@ protected:
 
 // The folder of the installed plugin's icons (next to lib/, where this library lives).
 QString iconFolder();
+// The plugin's documentation, help/index.html in the installed plugin folder (in the build folder
+// before installation); empty when it is not there.
+QString helpFile();
+// An algorithm's anchor in it: its id with '-' for ':' (plugin/make_help.py writes the same).
+QString helpAnchor(const QString& algorithmId);
 
 }  // namespace gpugeo

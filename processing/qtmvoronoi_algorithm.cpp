@@ -52,7 +52,7 @@ QString QtmVoronoiAlgorithm::name() const
 
 QString QtmVoronoiAlgorithm::displayName() const
 {
-  return QObject::tr("Spherical Voronoi on a QTM grid");
+  return QObject::tr("Spherical Voronoi, QTM grid");
 }
 
 QStringList QtmVoronoiAlgorithm::tags() const
@@ -212,7 +212,7 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
   const int64_t siteCount = points.siteCount();
   {
     ScopedStage stage(times, "read");
-    transformToLonLat(points, source->sourceCrs(), context.transformContext());
+    transformToLonLat(points, source->sourceCrs(), context.transformContext(), feedback);
   }
   const QgsCoordinateReferenceSystem wgs84(QStringLiteral("EPSG:4326"));
   const sphere::SiteSet sites{points.x.data(), points.y.data(), siteCount};
@@ -268,26 +268,30 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
 
   // --- QTM labels (regions and cells)
   std::vector<int32_t> cellSite;
-  std::vector<float> cellKm;
+  std::vector<double> cellKm;
   if (wantRegions || wantCells)
   {
     steps.setCurrentStep(1);
     feedback->setProgressText(QObject::tr("Labelling the QTM cells"));
     const int64_t cells = int64_t(sphere::qtmCellCount(level));
     cellSite.resize(std::size_t(cells));
-    if (wantCells)
-      cellKm.resize(std::size_t(cells));
     withFallback([&] {
       for (int64_t first = 0; first < cells; first += kChunk)
       {
         const int64_t count = std::min(kChunk, cells - first);
-        labeller->labelQtm(level, uint64_t(first), count, cellSite.data() + first,
-                           wantCells ? cellKm.data() + first : nullptr, control);
+        labeller->labelQtm(level, uint64_t(first), count, cellSite.data() + first, nullptr, control);
         steps.setProgress(100.0 * double(first + count) / double(cells));
         if (feedback->isCanceled())
           throw Canceled();
       }
     });
+    // The cells' distances in float64 (the labellers' own are float32: steps of 0.24 m at 4,000 km).
+    if (wantCells)
+    {
+      cellKm.resize(std::size_t(cells));
+      sphere::qtmCellDistancesKm(sites, level, 0, cells,
+                                 cellSite.data(), cellKm.data(), cpuThreads(), control);
+    }
   }
   const QgsFields sourceFields = source->fields();
 
@@ -374,14 +378,14 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
       feature.setAttributes(QgsAttributes() << QString::fromStdString(sphere::qtmAddress(uint64_t(c), level))
                                             << QVariant::fromValue<qlonglong>(c)
                                             << QVariant::fromValue<qlonglong>(cellSite[std::size_t(c)] + 1)
-                                            << double(cellKm[std::size_t(c)]));
+                                            << cellKm[std::size_t(c)]);
       if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
         throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("OUTPUT_CELLS")));
     }
     outputs.insert(QStringLiteral("OUTPUT_CELLS"), id);
   }
   cellSite = std::vector<int32_t>();
-  cellKm = std::vector<float>();
+  cellKm = std::vector<double>();
 
   if (wantRaster)
   {

@@ -152,7 +152,7 @@ QVariantMap SphereVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsPr
   checkSites(points, kMaxSites, feedback);
   {
     ScopedStage stage(times, "read");
-    transformToLonLat(points, source->sourceCrs(), context.transformContext());
+    transformToLonLat(points, source->sourceCrs(), context.transformContext(), feedback);
   }
   const int64_t siteCount = points.siteCount();
 

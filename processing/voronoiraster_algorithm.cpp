@@ -25,6 +25,7 @@
 #include "adapters/raster_polygonizer.h"
 #include "core/errors.h"
 #include "core/parallel.h"
+#include "parameter_checks.h"
 #include "voronoi/voronoi_raster.h"
 
 namespace gpugeo {
@@ -53,7 +54,7 @@ QString VoronoiRasterAlgorithm::name() const
 
 QString VoronoiRasterAlgorithm::displayName() const
 {
-  return QObject::tr("Voronoi raster (nearest site allocation)");
+  return QObject::tr("Voronoi raster (allocation)");
 }
 
 QStringList VoronoiRasterAlgorithm::tags() const
@@ -131,8 +132,10 @@ void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
                                                QStringLiteral("INPUT"), QgsProcessingParameterField::Numeric, false,
                                                true));
   addParameter(new QgsProcessingParameterExtent(QStringLiteral("EXTENT"), QObject::tr("Extent"), QVariant(), true));
-  addParameter(new QgsProcessingParameterDistance(QStringLiteral("PIXEL_SIZE"), QObject::tr("Pixel size"), QVariant(),
-                                                  QStringLiteral("INPUT"), true, 0.0));
+  auto pixelSize = std::make_unique<QgsProcessingParameterDistance>(QStringLiteral("PIXEL_SIZE"), QObject::tr("Pixel size"),
+                                                                    QVariant(), QStringLiteral("INPUT"), true, 0.0);
+  setMinimumExcluded(*pixelSize);
+  addParameter(pixelSize.release());
   addDeviceParameter();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Voronoi allocation")));
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_DISTANCE"),

@@ -1375,9 +1375,9 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       const unsigned long long bits = readOne(longest.data());
       double longestMinutes;
       std::memcpy(&longestMinutes, &bits, sizeof longestMinutes);
-      out.bands = chainBandCount(longestMinutes, o);
+      out.bands = chainBandCount(longestMinutes, o, out.interval);
       DeviceBuffer<int32_t> labels(static_cast<std::size_t>(n));
-      bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, o.interval, labels.data());
+      bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, out.interval, labels.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
       bandRings = regionRingsOnDevice(labels.data(), w, h, out.bands, control);
       bandLabelKernel<<<blocksFor(n), 256>>>(minutes.data(), n, 0.0, labels.data());

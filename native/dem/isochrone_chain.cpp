@@ -17,22 +17,34 @@ namespace gpugeo::dem {
 
 namespace detail {
 
-int32_t chainBandCount(double longest, const ChainOptions& options)
+int32_t chainBandCount(double longest, const ChainOptions& options, double& interval)
 {
-  const double last = std::floor(longest / options.interval);
+  interval = options.interval > 0 ? options.interval : automaticInterval(longest);
+  const double last = std::floor(longest / interval);
   if (!(last < double(options.maxBands)))
   {
     char text[256];
     std::snprintf(text, sizeof text,
                   "an interval of %.6g minutes cuts travel times of up to %.6g minutes into %.6g bands, more than "
                   "the limit of %d: choose a larger interval",
-                  options.interval, longest, last + 1, int(options.maxBands));
+                  interval, longest, last + 1, int(options.maxBands));
     throw InvalidInput(text);
   }
   return int32_t(last) + 1;
 }
 
 }  // namespace detail
+
+double automaticInterval(double longest)
+{
+  static const double kRound[] = {1,   2,   5,   10,  15,  20,   30,   60,   120,  180,
+                                  240, 360, 480, 720, 1440, 2880, 4320, 10080};
+  for (const double interval : kRound)
+    if (std::floor(longest / interval) + 1 <= kAutomaticBands)
+      return interval;
+  const double week = 10080;
+  return week * std::ceil(longest / (week * (kAutomaticBands - 1)) + 1e-12);
+}
 
 namespace {
 
@@ -89,7 +101,7 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
       longestInRow[std::size_t(y)] = longest;
     }
   }, &control);
-  out.bands = detail::chainBandCount(*std::max_element(longestInRow.begin(), longestInRow.end()), o);
+  out.bands = detail::chainBandCount(*std::max_element(longestInRow.begin(), longestInRow.end()), o, out.interval);
   // The cells' bands and the watershed (one set), then each traced on all threads.
   // (Uninitialised: the pass below writes every cell, on all threads.)
   const std::unique_ptr<int32_t[]> labels(new int32_t[out.travel.minutes.size()]),
@@ -98,7 +110,7 @@ ChainResult chainCpu(const Grid& dem, const ChainOptions& o, int threads, const 
     for (int64_t i = b * dem.width; i < e * dem.width; ++i)
     {
       const bool inside = !std::isnan(minutes[i]);
-      labels[std::size_t(i)] = inside ? detail::bandOfTime(minutes[i], o.interval) : -1;
+      labels[std::size_t(i)] = inside ? detail::bandOfTime(minutes[i], out.interval) : -1;
       shed[std::size_t(i)] = inside ? 0 : -1;
     }
   }, &control);
@@ -119,8 +131,8 @@ ChainResult isochroneChain(Backend backend, const Grid& dem, const ChainOptions&
                            const RunControl& control, StageTimes* times)
 {
   validateGrid(dem);
-  if (!(options.interval > 0) || !std::isfinite(options.interval))
-    throw InvalidInput("the interval must be a positive number of minutes");
+  if (!(options.interval >= 0) || !std::isfinite(options.interval))
+    throw InvalidInput("the interval must be a positive number of minutes, or 0 for an automatic one");
   if (options.maxBands < 1)
     throw InvalidInput("at least one band must be allowed");
   if (!options.automaticOutlet && (options.outletColumn < 0 || options.outletRow < 0 ||

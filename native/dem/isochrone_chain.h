@@ -36,7 +36,8 @@ struct ChainOptions
   int64_t outletColumn = 0, outletRow = 0;
   double snapDistance = 0;
   VelocityModel model;  // a Manning raster, if any, is a host array
-  double interval = 60;  // minutes; band k holds the times in [k, k + 1) x interval
+  // Minutes; band k holds the times in [k, k + 1) x interval. 0: automatic (automaticInterval()).
+  double interval = 0;
   int32_t maxBands = 10000;
   // What comes back besides the travel times and the polygons.
   bool keepFilled = false, keepDirections = false, keepAccumulation = false, keepSpeed = false;
@@ -55,10 +56,17 @@ struct ChainResult
   int64_t raisedCells = 0;           // the cells the fill raised
   // The least and greatest speed over the watershed (m/s).
   double minSpeed = std::numeric_limits<double>::quiet_NaN(), maxSpeed = std::numeric_limits<double>::quiet_NaN();
+  double interval = 0;               // the bands' interval (minutes): the one asked for, or the automatic one
   int32_t bands = 0;                 // floor(longest time / interval) + 1
   BandPolygons bandPolygons;         // band k: the cells with times in band k (regions.h coordinates)
   BandPolygons watershed;            // one band: the watershed
 };
+
+// The automatic interval: the first of 1, 2, 5, 10, 15, 20, 30 minutes, 1, 2, 3, 4, 6, 8, 12 hours, 1,
+// 2, 3 days, then whole weeks, that cuts times of up to `longest` minutes into at most
+// kAutomaticBands bands.
+constexpr int32_t kAutomaticBands = 12;
+double automaticInterval(double longest);
 
 // Throws InvalidInput as the stages do (the velocity model is checked before any work), and when the
 // bands would number more than maxBands. On the GPU, a DEM whose arrays do not fit in the GPU's

@@ -46,8 +46,11 @@ struct VelocityModel
   double minSpeed = 0.05;  // m/s, every model but Constant
   // Constant
   double speed = 1.0;
-  // Slope
-  double kOverland = 0.3, kChannel = 1.5, channelArea = 1e6, n = 1.0, b = 1.0, minSlope = 1e-4;
+  // Slope. Overland: the NRCS's shallow concentrated flow on unpaved ground, V = 16.1345 √s ft/s
+  // (TR-55, 1986, appendix F) = 4.918 √s m/s. Channels: Manning's v = R^(2/3) √s / n with a hydraulic
+  // radius of 0.5 m and n = 0.035 (a clean natural channel, Chow 1959): k = 18 m/s. The slope at least
+  // 0.001, as SAGA's Isochrones Variable Speed bounds it.
+  double kOverland = 4.918, kChannel = 18.0, channelArea = 1e6, n = 1.0, b = 1.0, minSlope = 1e-3;
   // Manning
   double rainfall = 1.0, curveNumber = 75, overlandN = 0.15, mixedArea = 18e4, channelAreaManning = 360e4,
          mixedN = 0.06, channelN = 0.05, sideSlope = 0.5;

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "core/parallel.h"
 #include "sphere/detail/labeller_base.h"
+#include "sphere/earth.h"
 
 namespace gpugeo::sphere::detail {
 
@@ -171,6 +172,25 @@ std::unique_ptr<SphereLabeller> makeCpuSphereLabeller(const SiteSet& sites, cons
 }  // namespace gpugeo::sphere::detail
 
 namespace gpugeo::sphere {
+
+void qtmCellDistancesKm(const SiteSet& sites, int level, uint64_t first, int64_t count, const int32_t* site,
+                        double* distanceKm, int threads, const RunControl& control)
+{
+  detail::checkQtmRange(level, first, count);
+  const std::vector<double> sines = detail::qtmSineTable(level);
+  const detail::QtmTrig trig{sines.data(), int32_t(1) << level};
+  parallelFor(count, 4096, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+    {
+      const int32_t s = site[i];
+      if (s < 0 || s >= sites.count)
+        throw InvalidInput("a cell's site index is outside the sites");
+      const auto u = unitVector(sites.lon[s], sites.lat[s]);
+      const detail::Vec3 centre = detail::qtmCellCentre(trig, first + uint64_t(i), level);
+      distanceKm[i] = detail::chordToKmDouble(detail::chord2(centre, detail::Vec3{u[0], u[1], u[2]}), kEarthRadiusKm);
+    }
+  }, &control);
+}
 
 std::unique_ptr<SphereLabeller> makeSphereLabeller(Backend backend, const SiteSet& sites, const SphereOptions& options,
                                                    const RunControl& control)

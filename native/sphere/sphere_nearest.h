@@ -55,11 +55,23 @@ struct SiteSet
   int64_t count = 0;
 };
 
-// Counts the sites that break the preconditions (NaN or infinite coordinates, |lat| > 90); the
-// labeller refuses a set with any.
+// A longitude beyond two turns either way is no longitude (a coordinate of another CRS, a unit
+// error); within, the sphere code takes longitudes modulo 360 (the 0..360 convention, tracks that
+// pass the antimeridian).
+constexpr double kMaxLongitude = 720.0;
+
+// Counts the sites that break the preconditions (NaN or infinite coordinates, |lat| > 90,
+// |lon| > kMaxLongitude); the labeller refuses a set with any.
 int64_t countInvalidSites(const SiteSet& sites);
 // Throws InvalidInput giving that count, as "k of n points have ...", when it is not zero.
 void requireValidSites(const SiteSet& sites);
+
+// The great-circle distances (km, float64) from the centres of QTM cells [first, first + count) of
+// `level` to their sites (site[i], an index into `sites`): what labelQtm's float32 distanceKm holds
+// before its rounding. Throws InvalidInput for a range outside the grid or a site index outside
+// `sites`.
+void qtmCellDistancesKm(const SiteSet& sites, int level, uint64_t first, int64_t count, const int32_t* site,
+                        double* distanceKm, int threads, const RunControl& control);
 
 enum class NearestMethod
 {

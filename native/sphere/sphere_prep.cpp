@@ -14,7 +14,8 @@ int64_t countInvalidSites(const SiteSet& sites)
 {
   int64_t bad = 0;
   for (int64_t i = 0; i < sites.count; ++i)
-    if (!std::isfinite(sites.lon[i]) || !std::isfinite(sites.lat[i]) || std::fabs(sites.lat[i]) > 90.0)
+    if (!std::isfinite(sites.lon[i]) || !std::isfinite(sites.lat[i]) || std::fabs(sites.lat[i]) > 90.0 ||
+        std::fabs(sites.lon[i]) > kMaxLongitude)
       ++bad;
   return bad;
 }
@@ -38,7 +39,8 @@ void requireValidSites(const SiteSet& sites)
   const int64_t bad = countInvalidSites(sites);
   if (bad > 0)
     throw InvalidInput(std::to_string(bad) + " of " + std::to_string(sites.count) +
-                       " points have a NaN or infinite coordinate or a latitude outside -90..90 degrees; fix or remove them");
+                       " points have a NaN or infinite coordinate, a latitude outside -90..90 or a longitude outside "
+                       "-720..720 degrees; fix or remove them");
 }
 
 }  // namespace gpugeo::sphere

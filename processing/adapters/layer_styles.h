@@ -1,12 +1,23 @@
-// Default styles for the rasters the algorithms write, applied when QGIS loads them into a project:
-// label rasters get one random colour per label, continuous rasters a Viridis ramp.
+// Default styles for the layers the algorithms write, applied when QGIS loads them into a project:
+// label rasters get one random colour per label, continuous rasters a Viridis ramp, isochrone bands
+// a colour each, a watershed its outline. Styles of one run can also order its layers in the layer
+// tree (QGIS 3.22 has no sort key for the layers a run loads).
 #pragma once
 
+#include <memory>
+
+#include <QHash>
+#include <QString>
 #include <QVector>
 
 #include <qgsprocessingcontext.h>
 
 namespace gpugeo {
+
+// The ranks of one run's layers (by layer id) in the layer tree: a higher rank lies above a lower one.
+// Shared by the styles of the run; each layer takes its place among those already loaded.
+using LoadOrder = std::shared_ptr<QHash<QString, int>>;
+void placeByRank(QgsMapLayer* layer, int rank, const LoadOrder& order, QgsProcessingContext& context);
 
 // One class per label value (up to kMaxClasses, beyond which the legend would be unusable; then a
 // colour ramp over the value range).
@@ -21,16 +32,58 @@ private:
   QVector<int> mLabels;
 };
 
-// A Viridis ramp from `minimum` to `maximum`.
+// A Viridis ramp from `minimum` to `maximum`; placed by `rank` when given an order.
 class ContinuousRasterStyle : public QgsProcessingLayerPostProcessorInterface
 {
 public:
-  ContinuousRasterStyle(double minimum, double maximum);
+  ContinuousRasterStyle(double minimum, double maximum, LoadOrder order = nullptr, int rank = 0);
   void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
   double mMinimum;
   double mMaximum;
+  LoadOrder mOrder;
+  int mRank;
+};
+
+// QGIS's default style, only placed by rank.
+class LayerPlace : public QgsProcessingLayerPostProcessorInterface
+{
+public:
+  LayerPlace(LoadOrder order, int rank);
+  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
+
+private:
+  LoadOrder mOrder;
+  int mRank;
+};
+
+// Polygons drawn as their outline only (a watershed over the bands it holds).
+class OutlineStyle : public QgsProcessingLayerPostProcessorInterface
+{
+public:
+  OutlineStyle(LoadOrder order, int rank);
+  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
+
+private:
+  LoadOrder mOrder;
+  int mRank;
+};
+
+// Isochrone bands, a Viridis colour each by their `band` field (1 .. bands), labelled with their time
+// range in minutes; past kMaxClasses bands, ten classes of equal width.
+class BandStyle : public QgsProcessingLayerPostProcessorInterface
+{
+public:
+  static constexpr int kMaxClasses = 64;
+  BandStyle(int bands, double interval, LoadOrder order, int rank);
+  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
+
+private:
+  int mBands;
+  double mInterval;
+  LoadOrder mOrder;
+  int mRank;
 };
 
 }  // namespace gpugeo

@@ -182,12 +182,33 @@ std::vector<int32_t> siteLabels(const PointSet& points, int fieldIndex, const QS
   return labels;
 }
 
+namespace {
+
+void warnOfWrappedLongitudes(const PointSet& points, QgsProcessingFeedback* feedback)
+{
+  int64_t wrapped = 0;
+  for (const double lon : points.x)
+    wrapped += std::fabs(lon) > 180.0 && std::fabs(lon) <= 720.0;
+  if (wrapped > 0)
+    feedback->pushWarning(QObject::tr("%1 points have a longitude outside -180..180 degrees; they are taken modulo "
+                                      "360.")
+                            .arg(wrapped));
+}
+
+}  // namespace
+
 void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& from,
-                       const QgsCoordinateTransformContext& transformContext)
+                       const QgsCoordinateTransformContext& transformContext, QgsProcessingFeedback* feedback)
 {
   const QgsCoordinateReferenceSystem wgs84(QStringLiteral("EPSG:4326"));
+  if (!from.isValid())
+    feedback->pushWarning(QObject::tr("The layer has no CRS: its coordinates are taken as longitude and latitude in "
+                                      "degrees (EPSG:4326). Set the layer's CRS if they are not."));
   if (!from.isValid() || from == wgs84)
+  {
+    warnOfWrappedLongitudes(points, feedback);
     return;
+  }
   QgsCoordinateTransform transform(from, wgs84, transformContext);
   const int64_t siteCount = points.siteCount();
   int64_t failed = 0;

@@ -54,10 +54,12 @@ PointSet readPoints(QgsProcessingFeatureSource& source, const PointReadOptions& 
 // left (unless allowNone: then a warning) or there are more than maxSites; logs the count.
 void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback* feedback, bool allowNone = false);
 
-// Transforms the sites from `from` to EPSG:4326 (lon, lat), in place; nothing when `from` is invalid
-// or already EPSG:4326. Throws QgsProcessingException with the count of points that fail.
+// Transforms the sites from `from` to EPSG:4326 (lon, lat), in place; nothing when `from` is already
+// EPSG:4326, or invalid (a layer without CRS), which is then taken as EPSG:4326 with a warning. Throws
+// QgsProcessingException with the count of points that fail. Warns about longitudes outside
+// -180..180 (taken modulo 360).
 void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& from,
-                       const QgsCoordinateTransformContext& transformContext);
+                       const QgsCoordinateTransformContext& transformContext, QgsProcessingFeedback* feedback);
 
 // The attributes of site s's feature (every part of a multipoint has its feature's).
 QgsAttributes siteAttributes(const PointSet& points, int64_t s);

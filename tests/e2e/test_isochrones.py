@@ -227,6 +227,23 @@ class IsochronesTest(QgisProcessBase):
         self.assertEqual(int(inside.sum()), int(accumulation.ravel()[snapped]))
         self.check_tiling(paths, times, 20.0)
 
+    def test_isochrones_defaults(self):
+        """With every default, the shipped DEM's 302 km² basin gets times of hours, not days (the old
+        slope-model defaults gave 7.3 days), cut at a round automatic interval into at most 12 bands."""
+        paths = self.outputs("defaults")
+        rc, out = self.run_alg({"INPUT": self.dem, "TRAVEL_TIME": paths["TRAVEL_TIME"],
+                                "ISOCHRONES": paths["ISOCHRONES"], "TIME_AREA": paths["TIME_AREA"]})
+        self.assertEqual(rc, 0, out)
+        longest, interval = out["results"]["MAX_TIME_MIN"], out["results"]["INTERVAL_MIN"]
+        self.assertGreater(longest, 6 * 60)
+        self.assertLess(longest, 24 * 60)
+        self.assertEqual(interval, 120.0)
+        self.assertIn("bands of 120 minutes (the automatic interval)", "\n".join(out["log"]["info"]))
+        dataset = ogr.Open(paths["TIME_AREA"])
+        rows = dataset.GetLayer(0).GetFeatureCount()
+        self.assertEqual(rows, int(longest // interval) + 1)
+        self.assertLessEqual(rows, 12)
+
     def test_isochrones_help(self):
         rc, out = self.qgis(["help", "gpugeo:isochrones"], parse_json=False)
         self.assertEqual(rc, 0, out)
@@ -235,7 +252,7 @@ class IsochronesTest(QgisProcessBase):
                       "N_FACTOR:", "B_FACTOR:", "MIN_SPEED:", "RAINFALL:", "CURVE_NUMBER:", "MANNING_OVERLAND:",
                       "MIXED_THRESHOLD:", "CHANNEL_THRESHOLD_MANNING:", "MANNING_MIXED:", "MANNING_CHANNEL:",
                       "SIDE_SLOPE:", "MAX_ITERATIONS:", "TRAVEL_TIME:", "WATERSHED:", "ISOCHRONES:", "TIME_AREA:",
-                      "FILLED:", "FLOWDIR:", "ACCUMULATION:", "Olaya", "Zhao", "this reading is ours",
+                      "FILLED:", "FLOWDIR:", "ACCUMULATION:", "Olaya", "Zhao", "our reading",
                       "the outlet's own step included", "Clark"):
             self.assertIn(words, out)
 
@@ -247,8 +264,11 @@ class IsochronesTest(QgisProcessBase):
         write_points(far, [(10.0, 50.0)], epsg=4326)
         cases = [
             ({"INPUT": empty}, "has no valid cell"),
-            ({"INPUT": self.dem, "INTERVAL": 0}, "INTERVAL (Isochrone interval (minutes)) must be greater than 0"),
-            ({"INPUT": self.dem, "VELOCITY_MODEL": 0, "SPEED": -1}, "SPEED (Constant speed (m/s)) must be greater than 0"),
+            ({"INPUT": self.dem, "INTERVAL": -1},
+             "INTERVAL (Isochrone interval (minutes; 0: automatic)) must be a number, 0 or more; got -1."),
+            ({"INPUT": self.dem, "VELOCITY_MODEL": 0, "SPEED": -1},
+             "SPEED (Constant model: speed (m/s)) must be a number greater than 0; got -1."),
+            ({"INPUT": self.dem, "INTERVAL": "nan"}, "INTERVAL (Isochrone interval (minutes; 0: automatic)) must be"),
             ({"INPUT": self.dem, "OUTLET": far}, "lies outside the DEM"),
             ({"INPUT": self.dem, "VELOCITY_MODEL": 2, "MANNING": empty, "BAND": 1}, None),  # same grid: fine
         ]

@@ -129,6 +129,32 @@ class QgisProcessTest(QgisProcessBase):
         for words in ("INPUT:", "FIELD:", "EXTENT:", "PIXEL_SIZE:", "OUTPUT_DISTANCE:", "OUTPUT_POLYGONS:",
                       "0: Auto", "1: CPU", "2: GPU", "near"):
             self.assertIn(words, out)
+        # Every algorithm's Help button: its section of help/index.html in the installed plugin, which
+        # holds its help text and every parameter.
+        import urllib.parse
+        names = []
+        for algorithm in ALGORITHMS:
+            rc, out = self.qgis(["help", algorithm])
+            self.assertEqual(rc, 0, out)
+            details = out["algorithm_details"]
+            url = urllib.parse.urlparse(details["help_url"] or "")
+            self.assertEqual(url.scheme, "file", details)
+            index = urllib.parse.unquote(url.path)
+            self.assertTrue(index.endswith("/python/plugins/gpugeo/help/index.html"), index)
+            with open(index, encoding="utf-8") as f:
+                page = f.read()
+            self.assertEqual(url.fragment, algorithm.replace(":", "-"))
+            section = page[page.index(f'id="{url.fragment}"'):]
+            section = section[:section.find("<section>") if "<section>" in section else len(section)]
+            for name in out["parameters"]:
+                self.assertIn(f"<code>{name}</code>", section, (algorithm, name))
+            names.append(details["name"])
+        # Display names apart from QGIS's own (no "DBSCAN clustering" or "Export contours" twice in
+        # search and the modeler) and short enough for the toolbox's default width.
+        self.assertEqual(len(set(names)), len(names))
+        for name in names:
+            self.assertNotIn(name, ("DBSCAN clustering", "Export contours", "Voronoi polygons", "Fill sinks"))
+            self.assertLessEqual(len(name), 28, name)
 
     def test_run_json(self):
         rng = np.random.default_rng(5)
@@ -217,7 +243,7 @@ class QgisProcessTest(QgisProcessBase):
         dataset = None
         cases = [
             ({"INPUT": empty}, "no point to use"),
-            ({"INPUT": two, "PIXEL_SIZE": 0}, "greater than zero"),
+            ({"INPUT": two, "PIXEL_SIZE": 0}, "PIXEL_SIZE (Pixel size) must be a number greater than 0; got 0."),
             ({"INPUT": two, "PIXEL_SIZE": 0.0001}, "limits of 2^31"),
             ({"INPUT": lines}, "INPUT must be a point layer"),
         ]
@@ -282,6 +308,29 @@ class QgisProcessTest(QgisProcessBase):
             self.assertIn("DEVICE=GPU", text)
             self.assertIn("no GPU can be used", text)
             self.assertFalse(os.path.exists(self.path("gpu.tif")))
+            # In the text output too, the reason is given once (it used to come three times).
+            rc, text = self.qgis(["run", "gpugeo:voronoiraster", "--", f"INPUT={two}", "DEVICE=2",
+                                  f"OUTPUT={self.path('gpu.tif')}"], parse_json=False)
+            self.assertNotEqual(rc, 0)
+            self.assertEqual(text.count("no GPU can be used"), 1, text)
+
+    def test_log_lines(self):
+        """qgis_process's text output: no log line glued to the progress ticks ("0...10...20.DEM: band"),
+        and every run's progress reaches 100 ("100 - done.")."""
+        import re
+        dem = os.path.join(HERE, "..", "data", "jacksboro_srtm3.tif")
+        two = self.path("two.gpkg")
+        write_points(two, [(0.0, 0.0), (10.0, 10.0), (3.0, 7.0)])
+        runs = [["gpugeo:filldepressions", f"INPUT={dem}", "DEVICE=1", f"OUTPUT={self.path('f.tif')}"],
+                ["gpugeo:isochrones", f"INPUT={dem}", "DEVICE=1", f"TRAVEL_TIME={self.path('t.tif')}"],
+                ["gpugeo:voronoiraster", f"INPUT={two}", "DEVICE=1", "PIXEL_SIZE=0.5", f"OUTPUT={self.path('v.tif')}"],
+                ["gpugeo:dbscan", f"INPUT={two}", "EPS=20", "MIN_SIZE=2", "DEVICE=1", f"OUTPUT={self.path('d.gpkg')}"]]
+        for arguments in runs:
+            rc, text = self.qgis(["run", arguments[0], "--"] + arguments[1:], parse_json=False)
+            self.assertEqual(rc, 0, text)
+            for line in text.splitlines():
+                self.assertIsNone(re.match(r"^[0-9.]*[0-9][0-9.]*[A-Za-z]", line), f"{arguments[0]}: {line!r}")
+            self.assertIn("100 - done.", text, arguments[0])
 
 
 if __name__ == "__main__":

@@ -231,7 +231,7 @@ TEST(DemGpu, ChainIsTheCpus)
     o.outletColumn = 350;
     o.outletRow = 260;
     o.snapDistance = 900;
-    o.interval = 30;
+    o.interval = automatic ? 0 : 30;  // the automatic interval with the automatic outlet
     o.keepFilled = o.keepDirections = o.keepAccumulation = o.keepSpeed = true;
     const ChainResult cpu = isochroneChain(Backend::Cpu, d.grid(), o, 0, noCancel);
     std::vector<ChainStage> stages;
@@ -274,10 +274,12 @@ TEST(DemGpu, ChainIsTheCpus)
       }
       ASSERT_NEAR(gpu.travel.minutes[c], cpu.travel.minutes[c], 1e-9 * cpu.travel.minutes[c]) << c;
       ASSERT_NEAR(gpu.travel.speed[c], cpu.travel.speed[c], 1e-12 * cpu.travel.speed[c]) << c;
-      bands[c] = int32_t(std::floor(gpu.travel.minutes[c] / o.interval));
+      bands[c] = int32_t(std::floor(gpu.travel.minutes[c] / gpu.interval));
       longest = std::max(longest, gpu.travel.minutes[c]);
     }
-    EXPECT_EQ(gpu.bands, int32_t(std::floor(longest / o.interval)) + 1);
+    EXPECT_EQ(gpu.interval, cpu.interval);
+    EXPECT_EQ(gpu.interval, automatic ? automaticInterval(longest) : 30.0);
+    EXPECT_EQ(gpu.bands, int32_t(std::floor(longest / gpu.interval)) + 1);
     EXPECT_GT(gpu.bands, 3);
     const BandPolygons want = traceRegions(Backend::Cpu, bands.data(), d.width, d.height, gpu.bands, 0, noCancel);
     EXPECT_EQ(gpu.bandPolygons.bandPolygon, want.bandPolygon);

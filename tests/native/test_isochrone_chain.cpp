@@ -2,6 +2,7 @@
 // by one, and its own checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -119,8 +120,11 @@ TEST(IsochroneChain, BadOptionsAreRefused)
 {
   const Terrain t = terrain(4, 30, 20);
   ChainOptions o;
-  o.interval = 0;
-  EXPECT_THROW(isochroneChain(Backend::Cpu, t.grid(), o, 1, RunControl()), InvalidInput);
+  for (const double interval : {-1.0, double(NAN), double(INFINITY)})
+  {
+    o.interval = interval;
+    EXPECT_THROW(isochroneChain(Backend::Cpu, t.grid(), o, 1, RunControl()), InvalidInput) << interval;
+  }
   o.interval = 1e-9;
   o.maxBands = 100;
   EXPECT_THROW(isochroneChain(Backend::Cpu, t.grid(), o, 1, RunControl()), InvalidInput);
@@ -173,4 +177,35 @@ TEST(IsochroneChain, BadOptionsAreRefused)
   EXPECT_TRUE(validCellWithin(big.grid(), 20, 25, 200));
   EXPECT_THROW(validCellWithin(big.grid(), 90, 5, 10), InvalidInput);
   EXPECT_THROW(validCellWithin(big.grid(), 5, 5, -1), InvalidInput);
+}
+
+// INTERVAL 0: the first round interval (1, 2, 5 ... minutes, hours, days, weeks) that cuts the times
+// into at most kAutomaticBands bands; the chain reports the interval it used.
+TEST(IsochroneChain, TheAutomaticIntervalIsRoundAndGivesAtMostTwelveBands)
+{
+  const std::vector<double> round{1, 2, 5, 10, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720, 1440, 2880, 4320, 10080};
+  for (const double longest : {0.0, 0.5, 11.99, 12.0, 59.0, 600.0, 954.25, 5000.0, 1e5, 3e6})
+  {
+    const double v = automaticInterval(longest);
+    EXPECT_LE(std::floor(longest / v) + 1, kAutomaticBands) << longest;
+    const auto at = std::find(round.begin(), round.end(), v);
+    if (at != round.end())
+    {
+      if (at != round.begin())
+        EXPECT_GT(std::floor(longest / *(at - 1)) + 1, kAutomaticBands) << longest << ": " << *(at - 1) << " would do";
+    }
+    else
+      EXPECT_EQ(std::fmod(v, 10080.0), 0.0) << longest << ": " << v;
+  }
+  EXPECT_EQ(automaticInterval(954.25), 120.0);
+  const Terrain t = terrain(3, 90, 70);
+  ChainOptions o;
+  o.interval = 0;
+  const ChainResult r = isochroneChain(Backend::Cpu, t.grid(), o, 2, RunControl());
+  double longest = 0;
+  for (const double m : r.travel.minutes)
+    longest = std::isnan(m) ? longest : std::max(longest, m);
+  EXPECT_EQ(r.interval, automaticInterval(longest));
+  EXPECT_EQ(r.bands, int32_t(std::floor(longest / r.interval)) + 1);
+  EXPECT_LE(r.bands, kAutomaticBands);
 }

@@ -177,6 +177,11 @@ TEST(SphereCpu, BadInputIsRefused)
     EXPECT_NE(std::string(e.what()).find("2 of 4"), std::string::npos) << e.what();
   }
   EXPECT_THROW(makeSphereLabeller(Backend::Cpu, {lon, lat, 0}, {}, RunControl{}), InvalidInput);
+  // Longitudes: up to two turns either way are taken modulo 360; past that they are no longitudes.
+  const double far[] = {1e15, -720.5, 720.0, -540.0, 359.0};
+  const double zero[] = {0.0, 0.0, 0.0, 0.0, 0.0};
+  EXPECT_EQ(countInvalidSites({far, zero, 5}), 2);
+  EXPECT_EQ(countInvalidSites({far + 2, zero, 3}), 0);
   auto labeller = makeSphereLabeller(Backend::Cpu, {lon, lat, 1}, {}, RunControl{});
   std::vector<int32_t> out(8);
   EXPECT_THROW(labeller->labelQtm(14, 0, 1, out.data(), nullptr, RunControl{}), InvalidInput);

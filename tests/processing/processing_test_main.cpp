@@ -1,14 +1,17 @@
-// main() of the processing tests: a QGIS application (offscreen, throwaway profile) with the gpugeo
-// provider registered.
+// main() of the processing tests: a QGIS application (offscreen, throwaway profile) with QGIS's data
+// providers and the gpugeo provider registered.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
+#include <QDir>
 #include <QTemporaryDir>
 
 #include <gdal.h>
 
 #include <qgsapplication.h>
+#include <qgsconfig.h>
+#include <qgsproviderregistry.h>
 
 extern "C" int gpugeo_register_provider();
 
@@ -18,6 +21,11 @@ int main(int argc, char** argv)
   QTemporaryDir profile;
   QgsApplication app(argc, argv, false, profile.path());
   QgsApplication::initQgis();
+  // QGIS's data providers (MDAL for meshes among them) from QGIS's own plugin folder: QgsApplication
+  // looks for them next to the test program.
+  QgsProviderRegistry* providers = QgsProviderRegistry::instance();
+  if (!providers->providerList().contains(QStringLiteral("mdal")))
+    providers->setLibraryDirectory(QDir(QStringLiteral(CMAKE_INSTALL_PREFIX "/" QGIS_PLUGIN_SUBDIR)));
   GDALAllRegister();
   if (!gpugeo_register_provider())
   {

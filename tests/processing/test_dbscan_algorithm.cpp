@@ -672,8 +672,9 @@ TEST_F(DbscanAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
   };
   const QString eps = QStringLiteral("EPS"), minSize = QStringLiteral("MIN_SIZE");
   const std::vector<Case> cases = {
-    {"EPS negative", threePoints, {{eps, -1.0}}, "The maximum distance must be zero or more (got -1)."},
-    {"MIN_SIZE 0", threePoints, {{minSize, 0}}, "The minimum cluster size must be at least 1 (got 0)."},
+    {"EPS negative", threePoints, {{eps, -1.0}},
+     "EPS (Maximum distance between clustered points) must be a number, 0 or more; got -1."},
+    {"MIN_SIZE 0", threePoints, {{minSize, 0}}, "MIN_SIZE (Minimum cluster size) must be a whole number, 1 or more; got 0."},
     {"empty cluster field name", threePoints, {{QStringLiteral("FIELD_NAME"), QString("")}},
      "The cluster field names must not be empty."},
     {"a NaN coordinate",

@@ -176,14 +176,10 @@ class MeshContoursAlgorithmTest : public gpugeo::test::AlgorithmTest
 {
 protected:
   // QGIS's native algorithms, for native:meshcontours (processing_test_main.cpp registers only
-  // gpugeo's provider); QGIS's MDAL provider, which reads 2DM files, from QGIS's own plugin folder
-  // (QgsApplication looks for it next to the test program).
+  // gpugeo's provider, and loads QGIS's MDAL provider, which reads 2DM files).
   static void SetUpTestSuite()
   {
-    QgsProviderRegistry* providers = QgsProviderRegistry::instance();
-    if (!providers->providerList().contains(QStringLiteral("mdal")))
-      providers->setLibraryDirectory(QDir(QStringLiteral(CMAKE_INSTALL_PREFIX "/" QGIS_PLUGIN_SUBDIR)));
-    ASSERT_TRUE(providers->providerList().contains(QStringLiteral("mdal")));
+    ASSERT_TRUE(QgsProviderRegistry::instance()->providerList().contains(QStringLiteral("mdal")));
     QgsProcessingRegistry* registry = QgsApplication::processingRegistry();
     if (!registry->providerById(QStringLiteral("native")))
       registry->addProvider(new QgsNativeAlgorithms(registry));

@@ -294,8 +294,10 @@ TEST_F(VoronoiRasterAlgorithmTest, BadInputIsRefusedWithAClearMessageAndNoOutput
      },
      {},
      "1 features without geometry"},
-    {"zero pixel size", twoPoints, {{QStringLiteral("PIXEL_SIZE"), 0.0}}, "greater than zero"},
-    {"negative pixel size", twoPoints, {{QStringLiteral("PIXEL_SIZE"), -3.0}}, "greater than zero"},
+    {"zero pixel size", twoPoints, {{QStringLiteral("PIXEL_SIZE"), 0.0}},
+     "PIXEL_SIZE (Pixel size) must be a number greater than 0; got 0."},
+    {"negative pixel size", twoPoints, {{QStringLiteral("PIXEL_SIZE"), -3.0}},
+     "PIXEL_SIZE (Pixel size) must be a number greater than 0; got -3."},
     {"points on one line", [](QgsVectorLayer& l) {
        addPoint(l, 0, 0, 1);
        addPoint(l, 0, 10, 2);

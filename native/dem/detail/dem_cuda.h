@@ -39,9 +39,10 @@ RawRings regionRingsOnDevice(const int32_t* deviceLabels, int64_t w, int64_t h, 
 // Either backend's rings as polygons (host; regions.cpp).
 BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& control, int threads);
 
-// How many bands of options.interval the times up to `longest` make; throws InvalidInput past
-// options.maxBands (isochrone_chain.cpp, for both backends).
-int32_t chainBandCount(double longest, const ChainOptions& options);
+// How many bands the times up to `longest` make, in options.interval or the automatic interval
+// (written to `interval`); throws InvalidInput past options.maxBands (isochrone_chain.cpp, for both
+// backends).
+int32_t chainBandCount(double longest, const ChainOptions& options, double& interval);
 
 // The isochrone chain with every stage's arrays left on the device (isochrone_chain.h); the
 // options are checked by the caller.

@@ -284,13 +284,19 @@ GPUGEO_HD double gatherRadius2(double rho2, double d02)
 // Capacity of a block's candidate list; a block with more candidates searches the tree per point.
 constexpr int32_t kBlockCandidates = 128;
 
-// Great-circle distance in km for a squared chord on the unit sphere.
-GPUGEO_HD float chordToKm(double d2, double radiusKm)
+// Great-circle distance in km for a squared chord on the unit sphere, in float64.
+GPUGEO_HD double chordToKmDouble(double d2, double radiusKm)
 {
   double half = exact::mul(exact::sqrt(d2), 0.5);
   if (half > 1.0)
     half = 1.0;
-  return exact::toFloat(2.0 * radiusKm * ::asin(half));
+  return 2.0 * radiusKm * ::asin(half);
+}
+
+// The same rounded to float32 (the labellers' distance arrays).
+GPUGEO_HD float chordToKm(double d2, double radiusKm)
+{
+  return exact::toFloat(chordToKmDouble(d2, radiusKm));
 }
 
 }  // namespace gpugeo::sphere::detail

@@ -259,7 +259,7 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
       accumulation = dem::flowAccumulation(backend, grid, directions, cpuThreads(), control, &times);
     });
   }
-  catch (const InvalidInput& e)  // directions that go round in a loop
+  catch (const dem::LoopedDirections& e)
   {
     throw QgsProcessingException(QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint));
   }

@@ -468,6 +468,19 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
       else if (outletCrs.isValid() != raster.crs.isValid())
         feedback->pushWarning(QObject::tr("The OUTLET layer or the DEM has no CRS: the point's coordinates are taken "
                                           "as the DEM's."));
+      // A geographic DEM may run past +-180 (179 to 181, say): a longitude is taken modulo 360 onto it.
+      if (raster.crs.isGeographic())
+      {
+        const double west = gt[0], east = gt[0] + double(raster.width) * gt[1];
+        const double turns = std::round(((west + east) / 2.0 - outletInDem.x()) / 360.0);
+        const double wrapped = outletInDem.x() + 360.0 * turns;
+        if (turns != 0.0 && wrapped >= west && wrapped < east)
+        {
+          feedback->pushInfo(QObject::tr("The outlet's longitude %1 is taken as %2, on the DEM's longitudes.")
+                               .arg(number(outletInDem.x()), number(wrapped)));
+          outletInDem.setX(wrapped);
+        }
+      }
       const double column = (outletInDem.x() - gt[0]) / gt[1];
       const double row = (outletInDem.y() - gt[3]) / gt[5];
       if (!(column >= 0 && column < double(raster.width) && row >= 0 && row < double(raster.height)))

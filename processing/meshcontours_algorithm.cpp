@@ -268,7 +268,7 @@ std::vector<double> MeshContoursAlgorithm::levels(const QVariantMap& parameters,
       throw QgsProcessingException(
         QObject::tr("The minimum %1, maximum %2 and increment %3 give %4 levels; at most %5 are allowed. Use a "
                     "larger increment or a narrower range.")
-          .arg(number(minimum), number(maximum), number(increment), QString::number(count, 'f', 0))
+          .arg(number(minimum), number(maximum), number(increment), QString::number(count, 'g', 10))
           .arg(mesh::kMaxLevels));
   }
   return mesh::levelsFromRange(minimum, maximum, increment);  // QGIS's checks and messages
@@ -408,6 +408,32 @@ void MeshContoursAlgorithm::prepare(const QVariantMap& parameters, QgsProcessing
   }
 }
 
+namespace {
+
+// Band k as the union of its triangles' pieces (GEOS): valid whatever the mesh, as QGIS's own
+// algorithm makes its bands. Throws QgsProcessingException when even that is not valid.
+QgsGeometry unionOfPieces(const mesh::Mesh& mesh, const mesh::Field& field, const std::vector<double>& levels,
+                          std::size_t band, const RunControl& control)
+{
+  const mesh::ContourBands pieces = mesh::bandPieces(mesh, field, levels, int32_t(band), control);
+  QVector<QgsGeometry> parts;
+  std::unique_ptr<QgsMultiPolygon> all = bandMultiPolygon(pieces, 0, true);
+  if (all)
+    for (int i = 0; i < all->numGeometries(); ++i)
+      parts << QgsGeometry(all->geometryN(i)->clone());
+  QgsGeometry joined = QgsGeometry::unaryUnion(parts);
+  joined.convertToMultiType();
+  if (!joined.isNull() && !QgsWkbTypes::hasZ(joined.wkbType()))
+    joined.get()->addZValue(0.0);
+  if (joined.isNull() || !joined.isGeosValid())
+    throw QgsProcessingException(QObject::tr("The band from %1 to %2 could not be made a valid polygon even as the union "
+                                             "of its triangles' pieces: the mesh is corrupt. %3")
+                                   .arg(number(levels[band]), number(levels[band + 1]), joined.lastError()));
+  return joined;
+}
+
+}  // namespace
+
 QVariantMap MeshContoursAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
                                            QgsProcessingFeedback* feedback)
 {
@@ -459,11 +485,11 @@ QVariantMap MeshContoursAlgorithm::execute(const QVariantMap& parameters, QgsPro
       continue;
     feedback->setProgressText(QObject::tr("Contouring %1").arg(group.name));
     mesh::Contours contours;
+    const mesh::Field field{group.field.values.data(), group.field.active.data()};
     runWithCpuFallback(device, feedback, [&](Backend backend) {
       if (backend != contourer->backend())
         prepareContourer(backend);
-      contours = contourer->contour(mesh::Field{group.field.values.data(), group.field.active.data()}, mLevels,
-                                    options, control);
+      contours = contourer->contour(field, mLevels, options, control);
     });
     device.backend = contourer->backend();
     for (const auto& [stage, ms] : contourer->times().entries())
@@ -489,15 +515,21 @@ QVariantMap MeshContoursAlgorithm::execute(const QVariantMap& parameters, QgsPro
       ++lineFeatures;
     }
     const mesh::ContourBands& b = contours.bands;
+    int64_t repairedBands = 0;
     for (std::size_t k = 0; k < bandCount && k + 1 < b.bandPolygon.size(); ++k)
     {
       if (b.bandPolygon[k] == b.bandPolygon[k + 1])
         continue;
       if (feedback->isCanceled())
         throw Canceled();
-      std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(b, k, true);
+      QgsGeometry geometry(bandMultiPolygon(b, k, true).release());
+      if (!geometry.isGeosValid())
+      {
+        geometry = unionOfPieces(mesh, field, mLevels, k, control);
+        ++repairedBands;
+      }
       QgsFeature feature(polygonFields);
-      feature.setGeometry(QgsGeometry(multi.release()));
+      feature.setGeometry(geometry);
       feature.setAttributes(QgsAttributes(groupAttributes) << mLevels[k] << mLevels[k + 1]);
       if (!polygons->addFeature(feature, QgsFeatureSink::FastInsert))
         throw QgsProcessingException(writeFeatureError(polygons.get(), parameters, QStringLiteral("OUTPUT_POLYGONS")));
@@ -515,6 +547,13 @@ QVariantMap MeshContoursAlgorithm::execute(const QVariantMap& parameters, QgsPro
                          .arg(mMesh.triangleCount())
                          .arg(parts)
                          .arg(polygonCount));
+    if (repairedBands > 0)
+      feedback->pushWarning(QObject::tr("Group %1 (%2): %3 bands were not valid polygons when joined along the mesh's "
+                                        "edges (its triangles overlap, or its faces are corrupt); each was made again "
+                                        "as the union of its triangles' pieces, as QGIS's Export contours makes it.")
+                              .arg(group.index)
+                              .arg(group.name)
+                              .arg(repairedBands));
     if (contours.droppedRings > 0)
       feedback->pushInfo(
         QObject::tr("%1 bits of rings without area (degenerate triangles) were left out.").arg(contours.droppedRings));

@@ -171,6 +171,13 @@ SiteInput readSites(QgsProcessingFeatureSource& source, int fieldIndex, const QS
   return input;
 }
 
+// A number for the log: up to 15 significant digits, in exponent form when large (never hundreds of
+// digits for a coordinate near 1e308).
+QString number(double value)
+{
+  return QString::number(value, 'g', 15);
+}
+
 // Whether an optional parameter was given a value (a number, a string, a data-defined property).
 bool parameterGiven(const QVariantMap& parameters, const QString& name)
 {
@@ -209,17 +216,21 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
       }
     }
   }
+  const QString extentText = QStringLiteral("%1, %2 : %3, %4")
+                               .arg(number(extent.xMinimum()), number(extent.yMinimum()), number(extent.xMaximum()),
+                                    number(extent.yMaximum()));
+  if (!std::isfinite(extent.width()) || !std::isfinite(extent.height()))
+    throw QgsProcessingException(QObject::tr("The extent (%1) is too wide for a raster: its width or height is not a "
+                                             "finite number. Check the layer's coordinates and CRS, or give an "
+                                             "EXTENT.")
+                                   .arg(extentText));
   if (!(extent.width() > 0.0) || !(extent.height() > 0.0))
     throw QgsProcessingException(QObject::tr("The extent (%1) has no area: all points lie on one line or on one "
                                              "spot. Give an EXTENT.")
-                                   .arg(extent.toString()));
+                                   .arg(extentText));
   double pixelSize = std::max(extent.width(), extent.height()) / 1000.0;
   if (parameterGiven(parameters, QStringLiteral("PIXEL_SIZE")))
-  {
-    pixelSize = parameterAsDouble(parameters, QStringLiteral("PIXEL_SIZE"), context);
-    if (!(pixelSize > 0.0) || !std::isfinite(pixelSize))
-      throw QgsProcessingException(QObject::tr("The pixel size must be greater than zero (got %1).").arg(pixelSize));
-  }
+    pixelSize = parameterAsDouble(parameters, QStringLiteral("PIXEL_SIZE"), context);  // > 0: parameter_checks.h
   // Sizes in floating point first: the pixel counts may not even fit an integer.
   const double columns = std::ceil(extent.width() / pixelSize);
   const double rows = std::ceil(extent.height() / pixelSize);
@@ -227,8 +238,7 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
     return QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limits of 2^31 "
                                               "pixels (2,147,483,648) and 2^24 pixels a side; use a larger pixel "
                                               "size or a smaller extent.")
-                                    .arg(columns, 0, 'f', 0)
-                                    .arg(rows, 0, 'f', 0));
+                                    .arg(number(columns), number(rows)));
   };
   if (columns > double(voronoi::kMaxSide) || rows > double(voronoi::kMaxSide) ||
       columns * rows > 1.01 * double(voronoi::kMaxPixels))
@@ -240,9 +250,7 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
   feedback->pushInfo(QObject::tr("Raster: %1 x %2 pixels of %3, top-left corner (%4, %5).")
                        .arg(grid.width)
                        .arg(grid.height)
-                       .arg(pixelSize)
-                       .arg(grid.originX, 0, 'f')
-                       .arg(grid.originY, 0, 'f'));
+                       .arg(number(pixelSize), number(grid.originX), number(grid.originY)));
   return grid;
 }
 

@@ -28,9 +28,17 @@ void validateGrid(const Grid& grid)
   if (!grid.z || !grid.cellWidth || !grid.cellHeight)
     throw InvalidInput("the DEM arrays must not be null");
   for (int64_t y = 0; y < grid.height; ++y)
-    if (!(grid.cellWidth[y] > 0) || !(grid.cellHeight[y] > 0) || !std::isfinite(grid.cellWidth[y]) ||
-        !std::isfinite(grid.cellHeight[y]))
-      throw InvalidInput("the cell size of row " + std::to_string(y) + " is not a positive number");
+  {
+    const double width = grid.cellWidth[y], height = grid.cellHeight[y];
+    if (!(width >= kMinCellSize && width <= kMaxCellSize && height >= kMinCellSize && height <= kMaxCellSize))
+    {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "the cells of row %lld are %.6g x %.6g m: cell sizes must lie between 1 mm and 1,000 km",
+                    static_cast<long long>(y), width, height);
+      throw InvalidInput(text);
+    }
+  }
 }
 
 namespace detail {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/errors.h"
 #include "core/hd.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
@@ -43,6 +44,13 @@ namespace gpugeo::dem {
 
 // The largest grid (cells) one call takes: int64 indices, int32 per-cell labels.
 constexpr int64_t kMaxCells = (int64_t(1) << 31) - 1;
+
+// The cell sizes (width and height, metres) the tools take: from a millimetre (a flume's DEM) to
+// 1,000 km (a global DEM of 1 degree has 111 km). Beyond them the arithmetic breaks down: a cell's
+// fixed-point area (1e-6 m²) leaves int64 past about 3,000 km, and the diagonal's square underflows
+// for cells near 1e-160 m.
+constexpr double kMinCellSize = 1e-3;
+constexpr double kMaxCellSize = 1e6;
 
 // Directions: index 0..7 in the order E, SE, S, SW, W, NW, N, NE (clockwise from east, row 0 at the
 // top); kNoFlow for a pit, kNoData for a nodata cell.
@@ -75,8 +83,8 @@ struct Grid
   const double* cellHeight = nullptr;
 };
 
-// Throws InvalidInput for an empty grid, more than kMaxCells cells, null arrays, or cell sizes that
-// are not positive and finite.
+// Throws InvalidInput for an empty grid, more than kMaxCells cells, null arrays, or cell sizes
+// outside kMinCellSize .. kMaxCellSize.
 void validateGrid(const Grid& grid);
 
 // The filled DEM (nodata stays NaN).
@@ -116,14 +124,22 @@ float raiseBySteps(float x, int64_t steps);
 std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool resolveFlats, int threads,
                                     const RunControl& control, StageTimes* times = nullptr);
 
+// Directions that go round in a loop (they may come from elsewhere than flowDirections()): what
+// flowAccumulation() and the travel times throw for them.
+struct LoopedDirections : InvalidInput
+{
+  using InvalidInput::InvalidInput;
+};
+
 struct Accumulation
 {
   std::vector<int64_t> cells;  // 0 on nodata
   std::vector<int64_t> area;   // in 1e-6 m^2; 0 on nodata
 };
 
-// Accumulation along D8 directions (as flowDirections gives them) over the grid. Throws InvalidInput
-// when the directions go round in a loop (they may come from elsewhere).
+// Accumulation along D8 directions (as flowDirections gives them) over the grid. Throws
+// LoopedDirections when the directions go round in a loop, InvalidInput when a catchment's area
+// could pass the fixed-point range.
 Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions, int threads,
                               const RunControl& control, StageTimes* times = nullptr);
 

@@ -354,6 +354,14 @@ std::vector<int32_t> flatMaskCpu(const Grid& grid, bool towardsOnly, int threads
 
 namespace {
 
+// Adds an upstream area in two's complement (a wrap is defined, not undefined behaviour): an area
+// past the int64 range can only come from a catchment that checkUpstreamArea() then refuses, so a
+// wrapped sum is never returned.
+inline void addArea(int64_t& to, int64_t area)
+{
+  to = int64_t(uint64_t(to) + uint64_t(area));
+}
+
 // For the inner cells x = 1 .. w - 2 of a row (rows up and down beside it): the first part of dem.h's
 // D8 rule, the direction of steepest positive drop (the first of equal drops), or -1 for none, as
 // d8DirectionAround finds it, with the same IEEE operations (a NaN drop never compares greater).
@@ -517,7 +525,7 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
         break;
       }
       cells[d] += cells[c];
-      area[d] += area[c];
+      addArea(area[d], area[c]);
       if (--inflow[std::size_t(d)] != 0)
         break;
       ++done;
@@ -551,12 +559,12 @@ Accumulation accumulationCpu(const Grid& grid, const std::vector<uint8_t>& direc
     for (const Handover& flow : list)
     {
       cells[flow.to] += flow.cells;
-      area[flow.to] += flow.area;
+      addArea(area[flow.to], flow.area);
       if (--inflow[std::size_t(flow.to)] == 0)
         done += down(flow.to, 0, int32_t(n), none);
     }
   if (done != valid)
-    throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
+    throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
   return out;
 }
 

@@ -1053,7 +1053,7 @@ void accumulateOnDevice(const DeviceBuffer<uint8_t>& dirs, int64_t w, int64_t h,
   GPUGEO_CUDA_CHECK(cudaMemcpy(counted, counts.data(), sizeof counted, cudaMemcpyDeviceToHost));
   // A path that never ends: the directions go round in a loop, inside a tile or across tiles.
   if (readOne(looped.data()) || counted[0] != counted[1])
-    throw InvalidInput("the flow directions go round in a loop; they cannot be accumulated");
+    throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
 }
 
 std::vector<long long> rowAreas(const Grid& grid)
@@ -1183,7 +1183,7 @@ void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& d
     if (!readOne(going.data()))
       break;
     if (round > 64)  // a chain of 2^64 exits: the directions go round in a loop
-      throw InvalidInput("the flow directions go round in a loop; no travel time can be summed");
+      throw LoopedDirections("the flow directions go round in a loop; no travel time can be summed");
     if ((round & 7) == 7 && control.isCanceled())
       throw Canceled();
   }

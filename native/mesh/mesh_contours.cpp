@@ -178,6 +178,55 @@ std::unique_ptr<MeshContourer> makeMeshContourer(Backend backend, const Mesh& me
   return detail::makeCpuContourer(mesh, threads, control);
 }
 
+ContourBands bandPieces(const Mesh& mesh, const Field& field, const std::vector<double>& levels, int32_t band,
+                        const RunControl& control)
+{
+  detail::validateMesh(mesh);
+  detail::validateLevels(levels);
+  if (!field.values)
+    throw InvalidInput("the field has no values");
+  if (band < 0 || std::size_t(band) + 1 >= levels.size())
+    throw InvalidInput("band " + std::to_string(band) + " is not between two of the " + std::to_string(levels.size()) +
+                       " levels");
+  const double lo = levels[std::size_t(band)], hi = levels[std::size_t(band) + 1];
+  const detail::FieldArrays f{field.values, nullptr, levels.data(), int32_t(levels.size())};
+  ContourBands out;
+  out.bandPolygon = {0};
+  out.polygonRing = {0};
+  out.ringPoint = {0};
+  int64_t bad = 0;
+  for (int64_t t = 0; t < mesh.triangleCount; ++t)
+  {
+    if ((t & 0xffff) == 0 && control.isCanceled())
+      throw Canceled();
+    int32_t c[3] = {mesh.triangles[3 * t], mesh.triangles[3 * t + 1], mesh.triangles[3 * t + 2]};
+    const int usable = detail::prepareTriangle(mesh.x, mesh.y, mesh.z, mesh.vertexCount, c);
+    bad += usable < 0;
+    if (!detail::takesPart(usable == 1, field.active, t, field.values, c))
+      continue;
+    const double v[3] = {field.values[c[0]], field.values[c[1]], field.values[c[2]]};
+    uint8_t nodes[detail::kMaxPieceNodes + 1];
+    const int n = detail::pieceNodes(v, lo, hi, nodes);
+    if (n < 3)
+      continue;
+    // This triangle alone, its corners counter-clockwise.
+    const detail::MeshArrays one{mesh.x, mesh.y, mesh.z, mesh.vertexCount, c, nullptr, 1};
+    for (int i = 0; i <= n; ++i)
+    {
+      double point[3];
+      detail::nodePoint(one, f, 0, nodes[i % n], band, point);
+      out.x.push_back(point[0]);
+      out.y.push_back(point[1]);
+      out.z.push_back(point[2]);
+    }
+    out.ringPoint.push_back(int64_t(out.x.size()));
+    out.polygonRing.push_back(int64_t(out.ringPoint.size()) - 1);
+  }
+  detail::checkCorners(bad, mesh.vertexCount);
+  out.bandPolygon.push_back(int64_t(out.polygonRing.size()) - 1);
+  return out;
+}
+
 std::vector<double> levelsFromRange(double minimum, double maximum, double increment)
 {
   if (!std::isfinite(minimum) || !std::isfinite(maximum) || !std::isfinite(increment))

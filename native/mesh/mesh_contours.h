@@ -117,6 +117,15 @@ public:
 std::unique_ptr<MeshContourer> makeMeshContourer(Backend backend, const Mesh& mesh, int threads,
                                                  const RunControl& control);
 
+// Band k's pieces triangle by triangle: the piece of each participating triangle (as above), one
+// polygon of one counter-clockwise ring each, in triangle order, as one band of BandPolygons. For
+// callers that join the pieces otherwise than along the mesh's edges: where triangles overlap (a
+// mesh that is not a planar subdivision, which the bands' contract assumes), a union of the pieces
+// gives the band's region. Throws InvalidInput as makeMeshContourer() and contour() do, and for a
+// band outside the levels; Canceled.
+ContourBands bandPieces(const Mesh& mesh, const Field& field, const std::vector<double>& levels, int32_t band,
+                        const RunControl& control);
+
 // The levels QGIS's "Export contours" would make from a minimum, maximum and increment, with the
 // maximum included when it falls on the sequence: minimum + i * increment for i = 0, 1, ... while
 // the value is <= maximum (compared with a tolerance of 1e-9 increments, so 0.1 steps reach 0.3).

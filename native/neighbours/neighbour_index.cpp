@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
@@ -29,6 +30,22 @@ void validatePoints(const Points& points)
   if (bad > 0)
     throw InvalidInput(std::to_string(bad) + " of " + std::to_string(points.count) +
                        " points have a NaN or infinite coordinate; fix or remove them");
+  // Distances are compared by their squares: an extent past kMaxExtent would overflow them (and the
+  // extent itself, for coordinates near +-1e308).
+  const double* axes[3] = {points.x, points.y, points.z};
+  for (int a = 0; a < (points.z ? 3 : 2); ++a)
+  {
+    const auto [lo, hi] = std::minmax_element(axes[a], axes[a] + points.count);
+    if (!(*hi - *lo <= kMaxExtent))
+    {
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "the points' %c coordinates run from %.6g to %.6g, farther apart than the %.0e this tool "
+                    "takes (their squared distances would overflow): check the layer's CRS and coordinates",
+                    "xyz"[a], *lo, *hi, kMaxExtent);
+      throw InvalidInput(text);
+    }
+  }
 }
 
 void validateQuery(const Query& query)

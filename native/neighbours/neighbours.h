@@ -29,6 +29,8 @@ namespace gpugeo::neighbours {
 constexpr int kRegionCapacity = 64;
 // The most points an index takes (input indices are int32 on the device).
 constexpr int64_t kMaxPoints = (int64_t(1) << 31) - 1024;
+// The widest spread of the points along an axis: squared distances within it stay finite.
+constexpr double kMaxExtent = 1e150;
 // The largest k.
 constexpr int32_t kMaxK = 1024;
 
@@ -145,8 +147,9 @@ public:
   virtual Clusters dbscan(const DbscanOptions& options, const RunControl& control) = 0;
 };
 
-// Builds the index. Throws InvalidInput when there is no point, more than kMaxPoints, or a coordinate
-// that is not finite (with the count); DeviceUnavailable for Backend::Gpu without a usable GPU.
+// Builds the index. Throws InvalidInput when there is no point, more than kMaxPoints, a coordinate
+// that is not finite (with the count), or points that spread wider than kMaxExtent along an axis;
+// DeviceUnavailable for Backend::Gpu without a usable GPU.
 std::unique_ptr<NeighbourIndex> makeNeighbourIndex(Backend backend, const Points& points, int threads,
                                                    const RunControl& control);
 

@@ -214,6 +214,12 @@ DemRaster openDemRaster(const DemSource& source, int band)
                                    .arg(number(gt[1]), number(gt[5])));
   GDALRasterBandH handle = GDALGetRasterBand(dataset.get(), band);
   raster.dataType = GDALGetRasterDataType(handle);
+  if (GDALDataTypeIsComplex(raster.dataType))
+    throw QgsProcessingException(QObject::tr("Band %1 holds complex numbers (%2), not elevations or codes: make a real "
+                                             "raster of it first (its real part or its magnitude, with the Raster "
+                                             "calculator).")
+                                   .arg(band)
+                                   .arg(QString::fromLatin1(GDALGetDataTypeName(raster.dataType))));
   int hasNoData = 0;
   const double noData = GDALGetRasterNoDataValue(handle, &hasNoData);
   if (hasNoData)

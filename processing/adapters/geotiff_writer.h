@@ -41,8 +41,10 @@ public:
 
   const QString& path() const { return mPath; }
 
-  // Rows per block of the files written (bands are best written in multiples of it).
+  // Rows per block of the files written (bands are best written in multiples of it), and the
+  // largest floating raster (cells) written compressed.
   static constexpr int kBlockSize = 256;
+  static constexpr int64_t kSmallRaster = 1 << 20;
 
 private:
   void discard();

@@ -932,9 +932,13 @@ TEST(DemCpu, TravelTimesToInnerOutletsWhateverTheThreads)
 // could pass that is refused with the reason, on both backends and in the chain; one that cannot is not.
 TEST(DemCpu, UpstreamAreasPastTheirRangeAreRefused)
 {
-  const std::vector<double> huge(1, 3.0e6);  // cells of 3,000 km x 3,000 km: 9e18 units each
-  const std::vector<float> slope = {3.f, 2.f, 1.f}, level = {1.f, 1.f, 1.f};
-  const Grid falling{slope.data(), 3, 1, huge.data(), huge.data()}, flat{level.data(), 3, 1, huge.data(), huge.data()};
+  // Cells of 1,000 km x 1,000 km, the largest taken: 1e18 units each, so ten in one catchment pass
+  // the range.
+  const std::vector<double> huge(1, 1.0e6);
+  std::vector<float> slope(12), level(12, 1.f);
+  for (int i = 0; i < 12; ++i)
+    slope[std::size_t(i)] = float(12 - i);
+  const Grid falling{slope.data(), 12, 1, huge.data(), huge.data()}, flat{level.data(), 12, 1, huge.data(), huge.data()};
   RunControl control;
   std::vector<Backend> backends = {Backend::Cpu};
   if (probeGpu().usable)
@@ -949,7 +953,7 @@ TEST(DemCpu, UpstreamAreasPastTheirRangeAreRefused)
     }
     catch (const InvalidInput& e)
     {
-      EXPECT_NE(std::string(e.what()).find("the largest catchment has 3 cells of up to 9e+12 m² each: its "
+      EXPECT_NE(std::string(e.what()).find("the largest catchment has 12 cells of up to 1e+12 m² each: its "
                                            "area could pass the 9.2 million km²"),
                 std::string::npos)
           << e.what();
@@ -959,6 +963,35 @@ TEST(DemCpu, UpstreamAreasPastTheirRangeAreRefused)
     EXPECT_THROW(isochroneChain(b, falling, o, 0, control), InvalidInput);
     // Every cell drains out on its own: one cell's area fits.
     const Accumulation one = flowAccumulation(b, flat, flowDirections(b, flat, false, 0, control), 0, control);
-    EXPECT_EQ(one.area, std::vector<int64_t>(3, int64_t(9'000'000'000'000'000'000)));
+    EXPECT_EQ(one.area, std::vector<int64_t>(12, int64_t(1'000'000'000'000'000'000)));
+  }
+}
+
+// Cell sizes outside 1 mm .. 1,000 km are refused, with the row and the sizes: cells over ~3,000 km
+// made the fixed-point areas wrap to negative values, cells of 1e-300 m overflowed the slopes.
+TEST(DemCpu, CellSizesOutsideTheirRangeAreRefused)
+{
+  const std::vector<float> z = {3.f, 2.f, 1.f, 2.f};
+  RunControl control;
+  for (const double size : {1e-300, 1e-4, 9.99e-4, 1.0000001e6, 3e6, 1e300})
+  {
+    const std::vector<double> sizes{30.0, size}, heights(2, 30.0);
+    const Grid g{z.data(), 2, 2, sizes.data(), heights.data()};
+    try
+    {
+      fillDepressions(Backend::Cpu, g, 1, control);
+      ADD_FAILURE() << size << " accepted";
+    }
+    catch (const InvalidInput& e)
+    {
+      EXPECT_NE(std::string(e.what()).find("the cells of row 1 are"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("between 1 mm and 1,000 km"), std::string::npos) << e.what();
+    }
+  }
+  for (const double size : {1e-3, 1e6})
+  {
+    const std::vector<double> sizes(2, size);
+    const Grid g{z.data(), 2, 2, sizes.data(), sizes.data()};
+    EXPECT_NO_THROW(flowAccumulation(Backend::Cpu, g, flowDirections(Backend::Cpu, g, true, 1, control), 1, control));
   }
 }

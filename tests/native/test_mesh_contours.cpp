@@ -1540,3 +1540,39 @@ TEST(MeshContoursCpu, CancelStopsContour)
 }
 
 }  // namespace
+
+// bandPieces(): each participating triangle's piece of a band, one counter-clockwise ring each,
+// closed; their areas add up to the band's area of the brute-force reference; inactive triangles
+// and those without values give none; a band outside the levels is refused.
+TEST(MeshContoursCpu, BandPiecesCoverTheBandTriangleByTriangle)
+{
+  const TestMesh m = jitteredGrid(5, 20);
+  FieldData f{randomValues(55, m.x.size(), 0, 10), std::vector<uint8_t>(m.triangles.size() / 3, 1)};
+  f.active[3] = 0;
+  f.values[7] = std::nan("");
+  const std::vector<double> levels{1.0, 2.5, 4.0, 7.5, 9.0};
+  const std::vector<double> want = reference::bandAreas(m.mesh(), f.field(), levels);
+  for (int32_t band = 0; band + 1 < int32_t(levels.size()); ++band)
+  {
+    const ContourBands pieces = bandPieces(m.mesh(), f.field(), levels, band, RunControl{});
+    ASSERT_EQ(pieces.bandPolygon.size(), 2u);
+    double area = 0;
+    for (int64_t q = 0; q < pieces.bandPolygon[1]; ++q)
+    {
+      ASSERT_EQ(pieces.polygonRing[std::size_t(q) + 1] - pieces.polygonRing[std::size_t(q)], 1);
+      const int64_t first = pieces.ringPoint[std::size_t(pieces.polygonRing[std::size_t(q)])];
+      const int64_t last = pieces.ringPoint[std::size_t(pieces.polygonRing[std::size_t(q)]) + 1];
+      ASSERT_GE(last - first, 4);  // three corners at least, the first repeated
+      EXPECT_EQ(pieces.x[std::size_t(first)], pieces.x[std::size_t(last - 1)]);
+      EXPECT_EQ(pieces.y[std::size_t(first)], pieces.y[std::size_t(last - 1)]);
+      double ring = 0;
+      for (int64_t i = first; i + 1 < last; ++i)
+        ring += pieces.x[std::size_t(i)] * pieces.y[std::size_t(i + 1)] - pieces.x[std::size_t(i + 1)] * pieces.y[std::size_t(i)];
+      EXPECT_GE(ring, 0.0) << "band " << band << " piece " << q << " is clockwise";
+      area += ring / 2;
+    }
+    EXPECT_NEAR(area, want[std::size_t(band)], 1e-9 * std::max(1.0, want[std::size_t(band)])) << "band " << band;
+  }
+  EXPECT_THROW(bandPieces(m.mesh(), f.field(), levels, 4, RunControl{}), InvalidInput);
+  EXPECT_THROW(bandPieces(m.mesh(), f.field(), levels, -1, RunControl{}), InvalidInput);
+}

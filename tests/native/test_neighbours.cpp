@@ -575,6 +575,36 @@ TEST(NeighboursCpuFixed, BadPointsAreInvalidInput)
   EXPECT_NO_THROW(cpuIndex(Points{x.data(), y.data(), z.data(), 3}));
 }
 
+// Coordinates near +-1e308: their extent overflows, and a NaN went to a Morton cell (NN_DIST came
+// out infinite with the wrong NN_FID). Spreads past kMaxExtent are refused, naming the axis; a
+// spread just within is taken, its squared distances still finite.
+TEST(NeighboursCpuFixed, CoordinatesSpreadBeyondTheRangeAreRefused)
+{
+  for (const double far : {1e308, 1.7e308, 2e150})
+  {
+    std::vector<double> x{0.0, 1.0, -far, 3.0}, y{0.0, 1.0, 2.0, 3.0};
+    try
+    {
+      cpuIndex(Points{x.data(), y.data(), nullptr, 4});
+      ADD_FAILURE() << far << " accepted";
+    }
+    catch (const InvalidInput& e)
+    {
+      EXPECT_NE(std::string(e.what()).find("the points' x coordinates run from"), std::string::npos) << e.what();
+    }
+    std::swap(x, y);
+    EXPECT_THROW(cpuIndex(Points{x.data(), y.data(), nullptr, 4}), InvalidInput) << far << " in y";
+    std::vector<double> z{0.0, 0.0, far, 0.0};
+    EXPECT_THROW(cpuIndex(Points{y.data(), y.data(), z.data(), 4}), InvalidInput) << far << " in z";
+  }
+  std::vector<double> x{0.0, 1.0, 1e149, 3.0}, y{0.0, 1.0, 2.0, 3.0};
+  const auto index = cpuIndex(Points{x.data(), y.data(), nullptr, 4});
+  const Summary s = index->summarize(Query{0.0, 1}, RunControl{});
+  EXPECT_EQ(s.nearest[2], 0);  // at 1e149 the other three are equally far in float64: the lowest index
+  EXPECT_EQ(s.nearestDistance[2], 1e149);
+  EXPECT_EQ(s.nearest[1], 0);
+}
+
 TEST(NeighboursCpuFixed, BadQueriesAreInvalidInput)
 {
   const NeighbourCase c = uniform2d(41, 100);

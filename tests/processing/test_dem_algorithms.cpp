@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <QFile>
+#include <QFileInfo>
 
 #include <cpl_string.h>
 #include <gdal.h>
@@ -614,6 +615,19 @@ TEST_F(DemAlgorithmsTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
   std::fill(loop.z.begin(), loop.z.end(), 1.0f);  // east
   loop.at(5, 5) = 16.0f;                          // (4,5) -> (5,5) -> (4,5)
   writeTiff(path("loop.tif"), loop, GDT_Byte, 255.0);
+  // Cells of 1,000 km, all draining east in one row: the outlet's catchment passes the fixed-point
+  // range (a refusal that is not about loops: no hint about D8 tools and encodings).
+  TestDem wide = d;
+  wide.geoTransform[1] = 1e6;
+  wide.geoTransform[5] = -1e6;
+  std::fill(wide.z.begin(), wide.z.end(), 1.0f);
+  writeTiff(path("wide.tif"), wide, GDT_Byte, 255.0);
+  // Cells of 1e-300 m and of 5,000 km: outside the sizes taken.
+  TestDem tiny = d, huge = d;
+  tiny.geoTransform[1] = 1e-300;
+  huge.geoTransform[5] = -5e6;
+  writeTiff(path("tiny.tif"), tiny);
+  writeTiff(path("huge.tif"), huge);
 
   struct Case
   {
@@ -634,6 +648,9 @@ TEST_F(DemAlgorithmsTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
     {kAccumulation, path("codesbad.tif"), {{QStringLiteral("ENCODING"), 1}}, "not flow directions in the 0 to 7 encoding"},
     {kAccumulation, path("loop.tif"), {}, "go round in a loop; they cannot be accumulated. Were the directions made by a D8 tool from a DEM, and does ENCODING (ESRI) match"},
     {kAccumulation, path("empty.tif"), {}, "has no valid cell"},
+    {kAccumulation, path("wide.tif"), {}, "its area could pass the 9.2 million km²"},
+    {kFill, path("tiny.tif"), {}, "cell sizes must lie between 1 mm and 1,000 km"},
+    {kDirection, path("huge.tif"), {}, "cell sizes must lie between 1 mm and 1,000 km"},
   };
   for (const Case& c : cases)
   {
@@ -651,9 +668,36 @@ TEST_F(DemAlgorithmsTest, BadInputIsRefusedWithAClearMessageAndNoOutput)
     const RunResult result = run(c.algorithm, c.input, parameters);
     EXPECT_FALSE(result.ok) << c.expected.toStdString();
     EXPECT_TRUE(result.error.contains(c.expected)) << c.expected.toStdString() << ": " << result.error.toStdString();
+    EXPECT_EQ(result.error.contains(QStringLiteral("Were the directions made by a D8 tool")),
+              c.expected.contains(QStringLiteral("loop")))
+      << result.error.toStdString();
     EXPECT_FALSE(QFile::exists(path("bad.tif"))) << c.expected.toStdString();
     EXPECT_FALSE(QFile::exists(path("bad_area.tif"))) << c.expected.toStdString();
   }
+}
+
+// A 1 x 1 DEM writes a file of its size (it was 256 KB: one uncompressed 256 x 256 tile); a complex
+// band (CFloat32) is refused rather than read through its real part.
+TEST_F(DemAlgorithmsTest, ASmallDemWritesASmallFileAndAComplexBandIsRefused)
+{
+  TestDem one;
+  one.width = one.height = 1;
+  one.z = {42.5f};
+  writeTiff(path("one.tif"), one);
+  const RunResult result = run(kFill, path("one.tif"), {{QStringLiteral("OUTPUT"), path("one_filled.tif")}});
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  EXPECT_EQ(read<float>(path("one_filled.tif"), GDT_Float32), std::vector<float>{42.5f});
+  EXPECT_LT(QFileInfo(path("one_filled.tif")).size(), 4096);
+  const RunResult directions = run(kDirection, path("one.tif"), {{QStringLiteral("OUTPUT"), path("one_dir.tif")}});
+  ASSERT_TRUE(directions.ok) << directions.error.toStdString();
+  EXPECT_LT(QFileInfo(path("one_dir.tif")).size(), 4096);
+
+  TestDem d = randomDem(20, 15, 5, 0);
+  writeTiff(path("complex.tif"), d, {d.z}, GDT_CFloat32, std::nullopt);
+  const RunResult complex = run(kFill, path("complex.tif"), {{QStringLiteral("OUTPUT"), path("complex_filled.tif")}});
+  EXPECT_FALSE(complex.ok);
+  EXPECT_TRUE(complex.error.contains(QStringLiteral("Band 1 holds complex numbers (CFloat32)"))) << complex.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("complex_filled.tif")));
 }
 
 TEST_F(DemAlgorithmsTest, GpuRequestedWithoutAGpuNamesTheReason)

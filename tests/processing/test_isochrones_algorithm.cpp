@@ -440,6 +440,38 @@ TEST_F(IsochronesAlgorithmTest, RandomTerrainSlopeModelMatchesTheWalk)
 
 // The outlet point (given in EPSG:4326, transformed to the DEM's UTM) snapped to the highest
 // accumulation within SNAP_DISTANCE: beside the valley it lands on the valley; with 0 it stays put.
+// A geographic DEM across the antimeridian (longitudes 179.5 to 180.55): an outlet given as -179.8
+// is the DEM's 180.2, column 14 (it was "outside the DEM").
+TEST_F(IsochronesAlgorithmTest, AnOutletsLongitudeIsWrappedOntoTheDem)
+{
+  TestDem d = valley();
+  const double transform[6] = {179.5, 0.05, 0.0, 10.0, 0.0, -0.05};
+  std::copy(transform, transform + 6, d.geoTransform);
+  GDALDatasetH dataset = GDALCreate(GDALGetDriverByName("GTiff"), path("dateline.tif").toUtf8().constData(), d.width,
+                                    d.height, 1, GDT_Float32, nullptr);
+  ASSERT_TRUE(dataset);
+  GDALSetGeoTransform(dataset, d.geoTransform);
+  OGRSpatialReferenceH srs = OSRNewSpatialReference(nullptr);
+  OSRSetFromUserInput(srs, "EPSG:4326");
+  char* wkt = nullptr;
+  OSRExportToWkt(srs, &wkt);
+  GDALSetProjection(dataset, wkt);
+  CPLFree(wkt);
+  OSRDestroySpatialReference(srs);
+  ASSERT_EQ(GDALRasterIO(GDALGetRasterBand(dataset, 1), GF_Write, 0, 0, d.width, d.height, d.z.data(), d.width,
+                         d.height, GDT_Float32, 0, 0),
+            CE_None);
+  GDALClose(dataset);
+  QVariantMap parameters = allOutputs(QStringLiteral("w"));
+  parameters.insert(QStringLiteral("SNAP_DISTANCE"), 0.0);
+  const QgsPointXY outlet(-179.8 + 0.01, 10.0 - 20.5 * 0.05);
+  const RunResult result = run(path("dateline.tif"), parameters, pointLayer({outlet}, QStringLiteral("EPSG:4326")));
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  EXPECT_TRUE(result.logContains(QStringLiteral("The outlet's longitude -179.79 is taken as 180.21")))
+    << result.log.join('\n').toStdString();
+  EXPECT_TRUE(result.logContains(QStringLiteral("falls in column 14, row 20"))) << result.log.join('\n').toStdString();
+}
+
 TEST_F(IsochronesAlgorithmTest, OutletIsTransformedAndSnapped)
 {
   const TestDem d = valley();

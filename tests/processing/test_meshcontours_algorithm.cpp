@@ -369,6 +369,54 @@ TEST_F(MeshContoursAlgorithmTest, QuadsTrianglesAndHexagonsMatchQgis)
   }
 }
 
+// Meshes that are no planar subdivision: two squares that overlap without sharing a node, and a
+// garbage 2DM that MDAL still loads (a bow-tie quad, a triangle given twice, a triangle folded over
+// its neighbour, a degenerate triangle, two nodes at one place). Band polygons joined along the
+// mesh's edges are not valid there (ours were written invalid); each such band is made again as the
+// union of its triangles' pieces, with a warning: every polygon valid, with QGIS's area where QGIS
+// writes the band.
+TEST_F(MeshContoursAlgorithmTest, OverlappingAndCorruptMeshesGiveValidPolygons)
+{
+  Mesh2dm overlap;
+  overlap.nodes = {{0, 0, 0}, {10, 0, 10}, {10, 10, 20}, {0, 10, 10}, {5, 5, 5}, {15, 5, 15}, {15, 15, 25}, {5, 15, 15}};
+  overlap.faces = {{0, 1, 2}, {0, 2, 3}, {4, 5, 6}, {4, 6, 7}};
+  Mesh2dm garbage;
+  garbage.nodes = {{0, 0, 0},  {10, 0, 4}, {10, 10, 8}, {0, 10, 4}, {20, 0, 8}, {20, 10, 12},
+                   {10, 10, 8}, {15, 5, 3}, {30, 0, 12}, {40, 0, 16}, {35, 0, 14}};
+  garbage.faces = {{0, 1, 2, 3}, {1, 4, 5, 6}, {1, 5, 2}, {1, 5, 2}, {1, 7, 5}, {4, 2, 5}, {8, 9, 10}, {4, 8, 5}};
+  struct Case
+  {
+    QString name;
+    Mesh2dm mesh;
+    QString levels;
+  };
+  for (const Case& c : {Case{QStringLiteral("overlap.2dm"), overlap, QStringLiteral("0,5,10,15,20,25")},
+                        Case{QStringLiteral("garbage.2dm"), garbage, QStringLiteral("1,2.5,4,6,7.5,9,11,13,15")}})
+  {
+    const QString& name = c.name;
+    auto mesh = meshLayer(c.mesh, name);
+    const QVariantMap p = parameters(c.levels);
+    const Outputs ours = runAndRead(kOurs, mesh.get(), p);
+    const Outputs qgis = runAndRead(kQgis, mesh.get(), p);
+    ASSERT_TRUE(ours.result.ok && qgis.result.ok) << name.toStdString();
+    EXPECT_TRUE(ours.result.logContains(QStringLiteral("were not valid polygons when joined along the mesh's edges")))
+      << name.toStdString() << ": " << ours.result.log.join('\n').toStdString();
+    std::map<double, double> qgisArea;
+    for (const QgsFeature& f : qgis.polygons)
+      qgisArea[f.attribute(QStringLiteral("min_value")).toDouble()] = f.geometry().area();
+    EXPECT_FALSE(ours.polygons.empty());
+    for (const QgsFeature& f : ours.polygons)
+    {
+      const double lo = f.attribute(QStringLiteral("min_value")).toDouble();
+      const std::string where = name.toStdString() + " band from " + std::to_string(lo);
+      EXPECT_TRUE(f.geometry().isGeosValid()) << where;
+      EXPECT_EQ(f.geometry().wkbType(), QgsWkbTypes::MultiPolygonZ) << where;
+      if (qgisArea.count(lo))
+        expectRelativelyEqual(f.geometry().area(), qgisArea[lo], 1e-9, where);
+    }
+  }
+}
+
 // Data on faces (the 2DM's face value column: group 1, "Bed Elevation (Face)"), averaged to the nodes
 // as QGIS does, a face without a value (NaN) left out of the averages; the groups in the order given
 // (faces first), with QGIS's attributes.

@@ -218,22 +218,28 @@ __global__ void fillInitKernel(const float* z, int64_t w, int64_t h, float* W)
   W[c] = isNoData(v) ? v : (isEdgeCell(z, w, h, c % w, c / w) ? v : INFINITY);
 }
 
+// One tile's relaxation of the fill, W = max(z, min over the neighbours' W), in shared memory until
+// nothing changes. Two copies of the tile: each step reads one and writes its own cell to the other,
+// so no thread reads a cell in the step its owner writes it (a data race in CUDA's memory model had
+// they shared one copy). Each step only lowers W, never below the filled surface, so the steps reach
+// the same fixed point in any order: the result is the CPU's, bit for bit.
 __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, TilePass pass)
 {
   if (tileIdle(pass))
     return;
-  __shared__ float s[kTile + 2][kTile + 2];
+  __shared__ float s[2][kTile + 2][kTile + 2];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
-  loadTile<float>(s, W, w, h, NAN);
+  loadTile<float>(s[0], W, w, h, NAN);
+  loadTile<float>(s[1], W, w, h, NAN);
   __syncthreads();
   const int64_t x = x0 + tx, y = y0 + ty;
   const bool inside = x < w && y < h;
   const bool active = inside && !isNoData(z[y * w + x]) && !isEdgeCell(z, w, h, x, y);
   const float zc = active ? z[y * w + x] : 0.f;
-  float mine = s[ty + 1][tx + 1];
+  float mine = s[0][ty + 1][tx + 1];
   bool lowered = false;
-  for (;;)
+  for (int read = 0;; read ^= 1)
   {
     bool step = false;
     if (active)
@@ -241,7 +247,7 @@ __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, T
       float m = INFINITY;
       for (int d = 0; d < 8; ++d)
       {
-        const float v = s[ty + 1 + stepY(d)][tx + 1 + stepX(d)];
+        const float v = s[read][ty + 1 + stepY(d)][tx + 1 + stepX(d)];
         if (!isNoData(v))
           m = fminf(m, v);
       }
@@ -249,9 +255,11 @@ __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, T
       if (next < mine)
       {
         mine = next;
-        s[ty + 1][tx + 1] = next;
         step = true;
       }
+      // Every step: the other copy holds this cell as it was two steps ago. (Cells that are not
+      // active never change: both copies hold them from the load.)
+      s[read ^ 1][ty + 1][tx + 1] = mine;
     }
     lowered = lowered || step;
     if (!__syncthreads_or(step))
@@ -509,27 +517,32 @@ __device__ bool links(uint8_t k)
   return k & kFlat;
 }
 
+// One tile's steps of a flat's relaxation (each cell the least of its linked neighbours' values plus
+// one) in shared memory until nothing changes. As fillTileKernel: two copies of the values, each step
+// reading one and writing its own cell to the other, so no cell is read in the step its owner writes
+// it; the values only fall, to the same fixed point in any order.
 template <Relax R>
 __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, int64_t h, int32_t* value,
                                 TilePass pass)
 {
   if (tileIdle(pass))
     return;
-  __shared__ int32_t s[kTile + 2][kTile + 2];
+  __shared__ int32_t s[2][kTile + 2][kTile + 2];
   __shared__ float sz[kTile + 2][kTile + 2];
   __shared__ uint8_t sk[kTile + 2][kTile + 2];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
-  loadTile<int32_t>(s, value, w, h, kFar);
+  loadTile<int32_t>(s[0], value, w, h, kFar);
+  loadTile<int32_t>(s[1], value, w, h, kFar);
   loadTile<float>(sz, z, w, h, NAN);
   loadTile<uint8_t>(sk, cls, w, h, 0);
   __syncthreads();
   const int64_t x = x0 + tx, y = y0 + ty;
   const bool active = x < w && y < h && moves<R>(sk[ty + 1][tx + 1]);
   const float zc = sz[ty + 1][tx + 1];
-  int32_t mine = s[ty + 1][tx + 1];
+  int32_t mine = s[0][ty + 1][tx + 1];
   bool lowered = false;
-  for (;;)
+  for (int read = 0;; read ^= 1)
   {
     bool stepped = false;
     if (active)
@@ -538,15 +551,16 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
       for (int d = 0; d < 8; ++d)
       {
         const int yy = ty + 1 + stepY(d), xx = tx + 1 + stepX(d);
-        if (sz[yy][xx] == zc && links<R>(sk[yy][xx]) && s[yy][xx] < kFar)
-          m = min(m, s[yy][xx] + 1);
+        const int32_t v = s[read][yy][xx];
+        if (sz[yy][xx] == zc && links<R>(sk[yy][xx]) && v < kFar)
+          m = min(m, v + 1);
       }
       if (m < mine)
       {
         mine = m;
-        s[ty + 1][tx + 1] = m;
         stepped = true;
       }
+      s[read ^ 1][ty + 1][tx + 1] = mine;
     }
     lowered = lowered || stepped;
     if (!__syncthreads_or(stepped))

@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "core/errors.h"
+#include "gpu_test_size.h"
 #include "dem/dem.h"
 #include "dem/isochrone_chain.h"
 #include "dem/regions.h"
@@ -17,6 +18,7 @@
 
 using namespace gpugeo;
 using namespace gpugeo::dem;
+using gpugeo::testing::gpuSide;
 
 namespace {
 
@@ -82,8 +84,9 @@ TEST(DemGpu, SameAsTheCpu)
     bool perRow;
   };
   for (const Case& c : {Case{1, 1, 1, 0, 0, false}, Case{2, 1, 70, 0, 0, false}, Case{3, 70, 1, 0, 0, false},
-                        Case{4, 97, 63, 0, 5, false}, Case{5, 600, 500, 1.0, 80, true},
-                        Case{6, 1500, 1200, 0.0, 300, false}, Case{7, 1024, 1024, 4.0, 0, true},
+                        Case{4, 97, 63, 0, 5, false}, Case{5, gpuSide(600), gpuSide(500), 1.0, 80, true},
+                        Case{6, gpuSide(1500), gpuSide(1200), 0.0, 300, false},
+                        Case{7, gpuSide(1024), gpuSide(1024), 4.0, 0, true},
                         // one elevation everywhere: a single flat over 11 x 9 tiles, with holes
                         Case{8, 333, 257, 1e6, 20, false}})
   {
@@ -121,7 +124,8 @@ TEST(DemGpu, TravelTimesAgreeWithTheCpu)
     GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
   for (uint64_t seed : {21, 22})
   {
-    const GpuDem d = terrain(seed, seed == 21 ? 700 : 300, seed == 21 ? 600 : 250, 0.5, seed == 22 ? 20 : 0, seed == 22);
+    const GpuDem d = terrain(seed, gpuSide(seed == 21 ? 700 : 300), gpuSide(seed == 21 ? 600 : 250), 0.5,
+                             seed == 22 ? 20 : 0, seed == 22);
     const std::vector<float> filled = fillDepressions(Backend::Cpu, d.grid(), 0, noCancel);
     const Grid g = d.grid(&filled);
     const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, g, true, 0, noCancel);
@@ -185,8 +189,8 @@ TEST(DemGpu, RegionsAreTheCpus)
     int32_t count;
     int kind;  // 0 random labels, 1 noisy concentric bands, 2 checkerboard, 3 all background
   };
-  for (const Case k : {Case{17, 13, 3, 0}, Case{1, 1, 1, 1}, Case{64, 40, 2, 2}, Case{9, 7, 2, 3}, Case{1503, 1291, 40, 1},
-                       Case{700, 900, 5, 0}})
+  for (const Case k : {Case{17, 13, 3, 0}, Case{1, 1, 1, 1}, Case{64, 40, 2, 2}, Case{9, 7, 2, 3},
+                       Case{gpuSide(1503), gpuSide(1291), 40, 1}, Case{gpuSide(700), gpuSide(900), 5, 0}})
   {
     std::vector<int32_t> labels(std::size_t(k.w * k.h));
     for (int64_t y = 0; y < k.h; ++y)
@@ -225,14 +229,19 @@ TEST(DemGpu, ChainIsTheCpus)
     GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
   for (const bool automatic : {true, false})
   {
-    const GpuDem d = terrain(automatic ? 21 : 22, 700, 523, 0.5, 4, !automatic);
+    const GpuDem d = terrain(automatic ? 21 : 22, gpuSide(700), gpuSide(523), 0.5, 4, !automatic);
     ChainOptions o;
     o.automaticOutlet = automatic;
-    o.outletColumn = 350;
-    o.outletRow = 260;
+    o.outletColumn = d.width / 2;
+    o.outletRow = d.height / 2;
     o.snapDistance = 900;
-    o.interval = automatic ? 0 : 30;  // the automatic interval with the automatic outlet
+    o.interval = 0;  // the automatic interval with the automatic outlet; else an eighth of the longest time
     o.keepFilled = o.keepDirections = o.keepAccumulation = o.keepSpeed = true;
+    if (!automatic)
+    {
+      const ChainResult first = isochroneChain(Backend::Cpu, d.grid(), o, 0, noCancel);
+      o.interval = first.interval * double(first.bands) / 8.0;
+    }
     const ChainResult cpu = isochroneChain(Backend::Cpu, d.grid(), o, 0, noCancel);
     std::vector<ChainStage> stages;
     o.onStage = [&](ChainStage s) { stages.push_back(s); };
@@ -278,9 +287,9 @@ TEST(DemGpu, ChainIsTheCpus)
       longest = std::max(longest, gpu.travel.minutes[c]);
     }
     EXPECT_EQ(gpu.interval, cpu.interval);
-    EXPECT_EQ(gpu.interval, automatic ? automaticInterval(longest) : 30.0);
+    EXPECT_EQ(gpu.interval, automatic ? automaticInterval(longest) : o.interval);
     EXPECT_EQ(gpu.bands, int32_t(std::floor(longest / gpu.interval)) + 1);
-    EXPECT_GT(gpu.bands, 3);
+    EXPECT_GT(gpu.bands, automatic ? 0 : 3);
     const BandPolygons want = traceRegions(Backend::Cpu, bands.data(), d.width, d.height, gpu.bands, 0, noCancel);
     EXPECT_EQ(gpu.bandPolygons.bandPolygon, want.bandPolygon);
     EXPECT_EQ(gpu.bandPolygons.ringPoint, want.ringPoint);

@@ -17,6 +17,7 @@
 
 #include "core/backend.h"
 #include "core/errors.h"
+#include "gpu_test_size.h"
 #include "mesh/mesh_contours.h"
 
 using namespace gpugeo;
@@ -215,8 +216,9 @@ std::vector<Case> cases()
     out.push_back(c);
   }
   {
-    Case c = grid("large", 10, 700, 1, 0.2);
-    c.sample(bumps(10, 699));
+    const int n = int(gpugeo::testing::gpuSide(700));
+    Case c = grid("large", 10, n, 1, 0.2);
+    c.sample(bumps(10, n - 1));
     c.levels = steps(-9.5, 9.5, 0.5);
     out.push_back(c);
   }

@@ -10,11 +10,13 @@
 
 #include "core/backend.h"
 #include "core/errors.h"
+#include "gpu_test_size.h"
 #include "neighbours/neighbours.h"
 #include "summary_parts.h"
 
 using namespace gpugeo;
 using namespace gpugeo::neighbours;
+using gpugeo::testing::gpuCount;
 
 #define REQUIRE_GPU()                                     \
   if (!probeGpu().usable)                                 \
@@ -46,12 +48,12 @@ std::vector<Set> sets()
     }
     return s;
   };
-  out.push_back(uniform("uniform 2D", 200000, 1000.0, false, 5.0));
-  out.push_back(uniform("uniform 3D", 100000, 100.0, true, 3.0));
+  out.push_back(uniform("uniform 2D", int(gpuCount(200000)), 1000.0, false, 5.0));
+  out.push_back(uniform("uniform 3D", int(gpuCount(100000)), 100.0, true, 3.0));
   out.push_back(uniform("one point", 1, 1.0, false, 1.0));
   out.push_back(uniform("two points", 2, 1.0, false, 0.5));
   {
-    Set s = uniform("skewed 2D", 100000, 1000.0, false, 4.0);  // 90% in 1% of the area
+    Set s = uniform("skewed 2D", int(gpuCount(100000)), 1000.0, false, 4.0);  // 90% in 1% of the area
     for (std::size_t i = 0; i < s.x.size() * 9 / 10; ++i)
     {
       s.x[i] = 500.0 + s.x[i] * 0.1;

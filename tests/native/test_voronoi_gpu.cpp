@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/errors.h"
+#include "gpu_test_size.h"
 #include "voronoi_cases.h"
 
 #ifdef GPUGEO_WITH_CUDA
@@ -15,6 +16,8 @@
 using namespace gpugeo;
 using namespace gpugeo::voronoi;
 using gpugeo::testing::VoronoiCase;
+using gpugeo::testing::gpuCount;
+using gpugeo::testing::gpuSide;
 
 namespace {
 
@@ -85,11 +88,11 @@ TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
 {
   SKIP_WITHOUT_GPU();
   const std::vector<VoronoiCase> cases = {
-    gpugeo::testing::uniformCase(101, 2048, 1536, 1000),
-    gpugeo::testing::uniformCase(102, 1500, 1100, 200000),
-    gpugeo::testing::clusteredCase(103, 1024, 768, 100000),
-    gpugeo::testing::uniformCase(104, 1024, 1024, 5000, 612345.5, 5123456.25, 0.25, 20.0),
-    gpugeo::testing::clusteredCase(105, 1200, 900, 300000),
+    gpugeo::testing::uniformCase(101, gpuSide(2048), gpuSide(1536), 1000),
+    gpugeo::testing::uniformCase(102, gpuSide(1500), gpuSide(1100), int(gpuCount(200000))),
+    gpugeo::testing::clusteredCase(103, gpuSide(1024), gpuSide(768), int(gpuCount(100000))),
+    gpugeo::testing::uniformCase(104, gpuSide(1024), gpuSide(1024), 5000, 612345.5, 5123456.25, 0.25, 20.0),
+    gpugeo::testing::clusteredCase(105, gpuSide(1200), gpuSide(900), int(gpuCount(300000))),
   };
   for (const VoronoiCase& c : cases)
   {
@@ -127,6 +130,8 @@ TEST(VoronoiGpu, ASmallMemoryBudgetSplitsTheWorkIntoBandsWithTheSameResult)
 TEST(VoronoiGpu, OutOfMemoryShrinksTheBandsWithAWarning)
 {
   SKIP_WITHOUT_GPU();
+  if (gpugeo::testing::gpuTestsSmall())
+    GTEST_SKIP() << "needs an input that fills the GPU's bands: not in the small mode";
   const VoronoiCase c = gpugeo::testing::uniformCase(114, 4096, 3072, 2000);
   const Labels cpu = run(Backend::Cpu, c);
   size_t freeBytes = 0, totalBytes = 0;

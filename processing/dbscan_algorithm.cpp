@@ -15,6 +15,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
+#include "parameter_checks.h"
 #include "adapters/point_reader.h"
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
@@ -85,11 +86,9 @@ QString DbscanAlgorithm::shortHelpString() const
            "point (a single-part multipoint is its point; QGIS's algorithm leaves every multipoint out). "
            "NUM_CLUSTERS is the number of clusters. A layer without any point gives its features with empty "
            "cluster fields and NUM_CLUSTERS 0, with a warning, as QGIS's algorithm does.</p>"
-           "<p><b>Method</b>: the points are sorted along the Morton curve and cut into the leaves of their "
-           "adaptive quadtree, at most 64 points each; one GPU thread block a leaf finds the core points and joins "
-           "them with a lock-free union-find. The CPU path does the same on all cores; both give the same "
-           "clusters.</p>") +
-         deviceHelp();
+           "<p><b>Method</b>: DBSCAN (Ester, Kriegel, Sander &amp; Xu 1996) over the points' adaptive quadtree of small "
+           "leaves, the core points joined by a union-find; both backends give the same clusters.</p>") +
+         rangesHelp(*this) + deviceHelp();
 }
 
 DbscanAlgorithm* DbscanAlgorithm::createInstance() const

@@ -10,6 +10,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsrasterlayer.h>
 
+#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "core/errors.h"
 #include "dem/dem.h"
@@ -93,7 +94,7 @@ QString FillDepressionsAlgorithm::shortHelpString() const
            "Geosciences 62, 117&ndash;127, doi:10.1016/j.cageo.2013.04.024. R. Barnes (2016), Parallel "
            "Priority-Flood depression filling for trillion cell digital elevation models on desktops or clusters, "
            "Computers &amp; Geosciences 96, 56&ndash;68.</p>") +
-         deviceHelp();
+         rangesHelp(*this) + deviceHelp();
 }
 
 FillDepressionsAlgorithm* FillDepressionsAlgorithm::createInstance() const

@@ -11,6 +11,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsrasterlayer.h>
 
+#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "core/errors.h"
@@ -130,7 +131,7 @@ QString FlowAccumulationAlgorithm::shortHelpString() const
          QObject::tr("<p><b>Reference</b>: S. K. Jenson, J. O. Domingue (1988), Extracting topographic structure from "
                      "digital elevation data for geographic information system analysis, Photogrammetric "
                      "Engineering and Remote Sensing 54(11), 1593&ndash;1600.</p>") +
-         deviceHelp();
+         rangesHelp(*this) + deviceHelp();
 }
 
 FlowAccumulationAlgorithm* FlowAccumulationAlgorithm::createInstance() const

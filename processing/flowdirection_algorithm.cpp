@@ -9,6 +9,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsrasterlayer.h>
 
+#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "core/errors.h"
@@ -113,7 +114,7 @@ QString FlowDirectionAlgorithm::shortHelpString() const
            "digital elevation data, Computer Vision, Graphics, and Image Processing 28, 323&ndash;344. R. Barnes, "
            "C. Lehman, D. Mulla (2014), An efficient assignment of drainage direction over flat surfaces in "
            "raster digital elevation models, Computers &amp; Geosciences 62, 128&ndash;135.</p>") +
-         deviceHelp();
+         rangesHelp(*this) + deviceHelp();
 }
 
 FlowDirectionAlgorithm* FlowDirectionAlgorithm::createInstance() const

@@ -26,6 +26,7 @@
 #include <qgsprocessingparametermeshdataset.h>
 #include <qgsprocessingutils.h>
 
+#include "parameter_checks.h"
 #include "adapters/band_geometry.h"
 #include "core/errors.h"
 #include "mesh/mesh_contours.h"
@@ -175,20 +176,20 @@ QString MeshContoursAlgorithm::shortHelpString() const
            "<i>time</i>, <i>min_value</i> and <i>max_value</i>; a band covers the values from its minimum to its "
            "maximum, both included. Features come group by group, levels and bands ascending; empty ones are "
            "left out. Z is the mesh's vertex z, interpolated along the triangle edges.</p>"
-           "<p><b>Differences from QGIS's algorithm</b>: each contour line is one whole part (closed where it "
-           "closes, open where it meets the mesh's boundary or a gap in the data), where QGIS writes it in many "
-           "fragments; lines that pass exactly through a vertex at the level are kept (QGIS drops them there); "
-           "the polygons are valid (shells counter-clockwise, holes clockwise); the maximum level is included; "
-           "the output layers are declared multi (QGIS declares single types and writes multi geometries); the "
-           "CRS is carried through.</p>"
-           "<p><b>Method</b>: after the cell-sequence method of contouring irregular triangle meshes on the GPU of "
-           "Du, Liu &amp; Liu (Northeastern University, Shenyang): a first kernel, one thread per triangle and "
-           "level, finds each triangle's segment of each level; a second, one thread per triangle, cuts the "
-           "triangle into its band pieces (triangle, quadrilateral or pentagon); the sparse output is compacted. "
-           "Here the segments and pieces are then joined along the mesh's edges, exactly (each edge crossing is "
-           "computed once), into whole lines and into polygons with holes. The CPU path does the same on all "
-           "cores; both give the same result.</p>") +
-         deviceHelp();
+           "<p><b>Differences from QGIS's algorithm, on purpose</b>: the fields and their names are QGIS's, and so "
+           "are the features' order and attributes; the geometries differ. Each contour line is one whole part "
+           "(closed where it closes, open where it meets the mesh's boundary or a gap in the data), where QGIS "
+           "writes it in many fragments; a line that passes exactly through a vertex at the level is kept (QGIS "
+           "drops it there); each band is one multipolygon, valid (shells counter-clockwise, holes clockwise); the "
+           "maximum level is included; the output layers are declared multi (QGIS declares single types and "
+           "writes multi geometries); the CRS is carried through.</p>"
+           "<p><b>Method</b>: each triangle's segment of each level and piece of each band, after the "
+           "cell-sequence method of contouring triangle meshes on the GPU of Du, Liu &amp; Liu (Northeastern "
+           "University, Shenyang), joined along the mesh's edges into whole lines and polygons with holes; both "
+           "backends give the same result. Where the mesh's triangles overlap or its faces are corrupt, the "
+           "joined band is not a valid polygon: that band is then made as the union of its triangles' pieces, as "
+           "QGIS makes every band, with a warning.</p>") +
+         rangesHelp(*this) + deviceHelp();
 }
 
 MeshContoursAlgorithm* MeshContoursAlgorithm::createInstance() const

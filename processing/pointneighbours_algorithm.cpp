@@ -13,6 +13,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
+#include "parameter_checks.h"
 #include "adapters/point_reader.h"
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
@@ -82,13 +83,11 @@ QString PointNeighboursAlgorithm::shortHelpString() const
            "other's K nearest. A table without geometry, or lines between the two points when <b>Write pairs "
            "as lines</b> is checked. The pairs are counted before anything is written; more than <b>Maximum "
            "number of pairs</b> is an error.</p>"
-           "<p><b>Method</b> (after the source patent's forest of small quadtrees on GPU on-chip memory): the "
-           "points, relative to the centre of their extent so large coordinates keep their precision, are sorted "
-           "along the Morton curve and cut into the leaves of their adaptive quadtree, at most 64 points each, so "
-           "dense places get small leaves. One GPU thread block a leaf stages each nearby leaf's points in shared "
-           "memory and tests its own points against them. K nearest searches the tree of leaves per point. The "
-           "CPU path does the same on all cores; both give the same numbers.</p>") +
-         deviceHelp();
+           "<p><b>Method</b>: the points, relative to the centre of their extent, go into an adaptive quadtree of "
+           "small leaves (at most 64 points), each leaf tested against the leaves near it, after the source "
+           "patent's forest of small quadtrees in GPU on-chip memory. Both backends give the same numbers; the "
+           "plugin's documentation describes the implementation.</p>") +
+         rangesHelp(*this) + deviceHelp();
 }
 
 PointNeighboursAlgorithm* PointNeighboursAlgorithm::createInstance() const

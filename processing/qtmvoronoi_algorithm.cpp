@@ -17,6 +17,7 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
+#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "adapters/point_reader.h"
@@ -117,13 +118,11 @@ QString QtmVoronoiAlgorithm::shortHelpString() const
            "the great-circle distance does; equal values go to the lowest site index. GPU and CPU give identical "
            "labels. Against exact arithmetic a label can differ only where the two nearest sites' distances differ "
            "by less than 10<sup>-15</sup> radian (about 6 nm on the Earth).</p>"
-           "<p><b>Method</b>: Wang et al. 2015 label every cell on the GPU against all sites (one thread a cell, "
-           "sites staged through shared memory, constant memory and registers). That brute force is used up to "
-           "192 sites on the GPU; above that the sites go into a bounding-box tree on their unit vectors and each "
-           "block of 64 cells gathers the few sites that can be nearest to it (those within twice the block's "
-           "radius plus its centre's nearest-site distance), so the work grows with the cells, not cells times "
-           "sites.</p>") +
-         deviceHelp();
+           "<p><b>Method</b>: every cell against its nearest sites on the GPU, after Wang et al. (2015): by brute "
+           "force for up to 192 sites, above that through a tree of the sites' unit vectors, so that the work grows "
+           "with the cells rather than cells times sites. The plugin's documentation describes the "
+           "implementation.</p>") +
+         rangesHelp(*this) + deviceHelp();
 }
 
 QtmVoronoiAlgorithm* QtmVoronoiAlgorithm::createInstance() const

@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "sphere/earth.h"
 #include "sphere/spherical_voronoi.h"
+#include "parameter_checks.h"
 
 namespace gpugeo {
 
@@ -100,14 +101,14 @@ QString SphereVoronoiAlgorithm::shortHelpString() const
     "vectors, and the Voronoi diagram is its dual (Brown 1979, <i>Voronoi diagrams from convex hulls</i>, "
     "Information Processing Letters 9(5); Caroli et al. 2010, <i>Robust and efficient Delaunay triangulations of "
     "points on or close to a sphere</i>, SEA 2010). The hull comes from Qhull (Barber, Dobkin &amp; Huhdanpaa "
-    "1996); the mesh is then checked with an in-circle test computed from coordinate differences to full "
-    "precision, and repaired where Qhull's round-off merged or left out points (points closer than about 20 cm "
-    "among others far away). Each Voronoi vertex is the centre of its triangle's empty circumscribed circle.</p>"
+    "1996), checked and repaired where its round-off merged or left out points closer than about 20 cm among "
+    "others far away.</p>"
     "<p><b>Limits</b>: ties are decided exactly down to a relative tolerance of 10<sup>-12</sup>; points less "
     "than about 10<sup>-9</sup> radian (6 mm) apart within that distance of a pole can give a region too thin to "
     "draw as a valid polygon (its area is still right). It runs on the CPU, single-threaded: a million points take about half a "
     "minute and 1.2 GB of memory, most of it in Qhull, whose call cannot be canceled; at most 10 million "
-    "points are accepted. A tiny densification step gives a very large output.</p>");
+    "points are accepted. A tiny densification step gives a very large output.</p>") +
+         rangesHelp(*this);
 }
 
 SphereVoronoiAlgorithm* SphereVoronoiAlgorithm::createInstance() const

@@ -109,14 +109,11 @@ QString VoronoiRasterAlgorithm::shortHelpString() const
            "sites' distances differ by less than 4&times;10<sup>-16</sup> &times; (2 (|u|+|v|+1) + d) pixels, u, v "
            "being the sites' offsets from the raster's top-left corner and d their distance, in pixels: below "
            "10<sup>-9</sup> pixel for sites within a million pixels of the raster.</p>"
-           "<p><b>Method</b>: the sites are sorted along a Hilbert curve into a packed bounding-box tree (a "
-           "Hilbert R-tree, Kamel &amp; Faloutsos 1994). The raster is cut into 64 &times; 64 pixel tiles, each split "
-           "in four, down to 2 &times; 2, while its list of candidates (the sites that can be nearest to one of its "
-           "pixels) is long: dense places get small tiles. Each pixel scans its tile's short list in float32 with a "
-           "certified error bound and re-checks in float64 only near a tie (a floating-point filter in the sense "
-           "of Shewchuk 1997). It refines the GPU raster Voronoi method of one thread per pixel, with "
-           "neighbourhood expansion when the generators are many.</p>") +
-         deviceHelp();
+           "<p><b>Method</b>: one GPU thread a pixel, as in the source paper's raster Voronoi, each pixel scanning "
+           "only the sites that can be nearest to its tile of the raster (found in a Hilbert R-tree of the sites, "
+           "Kamel &amp; Faloutsos 1994), in float32 with a certified error bound and in float64 near a tie "
+           "(Shewchuk 1997). The plugin's documentation describes the implementation.</p>") +
+         rangesHelp(*this) + deviceHelp();
 }
 
 VoronoiRasterAlgorithm* VoronoiRasterAlgorithm::createInstance() const

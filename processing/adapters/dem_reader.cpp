@@ -469,15 +469,11 @@ QString describeDem(const DemRaster& raster, int64_t validCells)
 QString cellSizeHelp()
 {
   return QObject::tr(
-    "<p><b>Cell sizes</b> are in metres. In a projected CRS: the pixel's width and height in the CRS's unit, "
-    "converted to metres (non-square pixels are fine; a raster without CRS is taken to be in metres). In a "
-    "geographic CRS, at the latitude &phi; of each row's centre, on the CRS's ellipsoid (semi-major axis a, "
-    "e<sup>2</sup> = 1 &minus; b<sup>2</sup>/a<sup>2</sup>): width = N(&phi;) cos &phi; &Delta;&lambda; and "
-    "height = M(&phi;) &Delta;&phi;, where N = a / &radic;(1 &minus; e<sup>2</sup> sin<sup>2</sup>&phi;) and M = "
-    "a (1 &minus; e<sup>2</sup>) / (1 &minus; e<sup>2</sup> sin<sup>2</sup>&phi;)<sup>3/2</sup> are the radii of "
-    "curvature in the prime vertical and the meridian and &Delta;&lambda;, &Delta;&phi; the pixel's size in "
-    "radians. The raster must be north-up: a rotated or sheared geotransform is refused (warp it first with "
-    "<i>Warp (reproject)</i>).</p>");
+    "<p><b>Cell sizes</b> are in metres: in a projected CRS the pixel's width and height converted to metres (a "
+    "raster without CRS is taken to be in metres); in a geographic CRS, from the CRS's ellipsoid at each row's "
+    "latitude. Non-square cells and sizes that change from row to row are used as they are; sizes from 1 mm to "
+    "1,000 km are taken. The raster must be north-up: a rotated or sheared geotransform is refused (warp it first "
+    "with <i>Warp (reproject)</i>).</p>");
 }
 
 }  // namespace gpugeo

@@ -278,23 +278,45 @@ class QgisProcessTest(QgisProcessBase):
 
     def test_desktop(self):
         """The QGIS desktop, under Xvfb: the plugin starts through initGui(), its algorithm shows in the
-        Processing toolbox and in the graphical modeler, and unload() takes the provider away."""
+        Processing toolbox and in the graphical modeler, and unload() takes the provider away. Each
+        algorithm's dialog opens, with a Help button, and is photographed into the build folder
+        ($GPUGEO_SCREENSHOT_DIR); gpugeo:isochrones run from the desktop on the shipped DEM loads the
+        watershed's outline above its bands (a colour each) above the travel times."""
         if not shutil.which("xvfb-run") or not os.path.exists("/usr/bin/qgis"):
             self.skipTest("needs xvfb-run and the qgis desktop")
         result_path = self.path("desktop.json")
-        env = dict(self.env, GPUGEO_DESKTOP_RESULT=result_path)
+        shots = os.environ.get("GPUGEO_SCREENSHOT_DIR") or self.path("screenshots")
+        env = dict(self.env, GPUGEO_DESKTOP_RESULT=result_path, GPUGEO_SCREENSHOT_DIR=shots,
+                   GPUGEO_DESKTOP_DEM=os.path.join(HERE, "..", "data", "jacksboro_srtm3.tif"))
         env.pop("QT_QPA_PLATFORM")
-        done = subprocess.run(["xvfb-run", "-a", "/usr/bin/qgis", "--nologo", "--noversioncheck", "--code",
-                               os.path.join(HERE, "desktop_check.py")], env=env, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1600x1600x24", "/usr/bin/qgis", "--nologo",
+                               "--noversioncheck", "--code", os.path.join(HERE, "desktop_check.py")], env=env,
+                              capture_output=True, text=True, timeout=300)
         self.assertTrue(os.path.exists(result_path), done.stdout + done.stderr)
         with open(result_path) as f:
             result = json.load(f)
+        self.assertNotIn("error", result)
+        dialogs, isochrones = result.pop("dialogs"), result.pop("isochrones")
         result["toolbox"] = sorted(result["toolbox"])
         result["modeler"] = sorted(result["modeler"])
         self.assertEqual(result, {"active": True, "provider": "GPU Geoprocessing",
                                   "toolbox": ALGORITHMS, "modeler": ALGORITHMS,
                                   "provider_after_unload": None, "provider_after_reload": "GPU Geoprocessing"})
+        self.assertEqual(sorted(dialogs), ALGORITHMS)
+        for algorithm, dialog in dialogs.items():
+            self.assertTrue(dialog["help_button"], algorithm)
+            self.assertEqual(len(dialog["shots"]), 2 if algorithm == "gpugeo:isochrones" else 1, algorithm)
+            for shot in dialog["shots"]:
+                self.assertGreater(os.path.getsize(shot), 10000, shot)
+        self.assertEqual(isochrones["order"], ["WATERSHED", "ISOCHRONES", "TRAVEL_TIME"])
+        styles = isochrones["styles"]
+        self.assertEqual(styles["WATERSHED"], {"renderer": "singleSymbol", "fill": "no"})
+        self.assertEqual(styles["ISOCHRONES"]["renderer"], "graduatedSymbol")
+        self.assertEqual(styles["ISOCHRONES"]["field"], "band")
+        self.assertEqual(styles["ISOCHRONES"]["ranges"], isochrones["bands"])
+        self.assertEqual(styles["ISOCHRONES"]["colours"], isochrones["bands"])
+        self.assertEqual(styles["TRAVEL_TIME"], {"renderer": "singlebandpseudocolor"})
+        self.assertGreater(os.path.getsize(isochrones["shot"]), 20000)
 
     def test_gpu_requested(self):
         """DEVICE=GPU: on a machine without a usable GPU, a clear error naming why; with one, a result."""

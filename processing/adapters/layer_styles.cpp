@@ -95,28 +95,26 @@ void LabelRasterStyle::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext
   raster->triggerRepaint();
 }
 
-ContinuousRasterStyle::ContinuousRasterStyle(double minimum, double maximum, LoadOrder order, int rank)
-  : mMinimum(minimum), mMaximum(maximum), mOrder(std::move(order)), mRank(rank)
-{
-}
-
-void ContinuousRasterStyle::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback*)
-{
-  if (auto* raster = qobject_cast<QgsRasterLayer*>(layer); raster && raster->dataProvider())
-    applyRamp(raster, mMinimum, mMaximum, QStringLiteral("Viridis"));
-  placeByRank(layer, mRank, mOrder, context);
-}
-
 LayerPlace::LayerPlace(LoadOrder order, int rank) : mOrder(std::move(order)), mRank(rank) {}
 
 void LayerPlace::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback*)
 {
+  style(layer);
   placeByRank(layer, mRank, mOrder, context);
 }
 
-OutlineStyle::OutlineStyle(LoadOrder order, int rank) : mOrder(std::move(order)), mRank(rank) {}
+ContinuousRasterStyle::ContinuousRasterStyle(double minimum, double maximum, LoadOrder order, int rank)
+  : LayerPlace(std::move(order), rank), mMinimum(minimum), mMaximum(maximum)
+{
+}
 
-void OutlineStyle::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback*)
+void ContinuousRasterStyle::style(QgsMapLayer* layer)
+{
+  if (auto* raster = qobject_cast<QgsRasterLayer*>(layer); raster && raster->dataProvider())
+    applyRamp(raster, mMinimum, mMaximum, QStringLiteral("Viridis"));
+}
+
+void OutlineStyle::style(QgsMapLayer* layer)
 {
   if (auto* vector = qobject_cast<QgsVectorLayer*>(layer))
   {
@@ -126,38 +124,35 @@ void OutlineStyle::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& co
     vector->setRenderer(new QgsSingleSymbolRenderer(symbol));
     vector->triggerRepaint();
   }
-  placeByRank(layer, mRank, mOrder, context);
 }
 
 BandStyle::BandStyle(int bands, double interval, LoadOrder order, int rank)
-  : mBands(bands), mInterval(interval), mOrder(std::move(order)), mRank(rank)
+  : LayerPlace(std::move(order), rank), mBands(bands), mInterval(interval)
 {
 }
 
-void BandStyle::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback*)
+void BandStyle::style(QgsMapLayer* layer)
 {
   auto* vector = qobject_cast<QgsVectorLayer*>(layer);
-  if (vector && mBands > 0)
+  if (!vector || mBands <= 0)
+    return;
+  std::unique_ptr<QgsColorRamp> ramp(QgsStyle::defaultStyle()->colorRamp(QStringLiteral("Viridis")));
+  if (!ramp)
+    ramp = std::make_unique<QgsGradientColorRamp>();
+  // One class a band, or ten of equal width; band k covers (k - 1) x interval to k x interval.
+  const int classes = mBands <= kMaxClasses ? mBands : 10;
+  const double perClass = double(mBands) / classes;
+  QgsRangeList ranges;
+  for (int c = 0; c < classes; ++c)
   {
-    std::unique_ptr<QgsColorRamp> ramp(QgsStyle::defaultStyle()->colorRamp(QStringLiteral("Viridis")));
-    if (!ramp)
-      ramp = std::make_unique<QgsGradientColorRamp>();
-    // One class a band, or ten of equal width; band k covers (k - 1) x interval to k x interval.
-    const int classes = mBands <= kMaxClasses ? mBands : 10;
-    const double perClass = double(mBands) / classes;
-    QgsRangeList ranges;
-    for (int c = 0; c < classes; ++c)
-    {
-      const int firstBand = int(std::floor(c * perClass)) + 1, lastBand = int(std::floor((c + 1) * perClass));
-      QgsSymbol* symbol = QgsSymbol::defaultSymbol(QgsWkbTypes::PolygonGeometry);
-      symbol->setColor(ramp->color(classes > 1 ? double(c) / (classes - 1) : 0.0));
-      const QString label = QObject::tr("%1 – %2 min").arg(number((firstBand - 1) * mInterval), number(lastBand * mInterval));
-      ranges << QgsRendererRange(firstBand - 0.5, lastBand + 0.5, symbol, label);
-    }
-    vector->setRenderer(new QgsGraduatedSymbolRenderer(QStringLiteral("band"), ranges));
-    vector->triggerRepaint();
+    const int firstBand = int(std::floor(c * perClass)) + 1, lastBand = int(std::floor((c + 1) * perClass));
+    QgsSymbol* symbol = QgsSymbol::defaultSymbol(QgsWkbTypes::PolygonGeometry);
+    symbol->setColor(ramp->color(classes > 1 ? double(c) / (classes - 1) : 0.0));
+    const QString label = QObject::tr("%1 – %2 min").arg(number((firstBand - 1) * mInterval), number(lastBand * mInterval));
+    ranges << QgsRendererRange(firstBand - 0.5, lastBand + 0.5, symbol, label);
   }
-  placeByRank(layer, mRank, mOrder, context);
+  vector->setRenderer(new QgsGraduatedSymbolRenderer(QStringLiteral("band"), ranges));
+  vector->triggerRepaint();
 }
 
 }  // namespace gpugeo

@@ -32,58 +32,56 @@ private:
   QVector<int> mLabels;
 };
 
-// A Viridis ramp from `minimum` to `maximum`; placed by `rank` when given an order.
-class ContinuousRasterStyle : public QgsProcessingLayerPostProcessorInterface
-{
-public:
-  ContinuousRasterStyle(double minimum, double maximum, LoadOrder order = nullptr, int rank = 0);
-  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
-
-private:
-  double mMinimum;
-  double mMaximum;
-  LoadOrder mOrder;
-  int mRank;
-};
-
-// QGIS's default style, only placed by rank.
+// QGIS's default style, the layer only placed by `rank` among its run's (when given an order).
+// The styles below set their renderer first.
 class LayerPlace : public QgsProcessingLayerPostProcessorInterface
 {
 public:
   LayerPlace(LoadOrder order, int rank);
-  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
+  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) final;
+
+protected:
+  virtual void style(QgsMapLayer*) {}
 
 private:
   LoadOrder mOrder;
   int mRank;
 };
 
-// Polygons drawn as their outline only (a watershed over the bands it holds).
-class OutlineStyle : public QgsProcessingLayerPostProcessorInterface
+// A Viridis ramp from `minimum` to `maximum`.
+class ContinuousRasterStyle : public LayerPlace
 {
 public:
-  OutlineStyle(LoadOrder order, int rank);
-  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
+  ContinuousRasterStyle(double minimum, double maximum, LoadOrder order = nullptr, int rank = 0);
 
 private:
-  LoadOrder mOrder;
-  int mRank;
+  void style(QgsMapLayer* layer) override;
+  double mMinimum;
+  double mMaximum;
+};
+
+// Polygons drawn as their outline only (a watershed over the bands it holds).
+class OutlineStyle : public LayerPlace
+{
+public:
+  using LayerPlace::LayerPlace;
+
+private:
+  void style(QgsMapLayer* layer) override;
 };
 
 // Isochrone bands, a Viridis colour each by their `band` field (1 .. bands), labelled with their time
 // range in minutes; past kMaxClasses bands, ten classes of equal width.
-class BandStyle : public QgsProcessingLayerPostProcessorInterface
+class BandStyle : public LayerPlace
 {
 public:
   static constexpr int kMaxClasses = 64;
   BandStyle(int bands, double interval, LoadOrder order, int rank);
-  void postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
+  void style(QgsMapLayer* layer) override;
   int mBands;
   double mInterval;
-  LoadOrder mOrder;
-  int mRank;
 };
 
 }  // namespace gpugeo

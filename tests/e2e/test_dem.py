@@ -233,7 +233,8 @@ class DemTest(QgisProcessBase):
 
     def test_dem_help(self):
         for algorithm, words in (("gpugeo:filldepressions", ("INPUT:", "BAND:", "OUTPUT:", "0: Auto", "Priority-Flood",
-                                                             "bit for bit", "Barnes (2016)", "N(&phi;)")),
+                                                             "bit for bit", "Barnes (2016)",
+                                                             "from the CRS's ellipsoid at each row's latitude")),
                                  ("gpugeo:flowdirection", ("RESOLVE_FLATS:", "ENCODING:", "0: ESRI", "1: 0 to 7",
                                                            "E, SE, S, SW, W, NW, N, NE", "Barnes, Lehman")),
                                  ("gpugeo:flowaccumulation", ("ENCODING:", "UNITS:", "OUTPUT_CELLS:", "OUTPUT_AREA:",

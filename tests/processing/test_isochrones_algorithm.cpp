@@ -78,16 +78,16 @@ TestDem randomDem(int width, int height, uint32_t seed, int holes = 3)
   return gpugeo::test::randomHills(width, height, seed, holes);
 }
 
-// A single-band GeoTIFF of `type` in EPSG:32633; NaN written as `noData` when given.
+// A single-band GeoTIFF of `type` in `crs`; NaN written as `noData` when given.
 void writeTiff(const QString& path, const TestDem& d, const std::vector<float>& values, GDALDataType type = GDT_Float32,
-               std::optional<double> noData = -9999.0)
+               std::optional<double> noData = -9999.0, const char* crs = "EPSG:32633")
 {
   GDALDatasetH dataset =
     GDALCreate(GDALGetDriverByName("GTiff"), path.toUtf8().constData(), d.width, d.height, 1, type, nullptr);
   ASSERT_TRUE(dataset);
   GDALSetGeoTransform(dataset, const_cast<double*>(d.geoTransform));
   OGRSpatialReferenceH srs = OSRNewSpatialReference(nullptr);
-  OSRSetFromUserInput(srs, "EPSG:32633");
+  OSRSetFromUserInput(srs, crs);
   char* wkt = nullptr;
   OSRExportToWkt(srs, &wkt);
   GDALSetProjection(dataset, wkt);
@@ -447,21 +447,7 @@ TEST_F(IsochronesAlgorithmTest, AnOutletsLongitudeIsWrappedOntoTheDem)
   TestDem d = valley();
   const double transform[6] = {179.5, 0.05, 0.0, 10.0, 0.0, -0.05};
   std::copy(transform, transform + 6, d.geoTransform);
-  GDALDatasetH dataset = GDALCreate(GDALGetDriverByName("GTiff"), path("dateline.tif").toUtf8().constData(), d.width,
-                                    d.height, 1, GDT_Float32, nullptr);
-  ASSERT_TRUE(dataset);
-  GDALSetGeoTransform(dataset, d.geoTransform);
-  OGRSpatialReferenceH srs = OSRNewSpatialReference(nullptr);
-  OSRSetFromUserInput(srs, "EPSG:4326");
-  char* wkt = nullptr;
-  OSRExportToWkt(srs, &wkt);
-  GDALSetProjection(dataset, wkt);
-  CPLFree(wkt);
-  OSRDestroySpatialReference(srs);
-  ASSERT_EQ(GDALRasterIO(GDALGetRasterBand(dataset, 1), GF_Write, 0, 0, d.width, d.height, d.z.data(), d.width,
-                         d.height, GDT_Float32, 0, 0),
-            CE_None);
-  GDALClose(dataset);
+  writeTiff(path("dateline.tif"), d, d.z, GDT_Float32, -9999.0, "EPSG:4326");
   QVariantMap parameters = allOutputs(QStringLiteral("w"));
   parameters.insert(QStringLiteral("SNAP_DISTANCE"), 0.0);
   const QgsPointXY outlet(-179.8 + 0.01, 10.0 - 20.5 * 0.05);

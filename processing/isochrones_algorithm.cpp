@@ -587,9 +587,19 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     feedback->setProgressText(QCoreApplication::translate("IsochronesAlgorithm", texts[int(stage)]));
   };
   dem::ChainResult chain;
-  runWithCpuFallback(device, feedback, [&](Backend backend) {
-    chain = dem::isochroneChain(backend, grid, options, cpuThreads(), control, &times);
-  });
+  try
+  {
+    runWithCpuFallback(device, feedback, [&](Backend backend) {
+      chain = dem::isochroneChain(backend, grid, options, cpuThreads(), control, &times);
+    });
+  }
+  catch (const dem::TravelTimesOverflow&)
+  {
+    throw QgsProcessingException(
+      QObject::tr("The travel times overflow (some cell would take more minutes than can be counted): SPEED, "
+                  "MIN_SPEED or a coefficient of the velocity model (K_OVERLAND, K_CHANNEL, RAINFALL, the Manning "
+                  "values) is too small. Give values that a flow could have."));
+  }
   feedback->pushInfo(QObject::tr("Filling raised %1 of %2 cells.").arg(chain.raisedCells).arg(elevations.valid));
   const double interval = chain.interval;
   std::vector<float>().swap(elevations.z);

@@ -152,7 +152,10 @@ FileUse fileUse(const QgsProcessingParameterDefinition& parameter, const QString
   FileUse use;
   use.parameter = &parameter;
   use.layer = layer;
-  const QFileInfo info(path);
+  QFileInfo info(path);
+  // A link to a file not yet written names that file (followed a few levels; a loop stays a link).
+  for (int level = 0; level < 8 && info.isSymLink() && !info.exists(); ++level)
+    info = QFileInfo(info.symLinkTarget());
   struct stat status;
   if (::stat(QFile::encodeName(info.absoluteFilePath()).constData(), &status) == 0)
   {

@@ -19,6 +19,8 @@ namespace detail {
 
 int32_t chainBandCount(double longest, const ChainOptions& options, double& interval)
 {
+  if (!std::isfinite(longest))
+    throw TravelTimesOverflow("the travel times overflow: a speed or a velocity model's coefficient is too small");
   interval = options.interval > 0 ? options.interval : automaticInterval(longest);
   const double last = std::floor(longest / interval);
   if (!(last < double(options.maxBands)))

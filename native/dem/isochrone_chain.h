@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/errors.h"
 #include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
@@ -18,6 +19,13 @@
 #include "dem/travel_time.h"
 
 namespace gpugeo::dem {
+
+// Some travel time is past what a double counts in minutes: a speed or a velocity model's coefficient
+// is too small (the caller names its own parameters).
+struct TravelTimesOverflow : InvalidInput
+{
+  using InvalidInput::InvalidInput;
+};
 
 enum class ChainStage
 {

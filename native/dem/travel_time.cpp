@@ -279,7 +279,8 @@ void forEachWithin(const Grid& g, int64_t x, int64_t y, double radius, Visit vis
   if (!(radius >= 0) || !std::isfinite(radius))
     throw InvalidInput("the snap distance must be zero or more");
   const double minSize = std::min(g.cellWidth[y], g.cellHeight[y]);
-  const int64_t reach = int64_t(std::floor(radius / minSize));
+  // In cells, at most the grid's size (a radius of 1e308 m would pass any integer).
+  const int64_t reach = int64_t(std::min(std::floor(radius / minSize), double(std::max(w, h))));
   for (int64_t yy = std::max<int64_t>(0, y - reach); yy <= std::min(h - 1, y + reach); ++yy)
     for (int64_t xx = std::max<int64_t>(0, x - reach); xx <= std::min(w - 1, x + reach); ++xx)
     {

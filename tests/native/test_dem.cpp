@@ -434,6 +434,7 @@ TEST(DemCpu, OutletsSnapAndTheLargestBasin)
   EXPECT_EQ(largestBasinOutlet(d.grid(), dirs, acc), 10 * 11 + 5);
   EXPECT_EQ(snapOutlet(d.grid(), acc, 7, 6, 25.0), 7 * 11 + 5);  // the valley cell of most flow within 25 m
   EXPECT_EQ(snapOutlet(d.grid(), acc, 7, 6, 0.0), 6 * 11 + 7);
+  EXPECT_EQ(snapOutlet(d.grid(), acc, 7, 6, 1e308), 10 * 11 + 5);  // the whole grid lies within: the outlet
   EXPECT_THROW(snapOutlet(d.grid(), acc, 11, 0, 10.0), InvalidInput);
   VelocityModel bad;
   bad.kind = VelocityModel::Kind::Constant;

@@ -280,6 +280,15 @@ TEST_F(ParameterChecksTest, TwoOutputsOnOneFileAreRefusedUnlessEachNamesItsLayer
                  {QStringLiteral("OUTPUT_DISTANCE"), path("a.tif")}},
                 QStringLiteral("are both set to"), "voronoi raster");
   EXPECT_FALSE(QFile::exists(path("a.tif")));
+  // One output a link to the other's file, which does not exist yet (a dangling link).
+  ASSERT_EQ(::symlink(path("a.tif").toUtf8().constData(), path("to-a.tif").toUtf8().constData()), 0);
+  expectRefused(QStringLiteral("gpugeo:voronoiraster"),
+                {{QStringLiteral("INPUT"), path("points.gpkg")},
+                 {QStringLiteral("PIXEL_SIZE"), 10.0},
+                 {QStringLiteral("OUTPUT"), path("a.tif")},
+                 {QStringLiteral("OUTPUT_DISTANCE"), path("to-a.tif")}},
+                QStringLiteral("are both set to"), "a dangling link");
+  EXPECT_FALSE(QFile::exists(path("a.tif")));
   expectRefused(QStringLiteral("gpugeo:flowaccumulation"),
                 {{QStringLiteral("INPUT"), path("dem.tif")},
                  {QStringLiteral("OUTPUT_CELLS"), path("b.tif")},

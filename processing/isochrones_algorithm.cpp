@@ -426,14 +426,15 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
       }
     }
     if (!outletPoint)
-      throw QgsProcessingException(QObject::tr("The OUTLET layer has no point (%1 features without geometry). Give a "
+      throw QgsProcessingException(QObject::tr("The OUTLET layer has no point (%1 features without a geometry, or with an empty one "
+                                               "or a NaN coordinate). Give a "
                                                "layer with the outlet point, or leave OUTLET empty for the outlet of "
                                                "the largest basin.")
                                      .arg(skipped));
     if (points > 1)
       feedback->pushInfo(QObject::tr("OUTLET holds %1 points; the first is the outlet.").arg(points));
     if (skipped > 0)
-      feedback->pushInfo(QObject::tr("%1 OUTLET features without geometry were skipped.").arg(skipped));
+      feedback->pushInfo(QObject::tr("%1 OUTLET features without a point (no geometry, an empty one or a NaN coordinate) were skipped.").arg(skipped));
   }
 
   // --- Read: the DEM's grid first, so that an outlet off the DEM or a MANNING raster on another grid

@@ -46,8 +46,8 @@ TSAN_OPTIONS="$common:exitcode=69:second_deadlock_stack=1$(suppressions tsan)"
 export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
 
 # configure_and_build DIR SANITIZERS TARGETS [CMAKE ARGS...]: only the test programs (and what they
-# link) are built; the plugin's other build steps (its help page is written by Debian's python3
-# loading the provider library) cannot load an instrumented library.
+# link, and the help page the processing tests read: plugin/CMakeLists.txt writes it with the ASan
+# runtime preloaded into Debian's python3) are built.
 configure_and_build() {
   local build=$1 sanitize=$2 targets=$3
   shift 3

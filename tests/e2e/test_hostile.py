@@ -318,7 +318,8 @@ class HostileInputTest(QgisProcessBase):
                      "Could not load source layer for OUTLET")
         self.refused("isochrones_outlet_nan", "gpugeo:isochrones",
                      {"INPUT": self.dem, "OUTLET": nan_points, "TRAVEL_TIME": self.out("isochrones_outlet_nan", "t.tif")},
-                     "The OUTLET layer has no point")
+                     "The OUTLET layer has no point (", "features without a geometry, or with an empty one or a NaN "
+                     "coordinate)")
 
         for label, path, words in (("empty", empty[".2dm"], "Incorrect parameter value for INPUT"),
                                    ("noise", noise_2dm, "Incorrect parameter value for INPUT"),

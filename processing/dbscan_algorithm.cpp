@@ -15,10 +15,10 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
-#include "parameter_checks.h"
 #include "adapters/point_reader.h"
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
+#include "parameter_checks.h"
 
 namespace gpugeo {
 

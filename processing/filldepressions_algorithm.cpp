@@ -10,10 +10,10 @@
 #include <qgsprocessingparameters.h>
 #include <qgsrasterlayer.h>
 
-#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "parameter_checks.h"
 
 namespace gpugeo {
 

@@ -11,12 +11,12 @@
 #include <qgsprocessingparameters.h>
 #include <qgsrasterlayer.h>
 
-#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "core/errors.h"
 #include "dem/dem.h"
 #include "flowdirection_algorithm.h"
+#include "parameter_checks.h"
 
 namespace gpugeo {
 

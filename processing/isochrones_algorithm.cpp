@@ -19,9 +19,10 @@
 #include <qgsprocessingutils.h>
 #include <qgsrasterlayer.h>
 
+#include "adapters/band_geometry.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
-#include "adapters/band_geometry.h"
+#include "adapters/number_text.h"
 #include "core/errors.h"
 #include "dem/dem.h"
 #include "dem/detail/travel_math.h"
@@ -36,11 +37,6 @@ namespace {
 
 constexpr double kTimeNoData = -1.0;
 constexpr int32_t kCellsNoData = -1;
-
-QString number(double value)
-{
-  return QString::number(value, 'g', 10);
-}
 
 // The fields of a band, in ISOCHRONES and TIME_AREA.
 QgsFields bandFields()
@@ -426,15 +422,16 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
       }
     }
     if (!outletPoint)
-      throw QgsProcessingException(QObject::tr("The OUTLET layer has no point (%1 features without a geometry, or with an empty one "
-                                               "or a NaN coordinate). Give a "
-                                               "layer with the outlet point, or leave OUTLET empty for the outlet of "
-                                               "the largest basin.")
+      throw QgsProcessingException(QObject::tr("The OUTLET layer has no point (%1 features without a geometry, or "
+                                               "with an empty one or a NaN coordinate). Give a layer with the outlet "
+                                               "point, or leave OUTLET empty for the outlet of the largest basin.")
                                      .arg(skipped));
     if (points > 1)
       feedback->pushInfo(QObject::tr("OUTLET holds %1 points; the first is the outlet.").arg(points));
     if (skipped > 0)
-      feedback->pushInfo(QObject::tr("%1 OUTLET features without a point (no geometry, an empty one or a NaN coordinate) were skipped.").arg(skipped));
+      feedback->pushInfo(QObject::tr("%1 OUTLET features without a point (no geometry, an empty one or a NaN "
+                                     "coordinate) were skipped.")
+                           .arg(skipped));
   }
 
   // --- Read: the DEM's grid first, so that an outlet off the DEM or a MANNING raster on another grid

@@ -26,10 +26,11 @@
 #include <qgsprocessingparametermeshdataset.h>
 #include <qgsprocessingutils.h>
 
-#include "parameter_checks.h"
 #include "adapters/band_geometry.h"
+#include "adapters/number_text.h"
 #include "core/errors.h"
 #include "mesh/mesh_contours.h"
+#include "parameter_checks.h"
 
 namespace gpugeo {
 
@@ -86,6 +87,9 @@ ValueRange valueRange(const MeshTriangles& mesh, const VertexField& field)
   return range;
 }
 
+// Levels and data values in messages: up to 12 significant digits.
+constexpr int kLevelDigits = 12;
+
 // Points [first, last) of x, y, z as one line string (QgsLineString's array constructor: no per-point
 // objects).
 QgsLineString* lineString(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z,
@@ -95,11 +99,6 @@ QgsLineString* lineString(const std::vector<double>& x, const std::vector<double
     return QVector<double>(v.begin() + std::ptrdiff_t(first), v.begin() + std::ptrdiff_t(last));
   };
   return new QgsLineString(slice(x), slice(y), slice(z));
-}
-
-QString number(double value)
-{
-  return QString::number(value, 'g', 12);
 }
 
 }  // namespace
@@ -269,7 +268,8 @@ std::vector<double> MeshContoursAlgorithm::levels(const QVariantMap& parameters,
       throw QgsProcessingException(
         QObject::tr("The minimum %1, maximum %2 and increment %3 give %4 levels; at most %5 are allowed. Use a "
                     "larger increment or a narrower range.")
-          .arg(number(minimum), number(maximum), number(increment), QString::number(count, 'g', 10))
+          .arg(number(minimum, kLevelDigits), number(maximum, kLevelDigits), number(increment, kLevelDigits),
+               number(count))
           .arg(mesh::kMaxLevels));
   }
   return mesh::levelsFromRange(minimum, maximum, increment);  // QGIS's checks and messages
@@ -429,7 +429,8 @@ QgsGeometry unionOfPieces(const mesh::Mesh& mesh, const mesh::Field& field, cons
   if (joined.isNull() || !joined.isGeosValid())
     throw QgsProcessingException(QObject::tr("The band from %1 to %2 could not be made a valid polygon even as the union "
                                              "of its triangles' pieces: the mesh is corrupt. %3")
-                                   .arg(number(levels[band]), number(levels[band + 1]), joined.lastError()));
+                                   .arg(number(levels[band], kLevelDigits), number(levels[band + 1], kLevelDigits),
+                                        joined.lastError()));
   return joined;
 }
 
@@ -570,8 +571,9 @@ QVariantMap MeshContoursAlgorithm::execute(const QVariantMap& parameters, QgsPro
         feedback->pushWarning(QObject::tr("Group %1 (%2): the levels (%3 to %4) lie outside the data's range [%5, %6]: "
                                           "nothing to write.")
                                 .arg(group.index)
-                                .arg(group.name, number(mLevels.front()), number(mLevels.back()),
-                                     number(range.min), number(range.max)));
+                                .arg(group.name, number(mLevels.front(), kLevelDigits),
+                                     number(mLevels.back(), kLevelDigits), number(range.min, kLevelDigits),
+                                     number(range.max, kLevelDigits)));
     }
     feedback->setProgress(15.0 + 85.0 * double(i + 1) / double(mGroups.size()));
   }

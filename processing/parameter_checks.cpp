@@ -23,16 +23,13 @@
 #include <qgsproviderregistry.h>
 #include <qgsrectangle.h>
 
+#include "adapters/number_text.h"
+
 namespace gpugeo {
 
 namespace {
 
 const char* const kMinimumExcluded = "gpugeo/minimumExcluded";
-
-QString number(double value)
-{
-  return QString::number(value, 'g', 10);
-}
 
 QString named(const QgsProcessingParameterDefinition& definition)
 {

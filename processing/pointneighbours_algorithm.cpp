@@ -13,10 +13,10 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
-#include "parameter_checks.h"
 #include "adapters/point_reader.h"
 #include "core/errors.h"
 #include "neighbours/neighbours.h"
+#include "parameter_checks.h"
 #include "sphere/earth.h"
 #include "sphere/sphere_nearest.h"
 

@@ -17,11 +17,11 @@
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingutils.h>
 
-#include "parameter_checks.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "adapters/point_reader.h"
 #include "core/errors.h"
+#include "parameter_checks.h"
 #include "sphere/qtm.h"
 #include "sphere/qtm_regions.h"
 #include "sphere/sphere_nearest.h"
@@ -288,8 +288,7 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     if (wantCells)
     {
       cellKm.resize(std::size_t(cells));
-      sphere::qtmCellDistancesKm(sites, level, 0, cells,
-                                 cellSite.data(), cellKm.data(), cpuThreads(), control);
+      sphere::qtmCellDistancesKm(sites, level, 0, cells, cellSite.data(), cellKm.data(), cpuThreads(), control);
     }
   }
   const QgsFields sourceFields = source->fields();

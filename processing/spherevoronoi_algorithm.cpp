@@ -16,9 +16,9 @@
 
 #include "adapters/point_reader.h"
 #include "core/errors.h"
+#include "parameter_checks.h"
 #include "sphere/earth.h"
 #include "sphere/spherical_voronoi.h"
-#include "parameter_checks.h"
 
 namespace gpugeo {
 

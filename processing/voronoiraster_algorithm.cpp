@@ -21,6 +21,7 @@
 #include "adapters/band_pipeline.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
+#include "adapters/number_text.h"
 #include "adapters/point_reader.h"
 #include "adapters/raster_polygonizer.h"
 #include "core/errors.h"
@@ -168,12 +169,8 @@ SiteInput readSites(QgsProcessingFeatureSource& source, int fieldIndex, const QS
   return input;
 }
 
-// A number for the log: up to 15 significant digits, in exponent form when large (never hundreds of
-// digits for a coordinate near 1e308).
-QString number(double value)
-{
-  return QString::number(value, 'g', 15);
-}
+// Coordinates and sizes in the log: up to 15 significant digits (an origin to the millimetre).
+constexpr int kLogDigits = 15;
 
 // Whether an optional parameter was given a value (a number, a string, a data-defined property).
 bool parameterGiven(const QVariantMap& parameters, const QString& name)
@@ -214,8 +211,8 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
     }
   }
   const QString extentText = QStringLiteral("%1, %2 : %3, %4")
-                               .arg(number(extent.xMinimum()), number(extent.yMinimum()), number(extent.xMaximum()),
-                                    number(extent.yMaximum()));
+                               .arg(number(extent.xMinimum(), kLogDigits), number(extent.yMinimum(), kLogDigits),
+                                    number(extent.xMaximum(), kLogDigits), number(extent.yMaximum(), kLogDigits));
   if (!std::isfinite(extent.width()) || !std::isfinite(extent.height()))
     throw QgsProcessingException(QObject::tr("The extent (%1) is too wide for a raster: its width or height is not a "
                                              "finite number. Check the layer's coordinates and CRS, or give an "
@@ -235,7 +232,7 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
     return QgsProcessingException(QObject::tr("The raster would have %1 x %2 pixels, more than the limits of 2^31 "
                                               "pixels (2,147,483,648) and 2^24 pixels a side; use a larger pixel "
                                               "size or a smaller extent.")
-                                    .arg(number(columns), number(rows)));
+                                    .arg(number(columns, kLogDigits), number(rows, kLogDigits)));
   };
   if (columns > double(voronoi::kMaxSide) || rows > double(voronoi::kMaxSide) ||
       columns * rows > 1.01 * double(voronoi::kMaxPixels))
@@ -247,7 +244,8 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
   feedback->pushInfo(QObject::tr("Raster: %1 x %2 pixels of %3, top-left corner (%4, %5).")
                        .arg(grid.width)
                        .arg(grid.height)
-                       .arg(number(pixelSize), number(grid.originX), number(grid.originY)));
+                       .arg(number(pixelSize, kLogDigits), number(grid.originX, kLogDigits),
+                            number(grid.originY, kLogDigits)));
   return grid;
 }
 

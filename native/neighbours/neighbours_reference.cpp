@@ -258,8 +258,10 @@ Clusters dbscan(const Points& points, const DbscanOptions& options)
   std::vector<int64_t> id(static_cast<size_t>(n), 0);  // per set root
   for (int64_t i = 0; i < n; ++i)
   {
-    int64_t& c = id[static_cast<size_t>(sets.find(i))];
-    if (out.core[static_cast<size_t>(i)] && c == 0)
+    if (!out.core[static_cast<size_t>(i)])
+      continue;
+    int64_t& c = id[static_cast<size_t>(root[static_cast<size_t>(i)])];
+    if (c == 0)
     {
       out.size.push_back(0);
       c = static_cast<int64_t>(out.size.size());

@@ -19,6 +19,7 @@
 #include <qgsunittypes.h>
 
 #include "adapters/geotiff_writer.h"
+#include "adapters/number_text.h"
 #include "core/errors.h"
 
 namespace gpugeo {
@@ -53,11 +54,6 @@ Dataset openQuietly(const QString& name, GDALAccess access)
   Dataset dataset(GDALOpen(name.toUtf8().constData(), access));
   CPLPopErrorHandler();
   return dataset;
-}
-
-QString number(double value)
-{
-  return QString::number(value, 'g', 10);
 }
 
 // Rows per band: a whole number of the writer's blocks where a band holds several.

@@ -16,6 +16,8 @@
 #include <qgsstyle.h>
 #include <qgsvectorlayer.h>
 
+#include "number_text.h"
+
 namespace gpugeo {
 
 namespace {
@@ -29,11 +31,6 @@ void applyRamp(QgsRasterLayer* raster, double minimum, double maximum, const QSt
   renderer->createShader(ramp ? ramp : new QgsGradientColorRamp());
   raster->setRenderer(renderer);
   raster->triggerRepaint();
-}
-
-QString number(double value)
-{
-  return QString::number(value, 'g', 10);
 }
 
 }  // namespace

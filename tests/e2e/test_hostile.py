@@ -154,13 +154,14 @@ class HostileInputTest(QgisProcessBase):
         """A run that must fail: a non-zero exit status (not a signal), each of `words` (a tuple: one of
         its texts) in its output, its output folder as it was. `upstream`, (algorithm, parameters) of one
         of QGIS's own algorithms given the same input: where ours dies of a signal and that one does too
-        (in up to three tries), the crash is QGIS's and the case is skipped, saying so."""
+        (in up to ten tries: the crash is intermittent), the crash is QGIS's and the case is skipped,
+        saying so."""
         self.cases.append({"name": name, "algorithm": algorithm, "parameters": parameters, "words": words,
                            "ok": False, "env": env, "check": None, "upstream": upstream})
 
     def upstream_crashes(self, upstream):
         algorithm, parameters = upstream
-        for _ in range(3):
+        for _ in range(10):
             rc, _, _ = self.execute({"algorithm": algorithm, "parameters": parameters, "env": None})
             if rc < 0:
                 return True
@@ -339,9 +340,10 @@ class HostileInputTest(QgisProcessBase):
 
     def test_truncated_mesh(self):
         """A 2DM cut in the middle of a line (as a copy or download cut short leaves it): refused, not a
-        crash. (With QGIS 3.22.16 qgis_process mostly dies of SIGSEGV here, in its MDAL provider's 2DM
-        reader (strtod on a field the cut line lacks) as it checks INPUT, before the algorithm runs;
-        native:exportmeshvertices dies the same way.)"""
+        crash. (With QGIS 3.22.16 qgis_process mostly dies of SIGSEGV here, before any algorithm code runs:
+        gdb shows strtol on a field the cut line lacks, in the MDAL provider's 2DM reader, called from
+        QgsProcessingParameterMeshLayer::checkValueIsAcceptable in qgis_process's own check of INPUT;
+        native:exportmeshvertices dies the same way, in 6 to 9 of 10 runs.)"""
         with open(self.mesh, "rb") as f:
             text = f.read()
         cases = {"half": text[:len(text) // 2],  # inside a node line: "ND 20 4.0"

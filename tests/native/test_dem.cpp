@@ -8,8 +8,8 @@
 #include <limits>
 #include <queue>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"

@@ -14,6 +14,7 @@
 #include <gdal.h>
 
 #include <qgsapplication.h>
+#include <qgsnativealgorithms.h>
 #include <qgsprocessingalgorithm.h>
 #include <qgsprocessingcontext.h>
 #include <qgsprocessingfeedback.h>
@@ -71,6 +72,15 @@ protected:
   void SetUp() override { ASSERT_TRUE(mDir.isValid()); }
 
   QString path(const QString& name) const { return mDir.filePath(name); }
+
+  // QGIS's native algorithms, for tests that compare with them (processing_test_main.cpp registers
+  // only gpugeo's provider).
+  static void registerNativeAlgorithms()
+  {
+    QgsProcessingRegistry* registry = QgsApplication::processingRegistry();
+    if (!registry->providerById(QStringLiteral("native")))
+      registry->addProvider(new QgsNativeAlgorithms(registry));
+  }
 
   // The layer output `name` of a run names (a memory layer the context holds, or a file it loads).
   static QgsVectorLayer* outputLayer(const RunResult& result, const QString& name, QgsProcessingContext& context)

@@ -13,7 +13,6 @@
 #include <QUrl>
 
 #include <qgsgeometry.h>
-#include <qgsnativealgorithms.h>
 #include <qgsprocessingalgorithm.h>
 #include <qgsprocessingparameters.h>
 #include <qgsprocessingprovider.h>
@@ -31,9 +30,7 @@ class AlgorithmDefinitionsTest : public gpugeo::test::AlgorithmTest
 protected:
   static void SetUpTestSuite()
   {
-    QgsProcessingRegistry* registry = QgsApplication::processingRegistry();
-    if (!registry->providerById(QStringLiteral("native")))
-      registry->addProvider(new QgsNativeAlgorithms(registry));
+    registerNativeAlgorithms();
   }
 
   static QList<const QgsProcessingAlgorithm*> ours()

@@ -22,7 +22,6 @@
 #include <qgsfeatureiterator.h>
 #include <qgsgeometry.h>
 #include <qgsgeometrycollection.h>
-#include <qgsnativealgorithms.h>
 #include <qgspoint.h>
 #include <qgsprocessingregistry.h>
 #include <qgsprocessingutils.h>
@@ -203,9 +202,7 @@ protected:
   // gpugeo's provider).
   static void SetUpTestSuite()
   {
-    QgsProcessingRegistry* registry = QgsApplication::processingRegistry();
-    if (!registry->providerById(QStringLiteral("native")))
-      registry->addProvider(new QgsNativeAlgorithms(registry));
+    registerNativeAlgorithms();
   }
 
   static std::unique_ptr<QgsVectorLayer> layer(const QString& type = QStringLiteral("Point"),

@@ -30,7 +30,6 @@
 #include <qgslinestring.h>
 #include <qgsmeshlayer.h>
 #include <qgsmeshlayertemporalproperties.h>
-#include <qgsnativealgorithms.h>
 #include <qgspolygon.h>
 #include <qgsprocessingregistry.h>
 #include <qgsprocessingutils.h>
@@ -180,9 +179,7 @@ protected:
   static void SetUpTestSuite()
   {
     ASSERT_TRUE(QgsProviderRegistry::instance()->providerList().contains(QStringLiteral("mdal")));
-    QgsProcessingRegistry* registry = QgsApplication::processingRegistry();
-    if (!registry->providerById(QStringLiteral("native")))
-      registry->addProvider(new QgsNativeAlgorithms(registry));
+    registerNativeAlgorithms();
   }
 
   // A 2DM in the test's folder, loaded as a mesh layer.

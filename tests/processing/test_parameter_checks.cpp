@@ -71,8 +71,8 @@ protected:
     options.driverName = QStringLiteral("GPKG");
     options.layerName = QStringLiteral("points");
     QString error;
-    ASSERT_EQ(QgsVectorFileWriter::writeAsVectorFormatV2(&layer, file, QgsCoordinateTransformContext(), options,
-                                                         nullptr, nullptr, &error),
+    ASSERT_EQ(QgsVectorFileWriter::writeAsVectorFormatV3(&layer, file, QgsCoordinateTransformContext(), options,
+                                                         &error),
               QgsVectorFileWriter::NoError)
       << error.toStdString();
   }

@@ -2,7 +2,8 @@
 # Set-up shared by the demo and the test suite, on Debian 12: installs the Debian packages that are
 # missing (QGIS 3.22 and its development files, GDAL, GoogleTest, Qhull, SciPy as an independent
 # reference for the spherical Voronoi test, python3-markdown for the plugin's help page, Xvfb for the
-# desktop test), then
+# desktop test, gdb so that the hostile-input test can tell a crash inside QGIS from one in our code),
+# then
 # configures and builds into $GPUGEO_BUILD_DIR (default: build/). nvcc, when found (PATH or
 # /usr/local/cuda), adds the CUDA backend; without it the build is CPU-only. Extra CMake arguments:
 # $GPUGEO_CMAKE_ARGS.
@@ -11,7 +12,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${GPUGEO_BUILD_DIR:-$ROOT/build}
 
 PACKAGES=(cmake g++ make libqgis-dev qgis qgis-providers python3-qgis libgdal-dev gdal-bin python3-gdal
-          python3-numpy python3-scipy python3-markdown libgtest-dev libqhull-dev xvfb xauth)
+          python3-numpy python3-scipy python3-markdown libgtest-dev libqhull-dev xvfb xauth gdb)
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -58,6 +58,16 @@ def folder_state(folder, ignore_aux=False):
     return state
 
 
+def crash_frames(text):
+    """The backtrace lines ("#0 ...") gdb printed after the program died of a signal, or None if it
+    did not."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if "received signal SIG" in line), None)
+    if start is None:
+        return None
+    return [line for line in lines[start:] if line.startswith("#")]
+
+
 def write_dem(path, pixel=30.0, origin=DEM_ORIGIN, epsg=32633, width=12, height=10):
     """A Float32 DEM, north-up, sloping down to the north-west with bumps (it drains off the top edge)."""
     y, x = np.mgrid[0:height, 0:width]
@@ -150,22 +160,14 @@ class HostileInputTest(QgisProcessBase):
 
     # --- Cases: each a qgis_process run and what it must give.
 
-    def refused(self, name, algorithm, parameters, *words, env=None, upstream=None):
+    def refused(self, name, algorithm, parameters, *words, env=None, crash_in=None):
         """A run that must fail: a non-zero exit status (not a signal), each of `words` (a tuple: one of
-        its texts) in its output, its output folder as it was. `upstream`, (algorithm, parameters) of one
-        of QGIS's own algorithms given the same input: where ours dies of a signal and that one does too
-        (in up to ten tries: the crash is intermittent), the crash is QGIS's and the case is skipped,
-        saying so."""
+        its texts) in its output, its output folder as it was. With `crash_in` (library file names) the
+        run is made under gdb, so that a crash says where it happened: one whose backtrace passes
+        through one of those libraries and through none of ours is QGIS's (upstream) and the case is
+        skipped, saying so and showing the frames; a crash anywhere else fails."""
         self.cases.append({"name": name, "algorithm": algorithm, "parameters": parameters, "words": words,
-                           "ok": False, "env": env, "check": None, "upstream": upstream})
-
-    def upstream_crashes(self, upstream):
-        algorithm, parameters = upstream
-        for _ in range(10):
-            rc, _, _ = self.execute({"algorithm": algorithm, "parameters": parameters, "env": None})
-            if rc < 0:
-                return True
-        return False
+                           "ok": False, "env": env, "check": None, "crash_in": crash_in})
 
     def succeeds(self, name, algorithm, parameters, *words, check=None, env=None):
         """A run that must succeed (exit 0) with each of `words` in its output; check(results, log) then."""
@@ -175,6 +177,10 @@ class HostileInputTest(QgisProcessBase):
     def execute(self, case):
         command = [QGIS_PROCESS, "--json", "run", case["algorithm"], "--"] + [
             f"{k}={v}" for k, v in case["parameters"].items()]
+        if case.get("crash_in"):
+            # gdb returns the program's own exit status, or 255 and a backtrace where it died.
+            command = ["gdb", "-q", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-return-child-result",
+                       "-ex", "run", "-ex", "bt", "--args"] + command
         env = dict(self.env, **(case["env"] or {}))
         done = subprocess.run(command, env=env, capture_output=True, timeout=600)
         stdout = done.stdout.decode("utf-8", "replace")
@@ -209,9 +215,14 @@ class HostileInputTest(QgisProcessBase):
                     self.assertEqual(rc, 0, detail)
                     self.assertIsNotNone(data, detail)
                 else:
-                    if rc < 0 and case.get("upstream") and self.upstream_crashes(case["upstream"]):
-                        self.skipTest(f"QGIS's own {case['upstream'][0]} dies of a signal on this input too: "
-                                      f"the crash is QGIS's (upstream), not ours")
+                    frames = crash_frames(text) if case.get("crash_in") else None
+                    if frames is not None:
+                        where = "\n".join(frames[:12])
+                        self.assertFalse(any("gpugeo" in f for f in frames), f"crashed in our code:\n{where}\n{detail}")
+                        self.assertTrue(any(lib in f for f in frames for lib in case["crash_in"]),
+                                        f"crashed outside {case['crash_in']}:\n{where}\n{detail}")
+                        self.skipTest(f"qgis_process died in QGIS's own {'/'.join(case['crash_in'])} before any of "
+                                      f"our code ran (upstream):\n{where}")
                     self.assertFalse(rc < 0, f"crashed (signal {-rc}): {detail}")
                     self.assertNotEqual(rc, 0, f"not refused: {detail}")
                 for words in case["words"]:
@@ -340,10 +351,11 @@ class HostileInputTest(QgisProcessBase):
 
     def test_truncated_mesh(self):
         """A 2DM cut in the middle of a line (as a copy or download cut short leaves it): refused, not a
-        crash. (With QGIS 3.22.16 qgis_process mostly dies of SIGSEGV here, before any algorithm code runs:
-        gdb shows strtol on a field the cut line lacks, in the MDAL provider's 2DM reader, called from
+        crash. (With QGIS 3.22.16 qgis_process often dies of SIGSEGV here, before any algorithm code runs:
+        strtod/strtol on a field the cut line lacks, in the MDAL provider's 2DM reader, called from
         QgsProcessingParameterMeshLayer::checkValueIsAcceptable in qgis_process's own check of INPUT;
-        native:exportmeshvertices dies the same way, in 6 to 9 of 10 runs.)"""
+        native:exportmeshvertices dies the same way. The runs are made under gdb, so such a crash is
+        told from one of ours by its backtrace, every time.)"""
         with open(self.mesh, "rb") as f:
             text = f.read()
         cases = {"half": text[:len(text) // 2],  # inside a node line: "ND 20 4.0"
@@ -353,12 +365,11 @@ class HostileInputTest(QgisProcessBase):
             with open(path, "wb") as f:
                 f.write(data)
             name = f"meshcontours_truncated_{label}"
-            vertices = {"INPUT": path, "DATASET_GROUPS": "", "OUTPUT": self.out(name + "_qgis", "v.gpkg")}
             self.refused(name, "gpugeo:meshcontours",
                          dict(MESH_LEVELS, INPUT=path, OUTPUT_LINES=self.out(name, "l.gpkg"),
                               OUTPUT_POLYGONS=self.out(name, "p.gpkg")),
                          ("Incorrect parameter value for INPUT", "The mesh has no face to contour"),
-                         upstream=("native:exportmeshvertices", vertices))
+                         crash_in=("libprovider_mdal.so",))
         self.run_cases()
 
     # --- 2. Unicode and unwritable paths.

@@ -24,6 +24,13 @@ struct Canceled : Error
   Canceled() : Error("canceled") {}
 };
 
+// A file the run writes (an intermediate in the scratch folder, an output) could not be written in
+// full: the disk is full or the file is not writable; the message names the file.
+struct WriteFailed : Error
+{
+  using Error::Error;
+};
+
 // No usable CUDA device (not built with CUDA, no driver, no device, too old a device).
 struct DeviceUnavailable : Error
 {

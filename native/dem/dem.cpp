@@ -18,18 +18,11 @@
 namespace gpugeo::dem {
 
 
-void validateGrid(const Grid& grid)
+void validateCellSizes(const double* cellWidth, const double* cellHeight, int64_t rows)
 {
-  if (grid.width < 1 || grid.height < 1)
-    throw InvalidInput("the DEM has no cells");
-  if (grid.width * grid.height > kMaxCells)
-    throw InvalidInput("the DEM has " + std::to_string(grid.width * grid.height) + " cells, more than " +
-                       std::to_string(kMaxCells));
-  if (!grid.z || !grid.cellWidth || !grid.cellHeight)
-    throw InvalidInput("the DEM arrays must not be null");
-  for (int64_t y = 0; y < grid.height; ++y)
+  for (int64_t y = 0; y < rows; ++y)
   {
-    const double width = grid.cellWidth[y], height = grid.cellHeight[y];
+    const double width = cellWidth[y], height = cellHeight[y];
     if (!(width >= kMinCellSize && width <= kMaxCellSize && height >= kMinCellSize && height <= kMaxCellSize))
     {
       char text[200];
@@ -39,6 +32,18 @@ void validateGrid(const Grid& grid)
       throw InvalidInput(text);
     }
   }
+}
+
+void validateGrid(const Grid& grid)
+{
+  if (grid.width < 1 || grid.height < 1)
+    throw InvalidInput("the DEM has no cells");
+  if (grid.width * grid.height > kMaxCells)
+    throw InvalidInput("the DEM has " + std::to_string(grid.width * grid.height) + " cells, more than " +
+                       std::to_string(kMaxCells));
+  if (!grid.z || !grid.cellWidth || !grid.cellHeight)
+    throw InvalidInput("the DEM arrays must not be null");
+  validateCellSizes(grid.cellWidth, grid.cellHeight, grid.height);
 }
 
 namespace detail {

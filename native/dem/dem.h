@@ -86,6 +86,8 @@ struct Grid
 // Throws InvalidInput for an empty grid, more than kMaxCells cells, null arrays, or cell sizes
 // outside kMinCellSize .. kMaxCellSize.
 void validateGrid(const Grid& grid);
+// Throws InvalidInput naming the first row whose cell sizes lie outside kMinCellSize .. kMaxCellSize.
+void validateCellSizes(const double* cellWidth, const double* cellHeight, int64_t rows);
 
 // The filled DEM (nodata stays NaN).
 std::vector<float> fillDepressions(Backend backend, const Grid& grid, int threads, const RunControl& control,

@@ -22,14 +22,13 @@
 #include "core/parallel.h"
 #include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_math.h"
+#include "dem/detail/priority_flood.h"
 
 namespace gpugeo::dem::detail {
 
 namespace {
 
 constexpr int64_t kTile = 256;
-constexpr int32_t kOcean = 0;
-constexpr int32_t kUnlabelled = -1;
 
 struct Tile
 {
@@ -60,137 +59,54 @@ int32_t perimeterSize(const Tile& t)
   return int32_t(w == 1 || h == 1 ? w * h : 2 * w + 2 * h - 4);
 }
 
-uint64_t pairKey(int32_t a, int32_t b)
+}  // namespace
+
+std::vector<float> labelLevels(int32_t labels, const std::vector<std::vector<Spill>>& spills)
 {
-  return (uint64_t(uint32_t(std::min(a, b))) << 32) | uint32_t(std::max(a, b));
-}
-
-struct Spill
-{
-  int32_t a, b;
-  float level;
-};
-
-// A level's bits made to order as unsigned integers (negatives flipped, positives above them).
-uint32_t levelKey(float level)
-{
-  uint32_t bits;
-  std::memcpy(&bits, &level, sizeof bits);
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-}
-
-// The open cells of a tile's Priority-Flood, lowest level first: a radix heap (Ahuja et al. 1990),
-// which needs every key pushed to be at least the last one popped. Priority-Flood keeps that (a cell
-// is pushed only when it is above the level being flooded), and it costs a few shifts per cell
-// where a binary heap's sift-down was a third of the fill. Cells of one level come out in any order:
-// the filled surface does not depend on it (dem.h), only which seed's label a cell takes.
-class OpenCells
-{
-public:
-  bool empty() const { return mSize == 0; }
-
-  void push(float level, int64_t cell)
-  {
-    const uint32_t key = levelKey(level);
-    mBuckets[bucketOf(key)].push_back(uint64_t(key) << 32 | uint32_t(cell));
-    ++mSize;
-  }
-
-  int64_t pop()
-  {
-    if (mBuckets[0].empty())
+  // The graph as arrays of each label's neighbours.
+  std::vector<int64_t> firstEdge(static_cast<std::size_t>(labels) + 1, 0);
+  for (const auto& list : spills)
+    for (const Spill& e : list)
     {
-      std::size_t i = 1;
-      while (mBuckets[i].empty())
-        ++i;
-      std::vector<uint64_t>& from = mBuckets[i];
-      uint64_t lowest = from[0];
-      for (const uint64_t item : from)
-        lowest = std::min(lowest, item);
-      mLast = uint32_t(lowest >> 32);
-      for (const uint64_t item : from)
-        mBuckets[bucketOf(uint32_t(item >> 32))].push_back(item);
-      from.clear();
+      ++firstEdge[std::size_t(e.a) + 1];
+      ++firstEdge[std::size_t(e.b) + 1];
     }
-    const uint64_t item = mBuckets[0].back();
-    mBuckets[0].pop_back();
-    --mSize;
-    return int64_t(uint32_t(item));
-  }
-
-private:
-  // 0 for the last key popped; else 1 + the highest bit in which the key differs from it.
-  std::size_t bucketOf(uint32_t key) const { return key == mLast ? 0 : std::size_t(32 - __builtin_clz(key ^ mLast)); }
-
-  std::vector<uint64_t> mBuckets[33];
-  uint32_t mLast = 0;
-  std::size_t mSize = 0;
-};
-
-// The lowest level at which each pair of labels met in a tile spills, by the pair's key: an
-// open-addressing table (a tile meets its labels' pairs at most cells, and std::unordered_map's
-// node per pair made the hash most of the fill's time).
-class SpillTable
-{
-public:
-  void lower(uint64_t key, float level)
+  for (std::size_t a = 0; a < std::size_t(labels); ++a)
+    firstEdge[a + 1] += firstEdge[a];
+  std::vector<std::pair<int32_t, float>> edges(static_cast<std::size_t>(firstEdge.back()));
   {
-    if (2 * (mUsed + 1) > mKeys.size())
-      grow();
-    std::size_t slot = slotOf(key);
-    if (mKeys[slot] == kEmpty)
-    {
-      mKeys[slot] = key;
-      mLevels[slot] = level;
-      ++mUsed;
-    }
-    else if (level < mLevels[slot])
-      mLevels[slot] = level;
-  }
-
-  template <typename Visit>
-  void forEach(Visit visit) const
-  {
-    for (std::size_t i = 0; i < mKeys.size(); ++i)
-      if (mKeys[i] != kEmpty)
-        visit(mKeys[i], mLevels[i]);
-  }
-
-private:
-  static constexpr uint64_t kEmpty = ~uint64_t(0);  // no pair of labels below 2^31 has this key
-
-  std::size_t slotOf(uint64_t key) const
-  {
-    std::size_t slot = std::size_t((key * 0x9E3779B97F4A7C15ull) >> (64 - mBits));
-    const std::size_t mask = mKeys.size() - 1;
-    while (mKeys[slot] != kEmpty && mKeys[slot] != key)
-      slot = (slot + 1) & mask;
-    return slot;
-  }
-
-  void grow()
-  {
-    std::vector<uint64_t> keys(std::size_t(1) << (mBits + 1), kEmpty);
-    std::vector<float> levels(keys.size());
-    keys.swap(mKeys);
-    levels.swap(mLevels);
-    ++mBits;
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] != kEmpty)
+    std::vector<int64_t> next(firstEdge.begin(), firstEdge.end() - 1);
+    for (const auto& list : spills)
+      for (const Spill& e : list)
       {
-        const std::size_t slot = slotOf(keys[i]);
-        mKeys[slot] = keys[i];
-        mLevels[slot] = levels[i];
+        edges[std::size_t(next[std::size_t(e.a)]++)] = {e.b, e.level};
+        edges[std::size_t(next[std::size_t(e.b)]++)] = {e.a, e.level};
       }
   }
-
-  std::vector<uint64_t> mKeys = std::vector<uint64_t>(std::size_t(1) << 12, kEmpty);
-  std::vector<float> mLevels = std::vector<float>(std::size_t(1) << 12);
-  int mBits = 12;
-  std::size_t mUsed = 0;
-};
-
-}  // namespace
+  std::vector<float> level(static_cast<std::size_t>(labels), std::numeric_limits<float>::infinity());
+  using Item = std::pair<float, int32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> open;
+  level[kOcean] = -std::numeric_limits<float>::infinity();
+  open.emplace(level[kOcean], kOcean);
+  while (!open.empty())
+  {
+    const auto [lv, a] = open.top();
+    open.pop();
+    if (lv > level[std::size_t(a)])
+      continue;
+    for (int64_t i = firstEdge[std::size_t(a)]; i < firstEdge[std::size_t(a) + 1]; ++i)
+    {
+      const auto [b, weight] = edges[std::size_t(i)];
+      const float reach = std::max(lv, weight);
+      if (reach < level[std::size_t(b)])
+      {
+        level[std::size_t(b)] = reach;
+        open.emplace(reach, b);
+      }
+    }
+  }
+  return level;
+}
 
 std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& control)
 {
@@ -298,7 +214,7 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
   }, &control);
 
   // The graph of labels: spills inside tiles, and facing cells of neighbouring tiles (found tile by
-  // tile on all threads, each pair once, from its lower cell), as arrays of each label's neighbours.
+  // tile on all threads, each pair once, from its lower cell), solved from the ocean.
   parallelFor(int64_t(tiles.size()), 1, threads, [&](int64_t b, int64_t e) {
     for (int64_t ti = b; ti < e; ++ti)
     {
@@ -322,51 +238,9 @@ std::vector<float> fillCpu(const Grid& grid, int threads, const RunControl& cont
       });
     }
   }, &control);
-  std::vector<int64_t> firstEdge(static_cast<std::size_t>(labels) + 1, 0);
-  for (const auto& list : spills)
-    for (const Spill& e : list)
-    {
-      ++firstEdge[std::size_t(e.a) + 1];
-      ++firstEdge[std::size_t(e.b) + 1];
-    }
-  for (std::size_t a = 0; a < std::size_t(labels); ++a)
-    firstEdge[a + 1] += firstEdge[a];
-  std::vector<std::pair<int32_t, float>> edges(static_cast<std::size_t>(firstEdge.back()));
-  {
-    std::vector<int64_t> next(firstEdge.begin(), firstEdge.end() - 1);
-    for (const auto& list : spills)
-      for (const Spill& e : list)
-      {
-        edges[std::size_t(next[std::size_t(e.a)]++)] = {e.b, e.level};
-        edges[std::size_t(next[std::size_t(e.b)]++)] = {e.a, e.level};
-      }
-  }
   if (control.isCanceled())
     throw Canceled();
-  std::vector<float> level(static_cast<std::size_t>(labels), std::numeric_limits<float>::infinity());
-  {
-    using Item = std::pair<float, int32_t>;
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> open;
-    level[kOcean] = -std::numeric_limits<float>::infinity();
-    open.emplace(level[kOcean], kOcean);
-    while (!open.empty())
-    {
-      const auto [lv, a] = open.top();
-      open.pop();
-      if (lv > level[std::size_t(a)])
-        continue;
-      for (int64_t i = firstEdge[std::size_t(a)]; i < firstEdge[std::size_t(a) + 1]; ++i)
-      {
-        const auto [b, weight] = edges[std::size_t(i)];
-        const float reach = std::max(lv, weight);
-        if (reach < level[std::size_t(b)])
-        {
-          level[std::size_t(b)] = reach;
-          open.emplace(reach, b);
-        }
-      }
-    }
-  }
+  const std::vector<float> level = labelLevels(labels, spills);
   parallelFor(h, 64, threads, [&](int64_t b, int64_t e) {
     for (int64_t c = b * w; c < e * w; ++c)
     {

@@ -18,74 +18,12 @@
 #include "dem/dem_reference.h"
 #include "dem/isochrone_chain.h"
 #include "dem/travel_time.h"
+#include "dem_cases.h"
 
 using namespace gpugeo;
 using namespace gpugeo::dem;
 
 namespace {
-
-struct TestDem
-{
-  int64_t width = 0, height = 0;
-  std::vector<float> z;
-  std::vector<double> cellWidth, cellHeight;
-
-  Grid grid() const
-  {
-    Grid g;
-    g.z = z.data();
-    g.width = width;
-    g.height = height;
-    g.cellWidth = cellWidth.data();
-    g.cellHeight = cellHeight.data();
-    return g;
-  }
-  Grid gridWith(const std::vector<float>& values) const
-  {
-    Grid g = grid();
-    g.z = values.data();
-    return g;
-  }
-};
-
-// A random terrain: a tilted surface with noise (pits), values rounded to `step` (plateaus and
-// flats), nodata blobs, and cells `width` x `height` metres (different per row when `perRow`).
-TestDem randomDem(uint64_t seed, int64_t w, int64_t h, double step, int holes, double cw = 30, double ch = 30,
-                  bool perRow = false)
-{
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  TestDem d;
-  d.width = w;
-  d.height = h;
-  d.z.resize(std::size_t(w * h));
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = 0; x < w; ++x)
-    {
-      double v = 0.3 * x + 0.2 * y + 10 * std::sin(x * 0.05) * std::cos(y * 0.07) + 8 * u(rng);
-      if (step > 0)
-        v = std::round(v / step) * step;
-      d.z[std::size_t(y * w + x)] = float(v);
-    }
-  for (int k = 0; k < holes; ++k)
-  {
-    const int64_t cx = int64_t(u(rng) * w), cy = int64_t(u(rng) * h), r = 1 + int64_t(u(rng) * 4);
-    for (int64_t y = std::max<int64_t>(0, cy - r); y < std::min(h, cy + r); ++y)
-      for (int64_t x = std::max<int64_t>(0, cx - r); x < std::min(w, cx + r); ++x)
-        d.z[std::size_t(y * w + x)] = std::nanf("");
-  }
-  for (int64_t y = 0; y < h; ++y)
-  {
-    d.cellWidth.push_back(perRow ? cw * std::cos(0.6 + 0.2 * double(y) / double(h)) : cw);
-    d.cellHeight.push_back(ch);
-  }
-  return d;
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
-{
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 RunControl noCancel;
 

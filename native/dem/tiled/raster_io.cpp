@@ -1,0 +1,110 @@
+#include "dem/tiled/raster_io.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+
+namespace gpugeo::dem::tiled {
+
+namespace {
+
+std::string systemError(int code)
+{
+  return std::generic_category().message(code);
+}
+
+}  // namespace
+
+ScratchFolder::ScratchFolder(const std::string& parent)
+{
+  std::string pattern = (parent.empty() ? std::string("/tmp") : parent) + "/gpugeo-scratch-XXXXXX";
+  if (!mkdtemp(pattern.data()))
+    throw WriteFailed("could not create a scratch folder in " + parent + ": " + systemError(errno));
+  mPath = pattern;
+}
+
+ScratchFolder::~ScratchFolder()
+{
+  std::error_code ignored;
+  std::filesystem::remove_all(mPath, ignored);
+}
+
+int64_t ScratchFolder::bytes() const
+{
+  int64_t total = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(mPath, error))
+  {
+    struct stat info;
+    if (::stat(entry.path().c_str(), &info) == 0)
+      total += int64_t(info.st_blocks) * 512;
+  }
+  return total;
+}
+
+RawFile::RawFile(const std::string& path, int64_t bytes, bool create) : mPath(path)
+{
+  mFd = ::open(path.c_str(), create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0600);
+  if (mFd < 0 && create)
+    throw WriteFailed("could not create " + path + ": " + systemError(errno));
+  if (mFd < 0)
+    throw InvalidInput("could not open " + path + ": " + systemError(errno));
+  if (create && ::ftruncate(mFd, bytes) != 0)
+  {
+    const int code = errno;
+    ::close(mFd);
+    throw WriteFailed("could not make " + path + " " + std::to_string(bytes) + " bytes: " + systemError(code));
+  }
+}
+
+RawFile::~RawFile()
+{
+  if (mFd >= 0)
+    ::close(mFd);
+}
+
+void RawFile::readAt(int64_t offset, void* out, int64_t bytes) const
+{
+  char* to = static_cast<char*>(out);
+  while (bytes > 0)
+  {
+    const ssize_t got = ::pread(mFd, to, std::size_t(bytes), offset);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      throw Error("could not read " + mPath + ": " + (got < 0 ? systemError(errno) : std::string("the file is short")));
+    to += got;
+    offset += got;
+    bytes -= got;
+  }
+}
+
+void RawFile::writeAt(int64_t offset, const void* in, int64_t bytes)
+{
+  const char* from = static_cast<const char*>(in);
+  while (bytes > 0)
+  {
+    const ssize_t put = ::pwrite(mFd, from, std::size_t(bytes), offset);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put <= 0)
+    {
+      const int code = put < 0 ? errno : ENOSPC;  // nothing written: no room
+      throw WriteFailed("could not write " + mPath + ": " + systemError(code) +
+                        (code == ENOSPC ? " (the disk is full)" : ""));
+    }
+    from += put;
+    offset += put;
+    bytes -= put;
+  }
+}
+
+}  // namespace gpugeo::dem::tiled

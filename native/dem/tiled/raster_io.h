@@ -1,0 +1,146 @@
+// How the tiled DEM tools (tiled_dem.h) take and give rasters: window by window, never whole. The
+// native core keeps no GDAL: the QGIS side reads and writes GDAL datasets behind these interfaces,
+// the tests and the benchmarks use rasters in memory or in raw files.
+//
+// A window is [x0, x0 + w) x [y0, y0 + h) of a width x height raster, row-major, row 0 at the top;
+// the tools ask only for windows inside the raster. read() and write() are called from several
+// threads at once (one tile each): an implementation that cannot take that serialises them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpugeo::dem::tiled {
+
+struct Window
+{
+  int64_t x0 = 0, y0 = 0, width = 0, height = 0;
+  int64_t cells() const { return width * height; }
+};
+
+template <typename T>
+class RasterSource
+{
+public:
+  virtual ~RasterSource() = default;
+  virtual int64_t width() const = 0;
+  virtual int64_t height() const = 0;
+  // The window's cells into `out` (window.cells() of them).
+  virtual void read(const Window& window, T* out) const = 0;
+};
+
+template <typename T>
+class RasterSink
+{
+public:
+  virtual ~RasterSink() = default;
+  // The window's cells from `in`. Each cell is written once.
+  virtual void write(const Window& window, const T* in) = 0;
+};
+
+// A raster held in memory (the tests' in-memory runs, and the outputs the benchmarks keep).
+template <typename T>
+class MemoryRaster : public RasterSource<T>, public RasterSink<T>
+{
+public:
+  MemoryRaster(int64_t width, int64_t height, T fill = T())
+    : mWidth(width), mHeight(height), mCells(std::size_t(width * height), fill)
+  {
+  }
+  MemoryRaster(int64_t width, int64_t height, std::vector<T> cells)
+    : mWidth(width), mHeight(height), mCells(std::move(cells))
+  {
+  }
+  int64_t width() const override { return mWidth; }
+  int64_t height() const override { return mHeight; }
+  void read(const Window& window, T* out) const override
+  {
+    for (int64_t y = 0; y < window.height; ++y)
+    {
+      const T* row = mCells.data() + (window.y0 + y) * mWidth + window.x0;
+      std::copy(row, row + window.width, out + y * window.width);
+    }
+  }
+  void write(const Window& window, const T* in) override
+  {
+    for (int64_t y = 0; y < window.height; ++y)
+      std::copy(in + y * window.width, in + (y + 1) * window.width,
+                mCells.data() + (window.y0 + y) * mWidth + window.x0);
+  }
+  const std::vector<T>& cells() const { return mCells; }
+
+private:
+  int64_t mWidth, mHeight;
+  std::vector<T> mCells;
+};
+
+// A folder for a run's intermediate rasters, removed (with all it holds) when the object goes: on
+// success, on an error and on a cancel alike. Created under `parent` with a unique name.
+class ScratchFolder
+{
+public:
+  explicit ScratchFolder(const std::string& parent);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::string& path() const { return mPath; }
+  // Bytes written into it so far (by RawFileRaster).
+  int64_t bytes() const;
+
+private:
+  std::string mPath;
+};
+
+// A raster of T in a raw file (row-major, no header): the intermediate rasters of a tiled chain and
+// the benchmarks' inputs. Reads and writes with pread/pwrite (thread-safe without a lock). A write
+// that the disk cannot take throws WriteFailed naming the file.
+class RawFile
+{
+public:
+  RawFile(const std::string& path, int64_t bytes, bool create);
+  ~RawFile();
+  RawFile(const RawFile&) = delete;
+  RawFile& operator=(const RawFile&) = delete;
+  void readAt(int64_t offset, void* out, int64_t bytes) const;
+  void writeAt(int64_t offset, const void* in, int64_t bytes);
+  const std::string& path() const { return mPath; }
+
+private:
+  std::string mPath;
+  int mFd = -1;
+};
+
+template <typename T>
+class RawFileRaster : public RasterSource<T>, public RasterSink<T>
+{
+public:
+  // create: a new file of width x height cells (sparse until written); else an existing one.
+  RawFileRaster(const std::string& path, int64_t width, int64_t height, bool create = true)
+    : mWidth(width), mHeight(height), mFile(path, width * height * int64_t(sizeof(T)), create)
+  {
+  }
+  int64_t width() const override { return mWidth; }
+  int64_t height() const override { return mHeight; }
+  void read(const Window& window, T* out) const override
+  {
+    for (int64_t y = 0; y < window.height; ++y)
+      mFile.readAt(offset(window, y), out + y * window.width, window.width * int64_t(sizeof(T)));
+  }
+  void write(const Window& window, const T* in) override
+  {
+    for (int64_t y = 0; y < window.height; ++y)
+      mFile.writeAt(offset(window, y), in + y * window.width, window.width * int64_t(sizeof(T)));
+  }
+
+private:
+  int64_t offset(const Window& window, int64_t y) const
+  {
+    return ((window.y0 + y) * mWidth + window.x0) * int64_t(sizeof(T));
+  }
+  int64_t mWidth, mHeight;
+  RawFile mFile;
+};
+
+}  // namespace gpugeo::dem::tiled

@@ -1,0 +1,80 @@
+// DEM hydrology past memory: dem.h's fill, D8 directions and flow accumulation, tile by tile, for
+// DEMs larger than the GPU's memory and than RAM. Each tool reads its input raster window by window
+// (raster_io.h) and writes its output the same way; what it keeps for the whole DEM is only each
+// tile's perimeter and a small graph over the perimeters. The results are dem.h's, bit for bit,
+// whatever the tile size.
+//
+// Fill: Barnes (2016), "Parallel Priority-Flood depression filling for trillion cell digital
+// elevation models". Pass 1 floods each tile from its perimeter and its edge cells, labelling every
+// cell with the perimeter cell it was reached from (edge cells with the ocean) and keeping the
+// lowest spill between labels; the spills and the facing perimeter cells of neighbouring tiles make
+// a graph whose minimax solution from the ocean gives each label its level. Pass 2 floods each tile
+// again (the same flood: the same labels) and raises every cell to its label's level.
+//
+// Directions: D8 per tile with a one-cell halo (dem.h's rule needs only the 3 x 3 neighbourhood).
+//
+// Accumulation: Barnes (2017), "Parallel non-divergent flow accumulation for trillion cell digital
+// elevation models". Pass 1 accumulates each tile on its own and links each perimeter cell to the
+// cell where its flow leaves the tile; the links and the exits' local sums make a graph, summed in
+// dependency order, that gives the inflow entering each perimeter cell from other tiles. Pass 2
+// accumulates each tile again with those inflows added at its perimeter.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/run_control.h"
+#include "core/stage_times.h"
+#include "dem/tiled/raster_io.h"
+
+namespace gpugeo::dem::tiled {
+
+// One entry per row: the cells' width and height in metres (dem.h's Grid).
+struct RowSizes
+{
+  std::vector<double> cellWidth, cellHeight;
+};
+
+struct TiledOptions
+{
+  int64_t tileWidth = 1024, tileHeight = 1024;  // cut to the raster where larger
+  int threads = 0;                              // tiles at once (0: defaultThreadCount())
+  // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
+  // time, from whichever thread finished the tile.
+  std::function<void(int pass, int64_t done, int64_t tiles)> onTile;
+};
+
+// What a tiled run did, for the log.
+struct TiledReport
+{
+  int64_t tileWidth = 0, tileHeight = 0, tiles = 0;
+  int passes = 0;            // whole reads of the input raster
+  int64_t graphBytes = 0;    // the perimeters and the graph kept for the whole DEM
+  int64_t tileBytes = 0;     // the working memory of one tile in flight
+  StageTimes times;          // wall time of each pass and of the graph
+};
+
+// Bytes of working memory per cell of a tile in flight, for choosing the tile size from a budget.
+constexpr int64_t kFillBytesPerTileCell = 24;
+constexpr int64_t kDirectionsBytesPerTileCell = 5;
+constexpr int64_t kAccumulationBytesPerTileCell = 27;
+
+// The filled DEM (dem.h's fillDepressions). Throws InvalidInput as validateCellSizes, and for tiles
+// so small that the DEM's perimeter cells pass 2^31.
+void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
+               const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+
+// D8 directions without flat resolution (dem.h's flowDirections with resolveFlats false).
+void directionsTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<uint8_t>& directions,
+                     const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+
+// Accumulation (dem.h's flowAccumulation): cells and area (1e-6 m^2) per cell. Throws
+// LoopedDirections (dem.h) where the directions go round in a loop, within a tile or across tiles,
+// and InvalidInput where a catchment's area could pass the fixed-point range.
+void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
+                       RasterSink<int64_t>& area, const TiledOptions& options, const RunControl& control,
+                       TiledReport* report = nullptr);
+
+}  // namespace gpugeo::dem::tiled

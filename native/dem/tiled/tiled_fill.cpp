@@ -1,0 +1,238 @@
+// The tiled fill (tiled_dem.h): Barnes's (2016) Priority-Flood in two passes over the tiles, with
+// the in-memory fill's queue, spill table and graph solution (dem/detail/priority_flood.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "dem/detail/dem_math.h"
+#include "dem/detail/priority_flood.h"
+#include "dem/tiled/tiled_dem.h"
+#include "dem/tiled/tiling.h"
+
+namespace gpugeo::dem::tiled {
+
+namespace {
+
+using dem::detail::isNoData;
+using dem::detail::kOcean;
+using dem::detail::kUnlabelled;
+using dem::detail::labelLevels;
+using dem::detail::OpenCells;
+using dem::detail::pairKey;
+using dem::detail::Spill;
+using dem::detail::SpillTable;
+using detail::forPerimeter;
+using detail::TileLayout;
+
+constexpr int32_t kHalo = -2;  // a halo cell's label: not the tile's, never flooded
+
+// One tile's Priority-Flood from its perimeter cells (each its own label, firstLabel + its place) and
+// its edge cells (the ocean), on the tile with its halo (NaN off the raster: an edge cell is a valid
+// cell with a NaN neighbour, as on the whole grid). Leaves each cell's flooded level and label in
+// `level` and `label` (padded like z); records the lowest spill between labels when `spills` is given.
+// The same tile always floods the same way, so pass 2 finds pass 1's labels.
+void floodTile(const std::vector<float>& z, const Window& t, int32_t firstLabel, std::vector<float>& level,
+               std::vector<int32_t>& label, SpillTable* spills)
+{
+  const int64_t pw = t.width + 2;
+  level = z;
+  label.assign(z.size(), kHalo);
+  for (int64_t y = 1; y <= t.height; ++y)
+    std::fill(label.begin() + y * pw + 1, label.begin() + y * pw + 1 + t.width, kUnlabelled);
+  int64_t offset[8];
+  for (int d = 0; d < 8; ++d)
+    offset[d] = kDy[d] * pw + kDx[d];
+  const auto isEdge = [&](int64_t p) {
+    for (int d = 0; d < 8; ++d)
+      if (isNoData(z[std::size_t(p + offset[d])]))
+        return true;
+    return false;
+  };
+  OpenCells open;
+  std::vector<uint32_t> pit;
+  const auto seed = [&](int64_t x, int64_t y, int32_t own) {
+    const int64_t p = (y + 1) * pw + x + 1;
+    if (isNoData(z[std::size_t(p)]) || label[std::size_t(p)] != kUnlabelled)
+      return;
+    label[std::size_t(p)] = isEdge(p) ? kOcean : own;
+    open.push(level[std::size_t(p)], p);
+  };
+  forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) { seed(x, y, firstLabel + int32_t(k)); });
+  for (int64_t y = 1; y < t.height - 1; ++y)
+    for (int64_t x = 1; x < t.width - 1; ++x)
+      if (!isNoData(z[std::size_t((y + 1) * pw + x + 1)]) && isEdge((y + 1) * pw + x + 1))
+        seed(x, y, kOcean);
+  while (!open.empty() || !pit.empty())
+  {
+    int64_t p;
+    if (!pit.empty())
+    {
+      p = pit.back();
+      pit.pop_back();
+    }
+    else
+      p = open.pop();
+    const float wc = level[std::size_t(p)];
+    const int32_t lc = label[std::size_t(p)];
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t n = p + offset[d];
+      const int32_t labelN = label[std::size_t(n)];
+      const float ln = level[std::size_t(n)];
+      if (labelN == kHalo || isNoData(ln))
+        continue;
+      if (labelN != kUnlabelled)
+      {
+        if (labelN != lc && spills)
+          spills->lower(pairKey(lc, labelN), std::max(wc, ln));
+        continue;
+      }
+      label[std::size_t(n)] = lc;
+      if (ln <= wc)
+      {
+        level[std::size_t(n)] = wc;
+        pit.push_back(uint32_t(n));
+      }
+      else
+        open.push(ln, n);
+    }
+  }
+}
+
+// What pass 1 keeps of a tile: its perimeter cells' elevations and labels (kUnlabelled on nodata)
+// and the spills between its labels.
+struct TilePerimeter
+{
+  std::vector<float> z;
+  std::vector<int32_t> label;
+  std::vector<Spill> spills;
+};
+
+}  // namespace
+
+void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
+               const TiledOptions& options, const RunControl& control, TiledReport* report)
+{
+  TiledReport local;
+  TiledReport& out = report ? *report : local;
+  const TileLayout layout(dem.width(), dem.height(), options);
+  detail::checkRows(rows, layout.height);
+  out.tileWidth = layout.tileWidth;
+  out.tileHeight = layout.tileHeight;
+  out.tiles = layout.count();
+  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kFillBytesPerTileCell;
+
+  // Each tile's labels start after the previous tiles' perimeters (0 is the ocean).
+  std::vector<int32_t> firstLabel(std::size_t(layout.count()));
+  int64_t labels = 1;
+  for (int64_t i = 0; i < layout.count(); ++i)
+  {
+    firstLabel[std::size_t(i)] = int32_t(std::min<int64_t>(labels, std::numeric_limits<int32_t>::max()));
+    labels += detail::perimeterSize(layout.tile(i));
+    if (labels > std::numeric_limits<int32_t>::max())
+      throw InvalidInput("tiles of " + std::to_string(layout.tileWidth) + " x " + std::to_string(layout.tileHeight) +
+                         " cells are too small for a DEM of " + std::to_string(layout.width) + " x " +
+                         std::to_string(layout.height) + ": their perimeters pass 2^31 cells; use larger tiles");
+  }
+
+  // Pass 1: each tile flooded on its own; its perimeter and spills kept.
+  std::vector<TilePerimeter> perimeters(std::size_t(layout.count()));
+  detail::forEachTile(layout, 1, "fill pass 1 (flood the tiles)", options, control, out, [&](int64_t i) {
+    const Window t = layout.tile(i);
+    std::vector<float> z, level;
+    std::vector<int32_t> label;
+    detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
+    SpillTable lowest;
+    floodTile(z, t, firstLabel[std::size_t(i)], level, label, &lowest);
+    TilePerimeter& mine = perimeters[std::size_t(i)];
+    const int64_t size = detail::perimeterSize(t), pw = t.width + 2;
+    mine.z.resize(std::size_t(size));
+    mine.label.resize(std::size_t(size));
+    forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+      mine.z[std::size_t(k)] = z[std::size_t((y + 1) * pw + x + 1)];
+      mine.label[std::size_t(k)] = label[std::size_t((y + 1) * pw + x + 1)];
+    });
+    lowest.forEach([&](uint64_t key, float spill) {
+      mine.spills.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), spill});
+    });
+  });
+  ++out.passes;
+
+  // The graph: the tiles' spills, and the facing perimeter cells of neighbouring tiles (each pair
+  // once, from its lower cell).
+  ScopedStage graphTiming(out.times, "fill graph");
+  std::vector<std::vector<Spill>> spills(std::size_t(layout.count()));
+  parallelFor(layout.count(), 1, options.threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+    {
+      const Window t = layout.tile(i);
+      const TilePerimeter& mine = perimeters[std::size_t(i)];
+      std::vector<Spill>& list = spills[std::size_t(i)];
+      list = mine.spills;
+      forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+        const float zc = mine.z[std::size_t(k)];
+        if (isNoData(zc))
+          return;
+        const int64_t gx = t.x0 + x, gy = t.y0 + y;
+        for (int d = 0; d < 8; ++d)
+        {
+          const int64_t nx = gx + kDx[d], ny = gy + kDy[d];
+          if (nx < 0 || ny < 0 || nx >= layout.width || ny >= layout.height ||
+              (nx >= t.x0 && ny >= t.y0 && nx < t.x0 + t.width && ny < t.y0 + t.height))
+            continue;
+          if (ny * layout.width + nx < gy * layout.width + gx)
+            continue;
+          const int64_t j = layout.tileOf(nx, ny);
+          const Window u = layout.tile(j);
+          const int64_t kn = detail::perimeterIndex(u, nx - u.x0, ny - u.y0);
+          const TilePerimeter& theirs = perimeters[std::size_t(j)];
+          const float zn = theirs.z[std::size_t(kn)];
+          if (isNoData(zn) || mine.label[std::size_t(k)] == theirs.label[std::size_t(kn)])
+            continue;
+          list.push_back(Spill{mine.label[std::size_t(k)], theirs.label[std::size_t(kn)], std::max(zc, zn)});
+        }
+      });
+    }
+  }, &control);
+  if (control.isCanceled())
+    throw Canceled();
+  int64_t edges = 0;
+  for (const auto& list : spills)
+    edges += int64_t(list.size());
+  out.graphBytes = labels * int64_t(sizeof(float) + sizeof(int32_t) + sizeof(int64_t)) +
+                   edges * int64_t(sizeof(Spill) + 2 * (sizeof(int32_t) + sizeof(float)));
+  perimeters.clear();
+  perimeters.shrink_to_fit();
+  const std::vector<float> labelLevel = labelLevels(int32_t(labels), spills);
+  spills.clear();
+  spills.shrink_to_fit();
+  graphTiming.stop();
+
+  // Pass 2: each tile flooded again, each cell raised to its label's level.
+  detail::forEachTile(layout, 2, "fill pass 2 (raise and write)", options, control, out, [&](int64_t i) {
+    const Window t = layout.tile(i);
+    std::vector<float> z, level;
+    std::vector<int32_t> label;
+    detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
+    floodTile(z, t, firstLabel[std::size_t(i)], level, label, nullptr);
+    z.clear();
+    const int64_t pw = t.width + 2;
+    std::vector<float> cells(std::size_t(t.cells()));
+    for (int64_t y = 0; y < t.height; ++y)
+      for (int64_t x = 0; x < t.width; ++x)
+      {
+        const std::size_t p = std::size_t((y + 1) * pw + x + 1);
+        float v = level[p];
+        if (label[p] > kOcean)
+          v = std::max(v, labelLevel[std::size_t(label[p])]);
+        if (!isNoData(v))
+          v += 0.0f;  // -0 as +0 (dem.h)
+        cells[std::size_t(y * t.width + x)] = v;
+      }
+    filled.write(t, cells.data());
+  });
+  ++out.passes;
+}
+
+}  // namespace gpugeo::dem::tiled

@@ -1,0 +1,309 @@
+// The tiled directions and accumulation (tiled_dem.h).
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "dem/detail/dem_cpu.h"
+#include "dem/detail/dem_cuda.h"
+#include "dem/detail/dem_math.h"
+#include "dem/tiled/tiled_dem.h"
+#include "dem/tiled/tiling.h"
+
+namespace gpugeo::dem::tiled {
+
+namespace detail {
+
+void checkRows(const RowSizes& rows, int64_t height)
+{
+  if (int64_t(rows.cellWidth.size()) != height || int64_t(rows.cellHeight.size()) != height)
+    throw InvalidInput("the cell sizes must give one width and one height per row of the DEM");
+  validateCellSizes(rows.cellWidth.data(), rows.cellHeight.data(), height);
+}
+
+}  // namespace detail
+
+namespace {
+
+using dem::detail::cellArea;
+using dem::detail::InnerAround;
+using detail::forPerimeter;
+using detail::TileLayout;
+
+// A cell's area in 1e-6 m^2 per row (dem_math.h's cellArea).
+std::vector<int64_t> rowAreas(const RowSizes& rows)
+{
+  Grid grid;
+  grid.cellWidth = rows.cellWidth.data();
+  grid.cellHeight = rows.cellHeight.data();
+  std::vector<int64_t> areas(rows.cellWidth.size());
+  for (std::size_t y = 0; y < areas.size(); ++y)
+    areas[y] = cellArea(grid, int64_t(y));
+  return areas;
+}
+
+constexpr int32_t kNone = -1;  // a cell's receiver: none (a pit, off the grid, onto nodata)
+constexpr int32_t kExit = -2;  // a cell's receiver: a valid cell of another tile
+
+// One tile's accumulation on its own: its cells' sums along the directions inside the tile, each
+// valid cell counting itself and, for a perimeter cell, the inflow `extra` gives it from other tiles
+// (per perimeter place; null: none). `receiver` keeps each cell's receiver in the tile (its place
+// y * width + x), kNone or kExit. Throws LoopedDirections where the directions loop in the tile.
+struct TileSums
+{
+  std::vector<int32_t> receiver;
+  std::vector<int64_t> cells, area;
+};
+
+void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std::vector<int64_t>& rowArea,
+                    const int64_t* extraCells, const int64_t* extraArea, TileSums& s)
+{
+  const int64_t tw = t.width, pw = tw + 2, n = t.cells();
+  s.receiver.assign(std::size_t(n), kNone);
+  s.cells.assign(std::size_t(n), 0);
+  s.area.assign(std::size_t(n), 0);
+  std::vector<uint8_t> inflow(std::size_t(n), 0);
+  int64_t valid = 0;
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < tw; ++x)
+    {
+      const int64_t p = (y + 1) * pw + x + 1, q = y * tw + x;
+      const uint8_t d = dir[std::size_t(p)];
+      if (d == kNoData)
+        continue;
+      ++valid;
+      s.cells[std::size_t(q)] = 1;
+      s.area[std::size_t(q)] = rowArea[std::size_t(t.y0 + y)];
+      if (d < 8 && dir[std::size_t(p + kDy[d] * pw + kDx[d])] != kNoData)
+      {
+        const int64_t nx = x + kDx[d], ny = y + kDy[d];
+        s.receiver[std::size_t(q)] = nx >= 0 && ny >= 0 && nx < tw && ny < t.height ? int32_t(ny * tw + nx) : kExit;
+      }
+      for (int k = 0; k < 8; ++k)
+      {
+        const int64_t mx = x + kDx[k], my = y + kDy[k];
+        if (mx >= 0 && my >= 0 && mx < tw && my < t.height && dir[std::size_t((my + 1) * pw + mx + 1)] == ((k + 4) & 7))
+          ++inflow[std::size_t(q)];
+      }
+    }
+  if (extraCells)
+    forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+      const std::size_t q = std::size_t(y * tw + x);
+      s.cells[q] += extraCells[k];
+      s.area[q] = int64_t(uint64_t(s.area[q]) + uint64_t(extraArea[k]));
+    });
+  // The sums down the paths from the sources (valid cells nothing in the tile drains into), each cell
+  // passed on once all its inflows have come.
+  std::vector<int32_t> sources;
+  for (int64_t q = 0; q < n; ++q)
+    if (inflow[std::size_t(q)] == 0 && dir[std::size_t((q / tw + 1) * pw + q % tw + 1)] != kNoData)
+      sources.push_back(int32_t(q));
+  int64_t done = 0;
+  for (const int32_t q : sources)
+  {
+    ++done;
+    for (int64_t c = q, r = s.receiver[std::size_t(q)]; r >= 0; c = r, r = s.receiver[std::size_t(c)])
+    {
+      s.cells[std::size_t(r)] += s.cells[std::size_t(c)];
+      s.area[std::size_t(r)] = int64_t(uint64_t(s.area[std::size_t(r)]) + uint64_t(s.area[std::size_t(c)]));
+      if (--inflow[std::size_t(r)] != 0)
+        break;
+      ++done;
+    }
+  }
+  if (done != valid)
+    throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
+}
+
+// The global graph of the perimeter cells (Barnes 2017), a node per perimeter cell of every tile.
+struct PerimeterGraph
+{
+  std::vector<int64_t> firstNode;     // per tile
+  std::vector<int64_t> link;          // the node where the cell's flow leaves its tile, or -1
+  std::vector<int64_t> target;        // an exit node's receiver (a node of another tile), or -1
+  std::vector<int64_t> exitCells, exitArea;  // an exit's sums in its tile (then with the inflows passing)
+  std::vector<int64_t> inCells, inArea;      // the inflow a node receives from other tiles
+  std::vector<uint8_t> pendingIn;            // exits of other tiles not yet summed that drain into it
+  std::vector<int32_t> pendingExit;          // nodes linked to an exit not yet final
+  std::vector<uint8_t> valid;
+};
+
+}  // namespace
+
+void directionsTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<uint8_t>& directions,
+                     const TiledOptions& options, const RunControl& control, TiledReport* report)
+{
+  TiledReport local;
+  TiledReport& out = report ? *report : local;
+  const TileLayout layout(filled.width(), filled.height(), options);
+  detail::checkRows(rows, layout.height);
+  out.tileWidth = layout.tileWidth;
+  out.tileHeight = layout.tileHeight;
+  out.tiles = layout.count();
+  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kDirectionsBytesPerTileCell;
+  detail::forEachTile(layout, 1, "directions", options, control, out, [&](int64_t i) {
+    const Window t = layout.tile(i);
+    std::vector<float> z;
+    detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), z);
+    const int64_t pw = t.width + 2;
+    std::vector<uint8_t> cells(std::size_t(t.cells()));
+    for (int64_t y = 0; y < t.height; ++y)
+    {
+      const double width = rows.cellWidth[std::size_t(t.y0 + y)], height = rows.cellHeight[std::size_t(t.y0 + y)];
+      for (int64_t x = 0; x < t.width; ++x)
+      {
+        const float* zc = z.data() + (y + 1) * pw + x + 1;
+        cells[std::size_t(y * t.width + x)] =
+          dem::detail::d8DirectionAround(*zc, InnerAround{zc, nullptr, pw}, false, 0, width, height);
+      }
+    }
+    directions.write(t, cells.data());
+  });
+  out.passes = 1;
+}
+
+void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
+                       RasterSink<int64_t>& area, const TiledOptions& options, const RunControl& control,
+                       TiledReport* report)
+{
+  TiledReport local;
+  TiledReport& out = report ? *report : local;
+  const TileLayout layout(directions.width(), directions.height(), options);
+  detail::checkRows(rows, layout.height);
+  out.tileWidth = layout.tileWidth;
+  out.tileHeight = layout.tileHeight;
+  out.tiles = layout.count();
+  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kAccumulationBytesPerTileCell;
+  const std::vector<int64_t> rowArea = rowAreas(rows);
+
+  PerimeterGraph g;
+  g.firstNode.resize(std::size_t(layout.count()) + 1, 0);
+  for (int64_t i = 0; i < layout.count(); ++i)
+    g.firstNode[std::size_t(i) + 1] = g.firstNode[std::size_t(i)] + detail::perimeterSize(layout.tile(i));
+  const int64_t nodes = g.firstNode.back();
+  g.link.assign(std::size_t(nodes), -1);
+  g.target.assign(std::size_t(nodes), -1);
+  g.exitCells.assign(std::size_t(nodes), 0);
+  g.exitArea.assign(std::size_t(nodes), 0);
+  g.inCells.assign(std::size_t(nodes), 0);
+  g.inArea.assign(std::size_t(nodes), 0);
+  g.valid.assign(std::size_t(nodes), 0);
+  out.graphBytes = nodes * int64_t(6 * sizeof(int64_t) + 2 * sizeof(uint8_t) + sizeof(int32_t));
+
+  // Pass 1: each tile on its own; each perimeter cell linked to the exit its flow leaves by.
+  detail::forEachTile(layout, 1, "accumulation pass 1 (tiles on their own)", options, control, out, [&](int64_t i) {
+    const Window t = layout.tile(i);
+    std::vector<uint8_t> dir;
+    detail::readWithHalo(directions, t, kNoData, dir);
+    TileSums s;
+    accumulateTile(dir, t, rowArea, nullptr, nullptr, s);
+    const int64_t first = g.firstNode[std::size_t(i)];
+    std::vector<int32_t> exitOf(std::size_t(t.cells()), -3);  // -3: not yet known
+    std::vector<int32_t> path;
+    forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+      const int32_t q = int32_t(y * t.width + x);
+      if (dir[std::size_t((y + 1) * (t.width + 2) + x + 1)] == kNoData)
+        return;
+      const int64_t node = first + k;
+      g.valid[std::size_t(node)] = 1;
+      // Down the path to where it leaves the tile or ends, remembering the answer along it.
+      path.clear();
+      int32_t c = q;
+      while (exitOf[std::size_t(c)] == -3 && s.receiver[std::size_t(c)] >= 0)
+      {
+        path.push_back(c);
+        c = s.receiver[std::size_t(c)];
+      }
+      int32_t exit = exitOf[std::size_t(c)];
+      if (exit == -3)
+        exit = s.receiver[std::size_t(c)] == kExit ? c : -1;
+      exitOf[std::size_t(c)] = exit;
+      for (const int32_t on : path)
+        exitOf[std::size_t(on)] = exit;
+      if (exit >= 0)
+        g.link[std::size_t(node)] = first + detail::perimeterIndex(t, exit % t.width, exit / t.width);
+      if (s.receiver[std::size_t(q)] == kExit)
+      {
+        const uint8_t d = dir[std::size_t((y + 1) * (t.width + 2) + x + 1)];
+        const int64_t nx = t.x0 + x + kDx[d], ny = t.y0 + y + kDy[d];
+        const int64_t j = layout.tileOf(nx, ny);
+        const Window u = layout.tile(j);
+        g.target[std::size_t(node)] = g.firstNode[std::size_t(j)] + detail::perimeterIndex(u, nx - u.x0, ny - u.y0);
+        g.exitCells[std::size_t(node)] = s.cells[std::size_t(q)];
+        g.exitArea[std::size_t(node)] = s.area[std::size_t(q)];
+      }
+    });
+  });
+
+  // The graph summed in dependency order: a node's inflow is final once every exit draining into it
+  // is; an exit's outflow once every node linked to it is.
+  {
+    ScopedStage graphTiming(out.times, "accumulation graph");
+    g.pendingIn.assign(std::size_t(nodes), 0);
+    g.pendingExit.assign(std::size_t(nodes), 0);
+    int64_t valid = 0;
+    for (int64_t v = 0; v < nodes; ++v)
+    {
+      if (!g.valid[std::size_t(v)])
+        continue;
+      ++valid;
+      if (g.target[std::size_t(v)] >= 0)
+        ++g.pendingIn[std::size_t(g.target[std::size_t(v)])];
+      if (g.link[std::size_t(v)] >= 0)
+        ++g.pendingExit[std::size_t(g.link[std::size_t(v)])];
+    }
+    std::vector<int64_t> ready;
+    for (int64_t v = 0; v < nodes; ++v)
+      if (g.valid[std::size_t(v)] && g.pendingIn[std::size_t(v)] == 0)
+        ready.push_back(v);
+    int64_t done = 0;
+    while (!ready.empty())
+    {
+      const int64_t v = ready.back();
+      ready.pop_back();
+      ++done;
+      const int64_t e = g.link[std::size_t(v)];
+      if (e < 0)
+        continue;
+      g.exitCells[std::size_t(e)] += g.inCells[std::size_t(v)];
+      g.exitArea[std::size_t(e)] = int64_t(uint64_t(g.exitArea[std::size_t(e)]) + uint64_t(g.inArea[std::size_t(v)]));
+      if (--g.pendingExit[std::size_t(e)] != 0)
+        continue;
+      const int64_t to = g.target[std::size_t(e)];
+      g.inCells[std::size_t(to)] += g.exitCells[std::size_t(e)];
+      g.inArea[std::size_t(to)] = int64_t(uint64_t(g.inArea[std::size_t(to)]) + uint64_t(g.exitArea[std::size_t(e)]));
+      if (--g.pendingIn[std::size_t(to)] == 0)
+        ready.push_back(to);
+    }
+    if (done != valid)
+      throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
+  }
+
+  // Pass 2: each tile again with its inflows from other tiles; the largest count kept for the check
+  // of the area's range.
+  std::mutex most;
+  int64_t mostCells = 0;
+  detail::forEachTile(layout, 2, "accumulation pass 2 (with inflows; write)", options, control, out, [&](int64_t i) {
+    const Window t = layout.tile(i);
+    std::vector<uint8_t> dir;
+    detail::readWithHalo(directions, t, kNoData, dir);
+    TileSums s;
+    const int64_t first = g.firstNode[std::size_t(i)];
+    accumulateTile(dir, t, rowArea, g.inCells.data() + first, g.inArea.data() + first, s);
+    const int64_t tileMost = s.cells.empty() ? 0 : *std::max_element(s.cells.begin(), s.cells.end());
+    cells.write(t, s.cells.data());
+    area.write(t, s.area.data());
+    std::lock_guard<std::mutex> lock(most);
+    mostCells = std::max(mostCells, tileMost);
+  });
+  out.passes = 2;
+  Grid grid;
+  grid.width = layout.width;
+  grid.height = layout.height;
+  grid.cellWidth = rows.cellWidth.data();
+  grid.cellHeight = rows.cellHeight.data();
+  if (dem::detail::upstreamAreaCanOverflow(grid))
+    dem::detail::checkUpstreamArea(grid, mostCells);
+}
+
+}  // namespace gpugeo::dem::tiled

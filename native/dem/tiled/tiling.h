@@ -1,0 +1,154 @@
+// How the tiled tools cut a raster into tiles, number each tile's perimeter cells, read a tile with
+// its halo, and run a pass over the tiles (tiled_fill.cpp, tiled_flow.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "core/run_control.h"
+#include "core/stage_times.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
+
+namespace gpugeo::dem::tiled::detail {
+
+struct TileLayout
+{
+  int64_t width = 0, height = 0;          // the raster
+  int64_t tileWidth = 0, tileHeight = 0;  // a full tile (the last column and row of tiles may be smaller)
+  int64_t tilesX = 0, tilesY = 0;
+
+  TileLayout(int64_t rasterWidth, int64_t rasterHeight, const TiledOptions& options)
+    : width(rasterWidth), height(rasterHeight)
+  {
+    if (width < 1 || height < 1)
+      throw InvalidInput("the DEM has no cells");
+    if (options.tileWidth < 1 || options.tileHeight < 1)
+      throw InvalidInput("tiles must be at least one cell wide and high");
+    tileWidth = std::min(options.tileWidth, width);
+    tileHeight = std::min(options.tileHeight, height);
+    // A tile and its halo are indexed in 32 bits.
+    if ((tileWidth + 2) * (tileHeight + 2) >= (int64_t(1) << 32))
+      throw InvalidInput("a tile of " + std::to_string(tileWidth) + " x " + std::to_string(tileHeight) +
+                         " cells is too large: tiles hold at most 2^32 cells with their halo");
+    tilesX = (width + tileWidth - 1) / tileWidth;
+    tilesY = (height + tileHeight - 1) / tileHeight;
+  }
+
+  int64_t count() const { return tilesX * tilesY; }
+
+  Window tile(int64_t i) const
+  {
+    const int64_t tx = i % tilesX, ty = i / tilesX;
+    Window t;
+    t.x0 = tx * tileWidth;
+    t.y0 = ty * tileHeight;
+    t.width = std::min(tileWidth, width - t.x0);
+    t.height = std::min(tileHeight, height - t.y0);
+    return t;
+  }
+
+  // The tile holding cell (x, y).
+  int64_t tileOf(int64_t x, int64_t y) const { return (y / tileHeight) * tilesX + x / tileWidth; }
+};
+
+// A tile's perimeter cells in a fixed order: the top row, the bottom row, the left column, the right
+// column (each cell once, for tiles one cell wide or high too).
+inline int64_t perimeterSize(const Window& t)
+{
+  return t.width == 1 || t.height == 1 ? t.width * t.height : 2 * t.width + 2 * t.height - 4;
+}
+
+// visit(x, y, k) for the perimeter cells in that order (x, y within the tile).
+template <typename Visit>
+void forPerimeter(const Window& t, Visit visit)
+{
+  int64_t k = 0;
+  for (int64_t x = 0; x < t.width; ++x)
+    visit(x, int64_t(0), k++);
+  if (t.height > 1)
+    for (int64_t x = 0; x < t.width; ++x)
+      visit(x, t.height - 1, k++);
+  for (int64_t y = 1; y < t.height - 1; ++y)
+    visit(int64_t(0), y, k++);
+  if (t.width > 1)
+    for (int64_t y = 1; y < t.height - 1; ++y)
+      visit(t.width - 1, y, k++);
+}
+
+// The place k of perimeter cell (x, y) (within the tile) in that order.
+inline int64_t perimeterIndex(const Window& t, int64_t x, int64_t y)
+{
+  if (y == 0)
+    return x;
+  if (y == t.height - 1)
+    return t.width + x;
+  if (x == 0)
+    return 2 * t.width + (y - 1);
+  return 2 * t.width + (t.height - 2) + (y - 1);
+}
+
+// The tile `t` with a halo of one cell into `out`, (t.width + 2) x (t.height + 2) cells; halo cells
+// off the raster hold `outside`.
+template <typename T>
+void readWithHalo(const RasterSource<T>& source, const Window& t, T outside, std::vector<T>& out)
+{
+  const int64_t pw = t.width + 2, ph = t.height + 2;
+  out.assign(std::size_t(pw * ph), outside);
+  Window read;
+  read.x0 = std::max<int64_t>(0, t.x0 - 1);
+  read.y0 = std::max<int64_t>(0, t.y0 - 1);
+  read.width = std::min(source.width(), t.x0 + t.width + 1) - read.x0;
+  read.height = std::min(source.height(), t.y0 + t.height + 1) - read.y0;
+  std::vector<T> cells(std::size_t(read.cells()));
+  source.read(read, cells.data());
+  const int64_t dx = read.x0 - (t.x0 - 1), dy = read.y0 - (t.y0 - 1);
+  for (int64_t y = 0; y < read.height; ++y)
+    std::copy(cells.begin() + y * read.width, cells.begin() + (y + 1) * read.width,
+              out.begin() + (y + dy) * pw + dx);
+}
+
+// The tile's own cells (without the halo) of a padded array.
+template <typename T>
+std::vector<T> withoutHalo(const std::vector<T>& padded, const Window& t)
+{
+  const int64_t pw = t.width + 2;
+  std::vector<T> cells(std::size_t(t.cells()));
+  for (int64_t y = 0; y < t.height; ++y)
+    std::copy(padded.begin() + (y + 1) * pw + 1, padded.begin() + (y + 1) * pw + 1 + t.width,
+              cells.begin() + y * t.width);
+  return cells;
+}
+
+// Runs body(tile index) over every tile on the options' threads, timing the pass as `stage` in the
+// report and telling options.onTile (pass `pass`) as each tile ends.
+template <typename Body>
+void forEachTile(const TileLayout& layout, int pass, const std::string& stage, const TiledOptions& options,
+                 const RunControl& control, TiledReport& report, Body body)
+{
+  ScopedStage timing(report.times, stage);
+  std::mutex progress;
+  int64_t done = 0;
+  parallelFor(layout.count(), 1, options.threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+    {
+      body(i);
+      std::lock_guard<std::mutex> lock(progress);
+      ++done;
+      if (options.onTile)
+        options.onTile(pass, done, layout.count());
+    }
+  }, &control);
+  if (control.isCanceled())
+    throw Canceled();
+}
+
+// Checks the rows' cell sizes against the raster and dem.h's limits.
+void checkRows(const RowSizes& rows, int64_t height);
+
+}  // namespace gpugeo::dem::tiled::detail

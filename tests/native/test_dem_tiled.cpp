@@ -1,0 +1,301 @@
+// The tiled DEM tools (dem/tiled) against the in-memory ones (dem.h), bit for bit, on tile sizes from
+// one cell wide to larger than the DEM: random terrains with pits, plateaus and nodata blobs, a
+// spiral valley through every tile, a flat across a tile corner, a DEM all flat, tiles all nodata;
+// loops across tiles; the raw-file rasters and the scratch folder; bad input, progress and cancel.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/errors.h"
+#include "dem/dem.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
+#include "dem_cases.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+using namespace gpugeo::dem::tiled;
+
+namespace {
+
+RunControl noCancel;
+
+RowSizes rowsOf(const TestDem& d)
+{
+  return RowSizes{d.cellWidth, d.cellHeight};
+}
+
+TiledOptions tiles(int64_t width, int64_t height, int threads = 2)
+{
+  TiledOptions options;
+  options.tileWidth = width;
+  options.tileHeight = height;
+  options.threads = threads;
+  return options;
+}
+
+struct TiledChain
+{
+  std::vector<float> filled;
+  std::vector<uint8_t> directions;     // without flat resolution
+  std::vector<int64_t> cells, area;    // along the in-memory directions with flats resolved
+};
+
+// The in-memory chain; the accumulation follows directions with flats resolved, so that flows run
+// the whole length of valleys and flats (the tiled tools resolve no flats yet).
+TiledChain runInMemory(const TestDem& d, std::vector<uint8_t>* resolved = nullptr)
+{
+  TiledChain out;
+  out.filled = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+  const Grid filled = d.gridWith(out.filled);
+  out.directions = flowDirections(Backend::Cpu, filled, false, 2, noCancel);
+  std::vector<uint8_t> drained = flowDirections(Backend::Cpu, filled, true, 2, noCancel);
+  const Accumulation acc = flowAccumulation(Backend::Cpu, filled, drained, 2, noCancel);
+  out.cells = acc.cells;
+  out.area = acc.area;
+  if (resolved)
+    *resolved = std::move(drained);
+  return out;
+}
+
+// The same, tiled, with the accumulation along `resolved`.
+TiledChain runTiled(const TestDem& d, const std::vector<uint8_t>& resolved, const TiledOptions& options)
+{
+  const RowSizes rows = rowsOf(d);
+  MemoryRaster<float> dem(d.width, d.height, d.z), filled(d.width, d.height);
+  fillTiled(dem, rows, filled, options, noCancel);
+  MemoryRaster<uint8_t> directions(d.width, d.height);
+  directionsTiled(filled, rows, directions, options, noCancel);
+  MemoryRaster<uint8_t> drained(d.width, d.height, resolved);
+  MemoryRaster<int64_t> cells(d.width, d.height), area(d.width, d.height);
+  accumulationTiled(drained, rows, cells, area, options, noCancel);
+  return TiledChain{filled.cells(), directions.cells(), cells.cells(), area.cells()};
+}
+
+// The tile sizes every case runs: tiny and odd, one cell wide or high, square, and the whole DEM.
+std::vector<std::pair<int64_t, int64_t>> tileSizes(const TestDem& d)
+{
+  return {{7, 5}, {1, d.height}, {d.width, 1}, {3, 3}, {2, 9}, {16, 16}, {64, 40}, {d.width + 5, d.height + 5}};
+}
+
+void expectSameChain(const TestDem& d, const std::string& what)
+{
+  std::vector<uint8_t> resolved;
+  const TiledChain expected = runInMemory(d, &resolved);
+  for (const auto& [tw, th] : tileSizes(d))
+    for (const int threads : {1, 3})
+    {
+      SCOPED_TRACE(what + ": tiles " + std::to_string(tw) + " x " + std::to_string(th) + ", " +
+                   std::to_string(threads) + " threads");
+      const TiledChain got = runTiled(d, resolved, tiles(tw, th, threads));
+      EXPECT_TRUE(sameBits(got.filled, expected.filled));
+      EXPECT_EQ(got.directions, expected.directions);
+      EXPECT_EQ(got.cells, expected.cells);
+      EXPECT_EQ(got.area, expected.area);
+    }
+}
+
+// A valley spiralling in from the DEM's border to its centre, through every tile: its floor rises
+// along the spiral from an outlet on the border, with a pit every 37 cells and a flat run of six
+// cells every 50; walls one cell thick between the turns.
+TestDem spiralValley(int64_t size)
+{
+  TestDem d;
+  d.width = d.height = size;
+  d.z.assign(std::size_t(size * size), 500.f);
+  int64_t x = 0, y = 1, dx = 1, dy = 0, steps = 0, turns = 0;
+  int64_t left = 1, right = size - 2, top = 1, bottom = size - 2;
+  float level = 1.f;
+  d.z[std::size_t(y * size + x)] = 0.f;  // the outlet, on the border
+  while (turns < 2)
+  {
+    const int64_t nx = x + dx, ny = y + dy;
+    if ((dx == 1 && nx > right) || (dy == 1 && ny > bottom) || (dx == -1 && nx < left) || (dy == -1 && ny < top))
+    {
+      // Turn clockwise; the leg just walked bounds the spiral two cells further in.
+      if (dx == 1) { top += 2; dx = 0; dy = 1; }
+      else if (dy == 1) { right -= 2; dx = -1; dy = 0; }
+      else if (dx == -1) { bottom -= 2; dx = 0; dy = -1; }
+      else { left += 2; dx = 1; dy = 0; }
+      ++turns;
+      continue;
+    }
+    turns = 0;
+    x = nx;
+    y = ny;
+    ++steps;
+    if (steps % 50 >= 5)
+      level += 0.25f;
+    d.z[std::size_t(y * size + x)] = steps % 37 == 0 ? level - 3.f : level;
+  }
+  d.cellWidth.assign(std::size_t(size), 10.0);
+  d.cellHeight.assign(std::size_t(size), 10.0);
+  return d;
+}
+
+}  // namespace
+
+TEST(DemTiled, RandomTerrainsAreTheInMemoryChainBitForBit)
+{
+  for (const uint64_t seed : {1u, 2u, 3u})
+  {
+    // Plateaus (values rounded to 2 m), nodata blobs, and cells that change size by row.
+    const TestDem d = randomDem(seed, 61 + int64_t(seed) * 7, 47 + int64_t(seed) * 5, seed == 2 ? 0.0 : 2.0,
+                                int(6 * seed), 30, 30, seed == 3);
+    expectSameChain(d, "seed " + std::to_string(seed));
+  }
+  // A larger one on tiles of 37 x 23 and 64 x 64: depressions and paths over many tiles.
+  const TestDem d = randomDem(4, 310, 270, 0.5, 30, 25, 25, true);
+  std::vector<uint8_t> resolved;
+  const TiledChain expected = runInMemory(d, &resolved);
+  for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{37, 23}, {64, 64}})
+  {
+    const TiledChain got = runTiled(d, resolved, tiles(tw, th, 2));
+    EXPECT_TRUE(sameBits(got.filled, expected.filled)) << tw << " x " << th;
+    EXPECT_EQ(got.directions, expected.directions) << tw << " x " << th;
+    EXPECT_EQ(got.cells, expected.cells) << tw << " x " << th;
+    EXPECT_EQ(got.area, expected.area) << tw << " x " << th;
+  }
+}
+
+TEST(DemTiled, ASpiralValleyThroughEveryTile)
+{
+  const TestDem d = spiralValley(57);
+  // The valley's water reaches the outlet through every turn: the outlet drains most of the DEM.
+  const TiledChain expected = runInMemory(d);
+  EXPECT_GT(expected.cells[std::size_t(1 * 57 + 0)], 57 * 57 / 3);
+  expectSameChain(d, "spiral");
+}
+
+TEST(DemTiled, FlatsAcrossCornersAllFlatAndNodataTiles)
+{
+  // A depression whose flat floor lies across the corner of four 8 x 8 tiles.
+  TestDem corner = randomDem(7, 40, 40, 0.0, 0);
+  for (int64_t y = 4; y < 13; ++y)
+    for (int64_t x = 3; x < 14; ++x)
+      corner.z[std::size_t(y * 40 + x)] = -20.f;
+  expectSameChain(corner, "flat across a corner");
+
+  TestDem flat = randomDem(8, 33, 21, 0.0, 0);
+  std::fill(flat.z.begin(), flat.z.end(), 12.5f);
+  expectSameChain(flat, "all flat");
+
+  // Whole tiles of nodata (8 x 8 tiles from column 8 to 23), and a DEM all nodata.
+  TestDem holes = randomDem(9, 40, 30, 1.0, 3);
+  for (int64_t y = 0; y < 30; ++y)
+    for (int64_t x = 8; x < 24; ++x)
+      holes.z[std::size_t(y * 40 + x)] = std::nanf("");
+  expectSameChain(holes, "nodata tiles");
+
+  TestDem none = randomDem(10, 12, 9, 0.0, 0);
+  std::fill(none.z.begin(), none.z.end(), std::nanf(""));
+  expectSameChain(none, "all nodata");
+
+  TestDem row = randomDem(11, 80, 1, 0.0, 0);
+  expectSameChain(row, "one row");
+  TestDem column = randomDem(12, 1, 70, 0.0, 0);
+  expectSameChain(column, "one column");
+}
+
+TEST(DemTiled, LoopsAcrossTilesAreRefused)
+{
+  // Four cells going round across the corner of four tiles, and a loop inside one tile.
+  for (const int64_t tileSize : {int64_t(4), int64_t(64)})
+  {
+    std::vector<uint8_t> dirs(std::size_t(8 * 8), 0);  // east everywhere: off the grid at the right
+    dirs[std::size_t(3 * 8 + 3)] = 0;                   // (3,3) east to (4,3)
+    dirs[std::size_t(3 * 8 + 4)] = 2;                   // (4,3) south to (4,4)
+    dirs[std::size_t(4 * 8 + 4)] = 4;                   // (4,4) west to (3,4)
+    dirs[std::size_t(4 * 8 + 3)] = 6;                   // (3,4) north to (3,3)
+    MemoryRaster<uint8_t> directions(8, 8, dirs);
+    MemoryRaster<int64_t> cells(8, 8), area(8, 8);
+    const RowSizes rows{std::vector<double>(8, 10.0), std::vector<double>(8, 10.0)};
+    EXPECT_THROW(accumulationTiled(directions, rows, cells, area, tiles(tileSize, tileSize), noCancel),
+                 LoopedDirections)
+      << "tiles of " << tileSize;
+  }
+}
+
+TEST(DemTiled, RawFilesInAScratchFolderThatGoesAway)
+{
+  const TestDem d = randomDem(21, 50, 37, 1.0, 4);
+  const TiledChain expected = runInMemory(d);
+  const std::vector<int64_t> expectedArea =
+    flowAccumulation(Backend::Cpu, d.gridWith(expected.filled), expected.directions, 2, noCancel).area;
+  std::string folder;
+  {
+    ScratchFolder scratch(testing::TempDir());
+    folder = scratch.path();
+    ASSERT_TRUE(std::filesystem::is_directory(folder));
+    RawFileRaster<float> dem(folder + "/dem.f32", d.width, d.height);
+    dem.write(Window{0, 0, d.width, d.height}, d.z.data());
+    RawFileRaster<float> filled(folder + "/filled.f32", d.width, d.height);
+    RawFileRaster<uint8_t> directions(folder + "/dir.u8", d.width, d.height);
+    RawFileRaster<int64_t> cells(folder + "/cells.i64", d.width, d.height), area(folder + "/area.i64", d.width, d.height);
+    TiledReport report;
+    fillTiled(dem, rowsOf(d), filled, tiles(9, 11), noCancel, &report);
+    EXPECT_EQ(report.passes, 2);
+    EXPECT_EQ(report.tiles, 6 * 4);
+    EXPECT_GT(report.graphBytes, 0);
+    directionsTiled(filled, rowsOf(d), directions, tiles(9, 11), noCancel);
+    accumulationTiled(directions, rowsOf(d), cells, area, tiles(9, 11), noCancel);
+    std::vector<float> gotFilled(d.z.size());
+    filled.read(Window{0, 0, d.width, d.height}, gotFilled.data());
+    EXPECT_TRUE(sameBits(gotFilled, expected.filled));
+    std::vector<int64_t> gotArea(d.z.size());
+    area.read(Window{0, 0, d.width, d.height}, gotArea.data());
+    EXPECT_EQ(gotArea, expectedArea);
+    EXPECT_GE(scratch.bytes(), int64_t(d.z.size() * (4 + 4 + 1 + 8 + 8)) - 4096 * 5);
+  }
+  EXPECT_FALSE(std::filesystem::exists(folder));
+
+  // Removed after an error too.
+  try
+  {
+    ScratchFolder scratch(testing::TempDir());
+    folder = scratch.path();
+    RawFileRaster<float> dem(folder + "/dem.f32", 3, 3);
+    throw InvalidInput("a failing run");
+  }
+  catch (const InvalidInput&)
+  {
+  }
+  EXPECT_FALSE(std::filesystem::exists(folder));
+  EXPECT_THROW(RawFileRaster<float>("/proc/gpugeo-cannot-write", 3, 3), WriteFailed);
+  EXPECT_THROW(ScratchFolder("/proc/gpugeo-no-such-folder"), WriteFailed);
+}
+
+TEST(DemTiled, ProgressBadInputAndCancel)
+{
+  const TestDem d = randomDem(31, 30, 20, 1.0, 0);
+  MemoryRaster<float> dem(d.width, d.height, d.z), filled(d.width, d.height);
+  TiledOptions options = tiles(7, 5);
+  std::vector<std::pair<int, int64_t>> seen;
+  options.onTile = [&](int pass, int64_t done, int64_t count) {
+    EXPECT_EQ(count, 5 * 4);
+    seen.emplace_back(pass, done);
+  };
+  fillTiled(dem, rowsOf(d), filled, options, noCancel);
+  ASSERT_EQ(seen.size(), 2u * 20u);
+  EXPECT_EQ(seen[19], std::make_pair(1, int64_t(20)));
+  EXPECT_EQ(seen.back(), std::make_pair(2, int64_t(20)));
+
+  EXPECT_THROW(fillTiled(dem, rowsOf(d), filled, tiles(0, 5), noCancel), InvalidInput);
+  EXPECT_THROW(fillTiled(dem, RowSizes{{30.0}, {30.0}}, filled, tiles(7, 5), noCancel), InvalidInput);
+  RowSizes tiny = rowsOf(d);
+  tiny.cellWidth[3] = 1e-300;
+  EXPECT_THROW(fillTiled(dem, tiny, filled, tiles(7, 5), noCancel), InvalidInput);
+  MemoryRaster<float> empty(0, 0);
+  EXPECT_THROW(fillTiled(empty, RowSizes{}, filled, tiles(7, 5), noCancel), InvalidInput);
+
+  RunControl cancel;
+  std::atomic<int> polls{0};
+  cancel.canceled = [&] { return ++polls > 3; };
+  EXPECT_THROW(fillTiled(dem, rowsOf(d), filled, tiles(3, 3, 1), cancel), Canceled);
+}

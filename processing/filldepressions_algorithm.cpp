@@ -1,5 +1,6 @@
 #include "filldepressions_algorithm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "adapters/geotiff_writer.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/tiled/tiled_dem.h"
 #include "parameter_checks.h"
 
 namespace gpugeo {
@@ -96,7 +98,7 @@ QString FillDepressionsAlgorithm::shortHelpString() const
            "Geosciences 62, 117&ndash;127, doi:10.1016/j.cageo.2013.04.024. R. Barnes (2016), Parallel "
            "Priority-Flood depression filling for trillion cell digital elevation models on desktops or clusters, "
            "Computers &amp; Geosciences 96, 56&ndash;68.</p>") +
-         rangesHelp(*this) + deviceHelp();
+         rangesHelp(*this) + deviceHelp() + tilingHelp();
 }
 
 FillDepressionsAlgorithm* FillDepressionsAlgorithm::createInstance() const
@@ -116,6 +118,7 @@ void FillDepressionsAlgorithm::initAlgorithm(const QVariantMap&)
                 QObject::tr("Epsilon gradient towards the outlet")},
     false, 0));
   addDeviceParameter();
+  addTilingParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Filled DEM")));
 }
 
@@ -127,10 +130,141 @@ bool FillDepressionsAlgorithm::prepareInputs(const QVariantMap& parameters, QgsP
   return true;
 }
 
+namespace {
+
+// What the in-memory run holds per cell: the DEM, the filled copy and the fill's labels; with flats
+// resolved, the flat mask, the raised copy and the flats' scratch arrays too.
+constexpr int64_t kInMemoryBytesPerCell = 12;
+constexpr int64_t kInMemoryBytesPerCellWithFlats = 28;
+
+// The input's nodata value where float32 can hold it and no value collides with it, else NaN.
+float outputNoData(const DemRaster& raster, const Elevations& dem, QgsProcessingFeedback* feedback)
+{
+  float noData = std::numeric_limits<float>::quiet_NaN();
+  if (raster.noData)
+  {
+    const float wanted = static_cast<float>(*raster.noData);
+    if (std::isfinite(wanted) && dem.roundedToNoData == 0)
+      noData = wanted;
+    else
+      feedback->pushWarning(QObject::tr("The input's nodata value %1 cannot mark nodata in a float32 raster here (out "
+                                        "of range, or equal to an elevation once rounded to float32): the output's "
+                                        "nodata is NaN.")
+                              .arg(*raster.noData, 0, 'g', 17));
+  }
+  return noData;
+}
+
+// The raised cells, the deepest fill and the filled volume, gathered row by row.
+struct FillTally
+{
+  int64_t raised = 0;
+  double deepest = 0.0, volume = 0.0;
+
+  void addRow(const float* dem, const float* filled, int64_t count, double cellArea)
+  {
+    for (int64_t i = 0; i < count; ++i)
+    {
+      const double depth = double(filled[i]) - double(dem[i]);
+      if (depth > 0.0)
+      {
+        ++raised;
+        deepest = std::max(deepest, depth);
+        volume += depth * cellArea;
+      }
+    }
+  }
+
+  void log(int64_t valid, QgsProcessingFeedback* feedback) const
+  {
+    feedback->pushInfo(QObject::tr("Raised %1 of %2 cells; the deepest by %3; filled volume %4 m³.")
+                         .arg(raised)
+                         .arg(valid)
+                         .arg(deepest, 0, 'g', 8)
+                         .arg(volume, 0, 'g', 10));
+  }
+};
+
+}  // namespace
+
 QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
                                               QgsProcessingFeedback* feedback)
 {
   StageTimes times;
+  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  const int flats = parameterAsEnum(parameters, QStringLiteral("FLATS"), context);
+  const DemRaster raster = openDemRaster(mSource, band);
+  const TilingPlan plan =
+    planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
+               parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
+               flats == 0 ? kInMemoryBytesPerCell : kInMemoryBytesPerCellWithFlats, dem::tiled::kFillBytesPerTileCell,
+               cpuThreads());
+  logTilingPlan(plan, feedback);
+  if (!plan.tiled)
+    return executeInMemory(parameters, context, feedback, times);
+  if (flats != 0)
+    throw QgsProcessingException(
+      QObject::tr("The in-memory run needs about %1 MiB, more than the memory budget of %2 MiB, and the tiled run does "
+                  "not resolve flats yet: set FLATS to Leave flat (0) (gpugeo:flowdirection drains the flats), or "
+                  "raise MEMORY_BUDGET.")
+        .arg(plan.inMemoryBytes >> 20)
+        .arg(plan.budgetBytes >> 20));
+  if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
+    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
+  return executeTiled(raster, plan, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback,
+                      times);
+}
+
+QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan,
+                                                   const QString& outputPath, QgsProcessingFeedback* feedback,
+                                                   StageTimes& times)
+{
+  QgsProcessingMultiStepFeedback steps(2, feedback);
+  feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
+  const DemTileSource source(raster);
+  Elevations counts;
+  {
+    ScopedStage stage(times, "read (counts)");
+    counts = source.scan(plan.options.tileWidth, &steps);
+  }
+  reportElevations(raster, counts, feedback);
+  const float noData = outputNoData(raster, counts, feedback);
+
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Filling depressions tile by tile"));
+  std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Float32, double(noData));
+  TiffTileSink<float> sink(*writer, GDT_Float32, [noData](const float* in, int64_t count, void* buffer) {
+    float* out = static_cast<float*>(buffer);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = std::isnan(in[i]) ? noData : in[i];
+  });
+  FillTally tally;
+  const auto observe = [&](const dem::tiled::Window& t, const float* dem, const float* filled) {
+    for (int64_t y = 0; y < t.height; ++y)
+      tally.addRow(dem + y * t.width, filled + y * t.width, t.width,
+                   raster.cellWidth[size_t(t.y0 + y)] * raster.cellHeight[size_t(t.y0 + y)]);
+  };
+  dem::tiled::TiledOptions options = plan.options;
+  options.onTile = tileProgress(&steps, 2);
+  dem::tiled::TiledReport report;
+  dem::tiled::fillTiled(source, dem::tiled::RowSizes{raster.cellWidth, raster.cellHeight}, sink, options,
+                        runControl(feedback), &report, observe);
+  times.merge(report.times);
+  FinishedRasters finished;
+  {
+    ScopedStage stage(times, "write (finish)");
+    finishDemRaster(std::move(writer), raster, finished);
+  }
+  tally.log(counts.valid, feedback);
+  logTiledRun(report, 1, feedback);
+  logStageTimes(times, feedback);
+  finished.keep();
+  return {{QStringLiteral("OUTPUT"), outputPath}};
+}
+
+QVariantMap FillDepressionsAlgorithm::executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                      QgsProcessingFeedback* feedback, StageTimes& times)
+{
   QgsProcessingMultiStepFeedback steps(3, feedback);
   const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
   const QString outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
@@ -164,42 +298,14 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
     filled = std::move(raisedFlats.z);
   });
 
-  int64_t raised = 0;
-  double deepest = 0.0, volume = 0.0;
+  FillTally tally;
   for (int64_t y = 0; y < raster.height; ++y)
-  {
-    const double cellArea = raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)];
-    for (int64_t i = y * raster.width; i < (y + 1) * raster.width; ++i)
-    {
-      const double depth = double(filled[size_t(i)]) - double(dem.z[size_t(i)]);
-      if (depth > 0.0)
-      {
-        ++raised;
-        deepest = std::max(deepest, depth);
-        volume += depth * cellArea;
-      }
-    }
-  }
-  feedback->pushInfo(QObject::tr("Raised %1 of %2 cells; the deepest by %3; filled volume %4 m³.")
-                       .arg(raised)
-                       .arg(dem.valid)
-                       .arg(deepest, 0, 'g', 8)
-                       .arg(volume, 0, 'g', 10));
+    tally.addRow(dem.z.data() + y * raster.width, filled.data() + y * raster.width, raster.width,
+                 raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)]);
+  tally.log(dem.valid, feedback);
   std::vector<float>().swap(dem.z);
 
-  // The input's nodata value where float32 can hold it and no value collides with it, else NaN.
-  float noData = std::numeric_limits<float>::quiet_NaN();
-  if (raster.noData)
-  {
-    const float wanted = static_cast<float>(*raster.noData);
-    if (std::isfinite(wanted) && dem.roundedToNoData == 0)
-      noData = wanted;
-    else
-      feedback->pushWarning(QObject::tr("The input's nodata value %1 cannot mark nodata in a float32 raster here (out "
-                                        "of range, or equal to an elevation once rounded to float32): the output's "
-                                        "nodata is NaN.")
-                              .arg(*raster.noData, 0, 'g', 17));
-  }
+  const float noData = outputNoData(raster, dem, feedback);
   steps.setCurrentStep(2);
   feedback->setProgressText(QObject::tr("Writing the filled DEM"));
   FinishedRasters finished;

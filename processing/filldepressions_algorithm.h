@@ -5,6 +5,7 @@
 #include <QString>
 
 #include "adapters/dem_reader.h"
+#include "adapters/tiled_rasters.h"
 #include "gpugeo_algorithm.h"
 
 namespace gpugeo {
@@ -31,6 +32,13 @@ protected:
                       QgsProcessingFeedback* feedback) override;
 
 private:
+  // The in-memory run: the whole DEM read, filled (and its flats raised), written.
+  QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+                              QgsProcessingFeedback* feedback, StageTimes& times);
+  // The tiled run (adapters/tiled_rasters.h): the DEM counted, then filled tile by tile in two passes.
+  QVariantMap executeTiled(const DemRaster& raster, const TilingPlan& plan, const QString& outputPath,
+                           QgsProcessingFeedback* feedback, StageTimes& times);
+
   DemSource mSource;
 };
 

@@ -114,7 +114,7 @@ QString FlowDirectionAlgorithm::shortHelpString() const
            "digital elevation data, Computer Vision, Graphics, and Image Processing 28, 323&ndash;344. R. Barnes, "
            "C. Lehman, D. Mulla (2014), An efficient assignment of drainage direction over flat surfaces in "
            "raster digital elevation models, Computers &amp; Geosciences 62, 128&ndash;135.</p>") +
-         rangesHelp(*this) + deviceHelp();
+         rangesHelp(*this) + deviceHelp() + tilingHelp();
 }
 
 FlowDirectionAlgorithm* FlowDirectionAlgorithm::createInstance() const
@@ -131,6 +131,7 @@ void FlowDirectionAlgorithm::initAlgorithm(const QVariantMap&)
   addParameter(new QgsProcessingParameterBoolean(QStringLiteral("RESOLVE_FLATS"), QObject::tr("Resolve flats"), true));
   addParameter(encodingParameter(QObject::tr("Encoding")));
   addDeviceParameter();
+  addTilingParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Flow direction")));
 }
 
@@ -142,10 +143,104 @@ bool FlowDirectionAlgorithm::prepareInputs(const QVariantMap& parameters, QgsPro
   return true;
 }
 
+namespace {
+
+// What the in-memory run holds per cell: the DEM and the directions; with flats resolved, the flat
+// mask and the flats' scratch arrays too.
+constexpr int64_t kInMemoryBytesPerCell = 6;
+constexpr int64_t kInMemoryBytesPerCellWithFlats = 22;
+
+}  // namespace
+
 QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
                                             QgsProcessingFeedback* feedback)
 {
   StageTimes times;
+  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  const bool resolveFlats = parameterAsBool(parameters, QStringLiteral("RESOLVE_FLATS"), context);
+  const DemRaster raster = openDemRaster(mSource, band);
+  const TilingPlan plan =
+    planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
+               parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
+               resolveFlats ? kInMemoryBytesPerCellWithFlats : kInMemoryBytesPerCell,
+               dem::tiled::kDirectionsBytesPerTileCell, cpuThreads());
+  logTilingPlan(plan, feedback);
+  if (!plan.tiled)
+    return executeInMemory(parameters, context, feedback, times);
+  if (resolveFlats)
+    throw QgsProcessingException(
+      QObject::tr("The in-memory run needs about %1 MiB, more than the memory budget of %2 MiB, and the tiled run does "
+                  "not resolve flats yet: set RESOLVE_FLATS to false, or raise MEMORY_BUDGET.")
+        .arg(plan.inMemoryBytes >> 20)
+        .arg(plan.budgetBytes >> 20));
+  if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
+    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
+  return executeTiled(raster, plan, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
+                      parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback, times);
+}
+
+QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan, int encoding,
+                                                 const QString& outputPath, QgsProcessingFeedback* feedback,
+                                                 StageTimes& times)
+{
+  QgsProcessingMultiStepFeedback steps(2, feedback);
+  feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
+  const DemTileSource source(raster);
+  {
+    ScopedStage stage(times, "read (counts)");
+    reportElevations(raster, source.scan(plan.options.tileWidth, &steps), feedback);
+  }
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Computing flow directions tile by tile"));
+  std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Byte, 255.0);
+  TiffTileSink<uint8_t> sink(*writer, GDT_Byte, [encoding](const uint8_t* in, int64_t count, void* buffer) {
+    uint8_t* out = static_cast<uint8_t*>(buffer);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = encode(in[i], encoding);
+  });
+  dem::tiled::TiledOptions options = plan.options;
+  options.onTile = tileProgress(&steps, 1);
+  dem::tiled::TiledReport report;
+  const dem::tiled::DirectionCounts counts = dem::tiled::directionsTiled(
+    source, dem::tiled::RowSizes{raster.cellWidth, raster.cellHeight}, sink, options, runControl(feedback), &report);
+  times.merge(report.times);
+  FinishedRasters finished;
+  {
+    ScopedStage stage(times, "write (finish)");
+    finishDemRaster(std::move(writer), raster, finished);
+  }
+  reportDirections(counts.perDirection, counts.drainingOut, false, encoding, feedback);
+  logTiledRun(report, 1, feedback);
+  logStageTimes(times, feedback);
+  finished.keep();
+  mOutputPath = outputPath;
+  return {{QStringLiteral("OUTPUT"), outputPath}};
+}
+
+void FlowDirectionAlgorithm::reportDirections(const int64_t perDirection[9], int64_t drainingOut, bool resolveFlats,
+                                              int encoding, QgsProcessingFeedback* feedback)
+{
+  const int64_t pits = perDirection[8];
+  feedback->pushInfo(QObject::tr("%1 cells drain out of the grid (at its border or into nodata); %2 cells have no "
+                                 "direction.")
+                       .arg(drainingOut)
+                       .arg(pits));
+  if (pits > 0)
+    feedback->pushWarning(
+      resolveFlats ? QObject::tr("%1 cells have no direction: pits and flats without an outlet. Fill the DEM first "
+                                 "(gpugeo:filldepressions) for a grid where every cell drains out.")
+                       .arg(pits)
+                   : QObject::tr("%1 cells have no direction: pits and flat cells (Resolve flats is off).").arg(pits));
+  mCodes.clear();
+  for (int d = 0; d < 9; ++d)
+    if (perDirection[d] > 0)
+      mCodes << encode(d < 8 ? uint8_t(d) : dem::kNoFlow, encoding);
+  std::sort(mCodes.begin(), mCodes.end());
+}
+
+QVariantMap FlowDirectionAlgorithm::executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                    QgsProcessingFeedback* feedback, StageTimes& times)
+{
   QgsProcessingMultiStepFeedback steps(3, feedback);
   const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
   const bool resolveFlats = parameterAsBool(parameters, QStringLiteral("RESOLVE_FLATS"), context);
@@ -185,22 +280,7 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
         drainingOut += nx < 0 || ny < 0 || nx >= w || ny >= h || directions[size_t(ny * w + nx)] == dem::kNoData;
       }
     }
-  const int64_t pits = perDirection[8];
-  feedback->pushInfo(QObject::tr("%1 cells drain out of the grid (at its border or into nodata); %2 cells have no "
-                                 "direction.")
-                       .arg(drainingOut)
-                       .arg(pits));
-  if (pits > 0)
-    feedback->pushWarning(
-      resolveFlats ? QObject::tr("%1 cells have no direction: pits and flats without an outlet. Fill the DEM first "
-                                 "(gpugeo:filldepressions) for a grid where every cell drains out.")
-                       .arg(pits)
-                   : QObject::tr("%1 cells have no direction: pits and flat cells (Resolve flats is off).").arg(pits));
-  mCodes.clear();
-  for (int d = 0; d < 9; ++d)
-    if (perDirection[size_t(d)] > 0)
-      mCodes << encode(d < 8 ? uint8_t(d) : dem::kNoFlow, encoding);
-  std::sort(mCodes.begin(), mCodes.end());
+  reportDirections(perDirection.data(), drainingOut, resolveFlats, encoding, feedback);
 
   steps.setCurrentStep(2);
   feedback->setProgressText(QObject::tr("Writing the flow directions"));

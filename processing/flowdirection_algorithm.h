@@ -6,6 +6,7 @@
 #include <QVector>
 
 #include "adapters/dem_reader.h"
+#include "adapters/tiled_rasters.h"
 #include "gpugeo_algorithm.h"
 
 namespace gpugeo {
@@ -45,6 +46,15 @@ protected:
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
+  QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+                              QgsProcessingFeedback* feedback, StageTimes& times);
+  // The tiled run (adapters/tiled_rasters.h): the DEM counted, then D8 tile by tile.
+  QVariantMap executeTiled(const DemRaster& raster, const TilingPlan& plan, int encoding, const QString& outputPath,
+                           QgsProcessingFeedback* feedback, StageTimes& times);
+  // Logs what the directions hold and keeps the codes present for the style.
+  void reportDirections(const int64_t perDirection[9], int64_t drainingOut, bool resolveFlats, int encoding,
+                        QgsProcessingFeedback* feedback);
+
   DemSource mSource;
   // What postProcessAlgorithm() needs to style the raster once QGIS loads it.
   QString mOutputPath;

@@ -114,6 +114,32 @@ QString Algorithm::deviceHelp()
     "bands of rows, and with <i>Auto</i> it falls back to the CPU with a warning.</p>");
 }
 
+void Algorithm::addTilingParameters()
+{
+  auto budget = std::make_unique<QgsProcessingParameterNumber>(
+    QStringLiteral("MEMORY_BUDGET"), QObject::tr("Memory budget (MiB; 0: half the available memory)"),
+    QgsProcessingParameterNumber::Integer, 0, false, 0, 1 << 30);
+  budget->setFlags(budget->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
+  addParameter(budget.release());
+  auto tiled = std::make_unique<QgsProcessingParameterBoolean>(
+    QStringLiteral("TILED"), QObject::tr("Process tile by tile even when the DEM fits the budget"), false);
+  tiled->setFlags(tiled->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
+  addParameter(tiled.release());
+}
+
+QString Algorithm::tilingHelp()
+{
+  return QObject::tr(
+    "<p><b>Memory budget</b> (advanced, MiB; 0, the default: half the memory available when the run starts) and "
+    "<b>Process tile by tile</b> (advanced): a DEM whose in-memory run would need more than the budget is processed "
+    "tile by tile, reading and writing the rasters window by window, so its size is limited by the disk, not the "
+    "memory; the result is the in-memory run's, cell for cell. The tiles are the largest squares (up to 4,096 cells "
+    "a side) that fit the budget, one per thread, with the graph of their perimeters. The log says which path ran, "
+    "the tiles, the passes over the input and the memory of the graph. The tiled path runs on the CPU; it does not "
+    "resolve flats yet (a run that needs it with flat resolution is refused, naming the memory the in-memory run "
+    "needs).</p>");
+}
+
 int Algorithm::cpuThreads()
 {
   const int configured = QgsApplication::maxThreads();

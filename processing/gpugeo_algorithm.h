@@ -50,6 +50,10 @@ protected:
   void addDeviceParameter();
   // The help paragraph about DEVICE.
   static QString deviceHelp();
+  // The DEM tools' advanced MEMORY_BUDGET (MiB, 0: automatic) and TILED (tile by tile even when
+  // the DEM fits) parameters, and their help paragraph.
+  void addTilingParameters();
+  static QString tilingHelp();
 
   // Runs work(backend) on the resolved backend; under DEVICE=Auto a GPU failure (not a missing GPU,
   // which Auto never chose) runs it again on the CPU with a warning.

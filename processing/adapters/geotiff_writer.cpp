@@ -106,6 +106,23 @@ void GeoTiffWriter::writeRows(int64_t row0, int64_t rows, const void* data)
   }
 }
 
+void GeoTiffWriter::writeWindow(int64_t x0, int64_t row0, int64_t width, int64_t rows, const void* data)
+{
+  if (!mDataset)  // an earlier write failed and deleted the file
+    throw QgsProcessingException(QObject::tr("Could not write %1: an earlier write failed.").arg(mPath));
+  CPLErrorReset();
+  const CPLErr status = GDALRasterIO(GDALGetRasterBand(mDataset, 1), GF_Write, static_cast<int>(x0),
+                                     static_cast<int>(row0), static_cast<int>(width), static_cast<int>(rows),
+                                     const_cast<void*>(data), static_cast<int>(width), static_cast<int>(rows), mType, 0,
+                                     0);
+  if (status != CE_None || CPLGetLastErrorType() == CE_Failure)
+  {
+    const QString error = lastGdalError();
+    discard();
+    throw QgsProcessingException(QObject::tr("Could not write %1 (disk full?): %2").arg(mPath, error));
+  }
+}
+
 QString GeoTiffWriter::finish()
 {
   CPLErrorReset();

@@ -36,6 +36,10 @@ public:
 
   // Writes rows [row0, row0 + rows) from `data` (rows * width values of the raster's type).
   void writeRows(int64_t row0, int64_t rows, const void* data);
+  // Writes the window [x0, x0 + width) x [row0, row0 + rows) from `data` (row-major, of the raster's
+  // type), in any order (the tiled DEM tools' tiles); not flushed, so that GDAL's block cache
+  // gathers blocks that several windows share.
+  void writeWindow(int64_t x0, int64_t row0, int64_t width, int64_t rows, const void* data);
   // Flushes and closes; returns the path. Throws on a write error (and deletes the file).
   QString finish();
 

@@ -45,7 +45,28 @@ struct TiledChain
   std::vector<float> filled;
   std::vector<uint8_t> directions;     // without flat resolution
   std::vector<int64_t> cells, area;    // along the in-memory directions with flats resolved
+  DirectionCounts counts;              // of `directions`
 };
+
+// What directionsTiled counts, counted on the whole grid.
+DirectionCounts countDirections(const TestDem& d, const std::vector<uint8_t>& directions)
+{
+  DirectionCounts counts;
+  for (int64_t y = 0; y < d.height; ++y)
+    for (int64_t x = 0; x < d.width; ++x)
+    {
+      const uint8_t dir = directions[std::size_t(y * d.width + x)];
+      if (dir == kNoData)
+        continue;
+      ++counts.perDirection[dir < 8 ? dir : 8];
+      if (dir >= 8)
+        continue;
+      const int64_t nx = x + kDx[dir], ny = y + kDy[dir];
+      counts.drainingOut += nx < 0 || ny < 0 || nx >= d.width || ny >= d.height ||
+                            directions[std::size_t(ny * d.width + nx)] == kNoData;
+    }
+  return counts;
+}
 
 // The in-memory chain; the accumulation follows directions with flats resolved, so that flows run
 // the whole length of valleys and flats (the tiled tools resolve no flats yet).
@@ -61,6 +82,7 @@ TiledChain runInMemory(const TestDem& d, std::vector<uint8_t>* resolved = nullpt
   out.area = acc.area;
   if (resolved)
     *resolved = std::move(drained);
+  out.counts = countDirections(d, out.directions);
   return out;
 }
 
@@ -71,11 +93,11 @@ TiledChain runTiled(const TestDem& d, const std::vector<uint8_t>& resolved, cons
   MemoryRaster<float> dem(d.width, d.height, d.z), filled(d.width, d.height);
   fillTiled(dem, rows, filled, options, noCancel);
   MemoryRaster<uint8_t> directions(d.width, d.height);
-  directionsTiled(filled, rows, directions, options, noCancel);
+  const DirectionCounts counts = directionsTiled(filled, rows, directions, options, noCancel);
   MemoryRaster<uint8_t> drained(d.width, d.height, resolved);
   MemoryRaster<int64_t> cells(d.width, d.height), area(d.width, d.height);
   accumulationTiled(drained, rows, cells, area, options, noCancel);
-  return TiledChain{filled.cells(), directions.cells(), cells.cells(), area.cells()};
+  return TiledChain{filled.cells(), directions.cells(), cells.cells(), area.cells(), counts};
 }
 
 // The tile sizes every case runs: tiny and odd, one cell wide or high, square, and the whole DEM.
@@ -98,6 +120,9 @@ void expectSameChain(const TestDem& d, const std::string& what)
       EXPECT_EQ(got.directions, expected.directions);
       EXPECT_EQ(got.cells, expected.cells);
       EXPECT_EQ(got.area, expected.area);
+      for (int k = 0; k < 9; ++k)
+        EXPECT_EQ(got.counts.perDirection[k], expected.counts.perDirection[k]) << k;
+      EXPECT_EQ(got.counts.drainingOut, expected.counts.drainingOut);
     }
 }
 

@@ -757,3 +757,98 @@ TEST_F(DemAlgorithmsTest, CancelLeavesNoOutputBehind)
     EXPECT_FALSE(QFile::exists(path("canceled_area.tif"))) << id.toStdString();
   }
 }
+
+// Tile by tile (MEMORY_BUDGET below the in-memory need: tiles of 112 cells on this DEM of
+// 300 x 260, odd tiles at the right and bottom; or TILED with the default budget): the filled DEM
+// and the directions are the in-memory run's, bit for bit, for a float32 DEM with NaN and nodata
+// holes, an Int16 DEM, and a geographic one; the log says which path ran.
+TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
+{
+  const TestDem d = randomDem(300, 260, 11, 12);
+  writeTiff(path("dem.tif"), d);
+  writeTiff(path("dem_int16.tif"), d, GDT_Int16, -32768.0);
+  TestDem geographic = d;  // 3" cells at 60 N: widths change row by row
+  const double step = 1.0 / 1200.0, gt[6] = {10.0, step, 0.0, 60.05, 0.0, -step};
+  std::copy(gt, gt + 6, geographic.geoTransform);
+  writeTiff(path("dem_geo.tif"), geographic, GDT_Float32, -9999.0, "EPSG:4326");
+  const QVariantMap small{{QStringLiteral("MEMORY_BUDGET"), 1}};
+  const QVariantMap forced{{QStringLiteral("TILED"), true}};
+  for (const QString& input : {QStringLiteral("dem"), QStringLiteral("dem_int16"), QStringLiteral("dem_geo")})
+    for (const QVariantMap& tiling : {small, forced})
+    {
+      SCOPED_TRACE(input.toStdString() + (tiling.contains(QStringLiteral("TILED")) ? " TILED" : " MEMORY_BUDGET=1"));
+      const QString memory = path(input + "_filled_memory.tif"), tiled = path(input + "_filled_tiled.tif");
+      const RunResult inMemory = run(kFill, path(input + ".tif"), {{QStringLiteral("OUTPUT"), memory}});
+      ASSERT_TRUE(inMemory.ok) << inMemory.error.toStdString();
+      EXPECT_TRUE(inMemory.logContains(QStringLiteral("In memory: the run needs about")));
+      QVariantMap parameters = tiling;
+      parameters.insert(QStringLiteral("OUTPUT"), tiled);
+      const RunResult result = run(kFill, path(input + ".tif"), parameters);
+      ASSERT_TRUE(result.ok) << result.error.toStdString();
+      EXPECT_TRUE(result.logContains(QStringLiteral("Tile by tile: the in-memory run would need about")))
+        << result.log.join('\n').toStdString();
+      if (tiling.contains(QStringLiteral("MEMORY_BUDGET")))
+      {
+        EXPECT_TRUE(result.logContains(QStringLiteral("Tiles of 112 x 112 cells"))) << result.log.join('\n').toStdString();
+        EXPECT_TRUE(result.logContains(QStringLiteral("Tiled run: 9 tiles of up to 112 x 112 cells; 3 passes")))
+          << result.log.join('\n').toStdString();
+      }
+      double noDataMemory = 0, noDataTiled = 0, transformMemory[6], transformTiled[6];
+      const auto expected = read<float>(memory, GDT_Float32, &noDataMemory, transformMemory);
+      const auto got = read<float>(tiled, GDT_Float32, &noDataTiled, transformTiled);
+      ASSERT_EQ(got.size(), expected.size());
+      EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0);
+      EXPECT_EQ(noDataTiled, noDataMemory);
+      for (int i = 0; i < 6; ++i)
+        EXPECT_EQ(transformTiled[i], transformMemory[i]);
+      // The same raised count, deepest fill and volume in the log.
+      for (const QString& line : inMemory.log)
+        if (line.startsWith(QStringLiteral("Raised ")))
+          EXPECT_TRUE(result.logContains(line.left(line.indexOf(QStringLiteral("filled volume"))))) << line.toStdString();
+
+      // Directions (no flat resolution) from the filled DEM, both ways.
+      QVariantMap directions = tiling;
+      directions.insert(QStringLiteral("RESOLVE_FLATS"), false);
+      directions.insert(QStringLiteral("OUTPUT"), path(input + "_dir_tiled.tif"));
+      const RunResult tiledDirections = run(kDirection, memory, directions);
+      ASSERT_TRUE(tiledDirections.ok) << tiledDirections.error.toStdString();
+      const RunResult memoryDirections = run(kDirection, memory,
+                                             {{QStringLiteral("RESOLVE_FLATS"), false},
+                                              {QStringLiteral("OUTPUT"), path(input + "_dir_memory.tif")}});
+      ASSERT_TRUE(memoryDirections.ok) << memoryDirections.error.toStdString();
+      EXPECT_EQ(read<uint8_t>(path(input + "_dir_tiled.tif"), GDT_Byte),
+                read<uint8_t>(path(input + "_dir_memory.tif"), GDT_Byte));
+      for (const QString& line : memoryDirections.log)
+        if (line.contains(QStringLiteral("drain out of the grid")))
+          EXPECT_TRUE(tiledDirections.logContains(line)) << line.toStdString();
+    }
+}
+
+// What the tiled path cannot do yet, or cannot fit, is refused before anything is written: flats
+// resolved past the budget, a budget that cannot hold the smallest tiles.
+TEST_F(DemAlgorithmsTest, TiledRunsRefuseFlatsAndBudgetsTooSmall)
+{
+  const TestDem d = randomDem(400, 300, 12);
+  writeTiff(path("dem.tif"), d);
+  const RunResult flats = run(kFill, path("dem.tif"),
+                              {{QStringLiteral("FLATS"), 1},
+                               {QStringLiteral("TILED"), true},
+                               {QStringLiteral("OUTPUT"), path("out.tif")}});
+  EXPECT_FALSE(flats.ok);
+  EXPECT_TRUE(flats.error.contains(QStringLiteral("does not resolve flats yet"))) << flats.error.toStdString();
+  const RunResult resolve = run(kDirection, path("dem.tif"),
+                                {{QStringLiteral("TILED"), true}, {QStringLiteral("OUTPUT"), path("out.tif")}});
+  EXPECT_FALSE(resolve.ok);
+  EXPECT_TRUE(resolve.error.contains(QStringLiteral("RESOLVE_FLATS"))) << resolve.error.toStdString();
+  // 2,000 x 2,000 cells: the perimeters of the tiles that fit 1 MiB alone need more.
+  TestDem large;
+  large.width = large.height = 2000;
+  large.z.assign(size_t(2000 * 2000), 5.0f);
+  writeTiff(path("large.tif"), large);
+  const RunResult tiny = run(kFill, path("large.tif"),
+                             {{QStringLiteral("MEMORY_BUDGET"), 1}, {QStringLiteral("OUTPUT"), path("out.tif")}});
+  EXPECT_FALSE(tiny.ok);
+  EXPECT_TRUE(tiny.error.contains(QStringLiteral("A memory budget of 1 MiB cannot hold even tiles of 16 x 16 cells")))
+    << tiny.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("out.tif")));
+}

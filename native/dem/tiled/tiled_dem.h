@@ -61,14 +61,28 @@ constexpr int64_t kFillBytesPerTileCell = 24;
 constexpr int64_t kDirectionsBytesPerTileCell = 5;
 constexpr int64_t kAccumulationBytesPerTileCell = 27;
 
+// Shown each finished tile of the fill: its window, the DEM's cells and the filled cells (row-major,
+// window.cells() each), before they are written; called from the tiles' threads, one at a time.
+using FilledTileObserver = std::function<void(const Window&, const float* dem, const float* filled)>;
+
 // The filled DEM (dem.h's fillDepressions). Throws InvalidInput as validateCellSizes, and for tiles
 // so small that the DEM's perimeter cells pass 2^31.
 void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
-               const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+               const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr,
+               const FilledTileObserver& observe = nullptr);
+
+// What the directions hold, for the log: cells per direction (0..7) and without one (8), and the
+// cells that drain out of the grid (off its border or onto nodata).
+struct DirectionCounts
+{
+  int64_t perDirection[9] = {};
+  int64_t drainingOut = 0;
+};
 
 // D8 directions without flat resolution (dem.h's flowDirections with resolveFlats false).
-void directionsTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<uint8_t>& directions,
-                     const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSizes& rows,
+                                RasterSink<uint8_t>& directions, const TiledOptions& options,
+                                const RunControl& control, TiledReport* report = nullptr);
 
 // Accumulation (dem.h's flowAccumulation): cells and area (1e-6 m^2) per cell. Throws
 // LoopedDirections (dem.h) where the directions go round in a loop, within a tile or across tiles,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "dem/detail/dem_math.h"
@@ -112,7 +113,8 @@ struct TilePerimeter
 }  // namespace
 
 void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
-               const TiledOptions& options, const RunControl& control, TiledReport* report)
+               const TiledOptions& options, const RunControl& control, TiledReport* report,
+               const FilledTileObserver& observe)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -210,13 +212,13 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
   graphTiming.stop();
 
   // Pass 2: each tile flooded again, each cell raised to its label's level.
+  std::mutex observing;
   detail::forEachTile(layout, 2, "fill pass 2 (raise and write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
     std::vector<float> z, level;
     std::vector<int32_t> label;
     detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
     floodTile(z, t, firstLabel[std::size_t(i)], level, label, nullptr);
-    z.clear();
     const int64_t pw = t.width + 2;
     std::vector<float> cells(std::size_t(t.cells()));
     for (int64_t y = 0; y < t.height; ++y)
@@ -230,6 +232,12 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
           v += 0.0f;  // -0 as +0 (dem.h)
         cells[std::size_t(y * t.width + x)] = v;
       }
+    if (observe)
+    {
+      const std::vector<float> input = detail::withoutHalo(z, t);
+      std::lock_guard<std::mutex> lock(observing);
+      observe(t, input.data(), cells.data());
+    }
     filled.write(t, cells.data());
   });
   ++out.passes;

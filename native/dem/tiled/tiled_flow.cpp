@@ -130,8 +130,9 @@ struct PerimeterGraph
 
 }  // namespace
 
-void directionsTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<uint8_t>& directions,
-                     const TiledOptions& options, const RunControl& control, TiledReport* report)
+DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSizes& rows,
+                                RasterSink<uint8_t>& directions, const TiledOptions& options,
+                                const RunControl& control, TiledReport* report)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -141,25 +142,38 @@ void directionsTiled(const RasterSource<float>& filled, const RowSizes& rows, Ra
   out.tileHeight = layout.tileHeight;
   out.tiles = layout.count();
   out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kDirectionsBytesPerTileCell;
+  DirectionCounts counts;
+  std::mutex counting;
   detail::forEachTile(layout, 1, "directions", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
     std::vector<float> z;
     detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), z);
     const int64_t pw = t.width + 2;
     std::vector<uint8_t> cells(std::size_t(t.cells()));
+    DirectionCounts mine;
     for (int64_t y = 0; y < t.height; ++y)
     {
       const double width = rows.cellWidth[std::size_t(t.y0 + y)], height = rows.cellHeight[std::size_t(t.y0 + y)];
       for (int64_t x = 0; x < t.width; ++x)
       {
         const float* zc = z.data() + (y + 1) * pw + x + 1;
-        cells[std::size_t(y * t.width + x)] =
-          dem::detail::d8DirectionAround(*zc, InnerAround{zc, nullptr, pw}, false, 0, width, height);
+        const uint8_t d = dem::detail::d8DirectionAround(*zc, InnerAround{zc, nullptr, pw}, false, 0, width, height);
+        cells[std::size_t(y * t.width + x)] = d;
+        if (d == kNoData)
+          continue;
+        ++mine.perDirection[d < 8 ? d : 8];
+        // Off the grid or onto nodata: a NaN in the halo, as the grid's edge is.
+        mine.drainingOut += d < 8 && dem::detail::isNoData(zc[kDy[d] * pw + kDx[d]]);
       }
     }
     directions.write(t, cells.data());
+    std::lock_guard<std::mutex> lock(counting);
+    for (int d = 0; d < 9; ++d)
+      counts.perDirection[d] += mine.perDirection[d];
+    counts.drainingOut += mine.drainingOut;
   });
   out.passes = 1;
+  return counts;
 }
 
 void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,

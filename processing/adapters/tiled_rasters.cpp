@@ -1,0 +1,269 @@
+#include "tiled_rasters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <QObject>
+
+#include <cpl_error.h>
+
+#include <qgsexception.h>
+#include <qgsfeedback.h>
+#include <qgsprocessingfeedback.h>
+
+#include "adapters/number_text.h"
+#include "core/errors.h"
+
+namespace gpugeo {
+
+namespace {
+
+QString lastGdalError()
+{
+  const char* message = CPLGetLastErrorMsg();
+  return message && *message ? QString::fromUtf8(message) : QObject::tr("unknown GDAL error");
+}
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr int64_t kReadBytesPerCell = 8;       // a window read as float64
+constexpr int64_t kReadBuffer = 32 * kMiB;     // the in-memory run's band of rows read as float64
+constexpr int64_t kGraphBytesPerPerimeterCell = 48;
+
+// Bytes available now (MemAvailable), or 0 where /proc/meminfo cannot tell.
+int64_t availableMemory()
+{
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:")
+      return kib * 1024;
+  return 0;
+}
+
+// What a tiled run holds with square tiles of `side` cells.
+int64_t tiledBytes(const DemRaster& raster, int64_t side, int64_t tileBytesPerCell, int threads)
+{
+  const int64_t w = std::min(side, raster.width), h = std::min(side, raster.height);
+  const int64_t tiles = ((raster.width + w - 1) / w) * ((raster.height + h - 1) / h);
+  return int64_t(threads) * (w + 2) * (h + 2) * (tileBytesPerCell + kReadBytesPerCell) +
+         tiles * (2 * w + 2 * h) * kGraphBytesPerPerimeterCell;
+}
+
+QString mib(int64_t bytes)
+{
+  return QString::number(double(bytes) / double(kMiB), 'f', 0);
+}
+
+}  // namespace
+
+DemTileSource::DemTileSource(const DemRaster& raster) : mRaster(raster)
+{
+  GDALAllRegister();
+  CPLErrorReset();
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  mDataset = GDALOpen(raster.gdalName.toUtf8().constData(), GA_ReadOnly);
+  CPLPopErrorHandler();
+  if (!mDataset)
+    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(raster.gdalName, lastGdalError()));
+  mCounts.minimum = std::numeric_limits<double>::infinity();
+  mCounts.maximum = -std::numeric_limits<double>::infinity();
+}
+
+DemTileSource::~DemTileSource()
+{
+  if (mDataset)
+    GDALClose(mDataset);
+}
+
+void DemTileSource::read(const dem::tiled::Window& window, float* out) const
+{
+  // The band as float64, then readDemRows's and readElevations's rules: NaN stays nodata; the nodata
+  // value, compared in the band's own type, becomes NaN; the scale and offset; values that are not
+  // finite as float32 become NaN and are counted.
+  std::vector<double> values(std::size_t(window.cells()));
+  std::lock_guard<std::mutex> lock(mMutex);
+  CPLErrorReset();
+  if (GDALRasterIO(GDALGetRasterBand(mDataset, mRaster.band), GF_Read, int(window.x0), int(window.y0),
+                   int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
+                   GDT_Float64, 0, 0) != CE_None)
+    throw QgsProcessingException(QObject::tr("Could not read columns %1 to %2, rows %3 to %4 of %5: %6")
+                                   .arg(window.x0)
+                                   .arg(window.x0 + window.width - 1)
+                                   .arg(window.y0)
+                                   .arg(window.y0 + window.height - 1)
+                                   .arg(mRaster.gdalName, lastGdalError()));
+  const bool count = mSeen.insert({window.x0, window.y0}).second;
+  const bool float32 = mRaster.dataType == GDT_Float32;
+  const bool scaled = mRaster.scale != 1.0 || mRaster.offset != 0.0;
+  const double noData = mRaster.noData.value_or(0.0);
+  const float noData32 = static_cast<float>(noData);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < values.size(); ++i)
+  {
+    double v = values[i];
+    if (std::isnan(v) || (mRaster.noData && (float32 ? static_cast<float>(v) == noData32 : v == noData)))
+    {
+      out[i] = nan;
+      continue;
+    }
+    if (scaled)
+      v = v * mRaster.scale + mRaster.offset;
+    const float f = static_cast<float>(v);
+    if (std::isnan(v) || !std::isfinite(f))
+    {
+      out[i] = nan;
+      if (count)
+        mCounts.notFinite += !std::isnan(v);
+      continue;
+    }
+    out[i] = f;
+    if (!count)
+      continue;
+    ++mCounts.valid;
+    mCounts.minimum = std::min(mCounts.minimum, double(f));
+    mCounts.maximum = std::max(mCounts.maximum, double(f));
+    mCounts.roundedToNoData += mRaster.noData.has_value() && f == noData32;
+  }
+}
+
+Elevations DemTileSource::scan(int64_t tile, QgsFeedback* feedback) const
+{
+  std::vector<float> cells;
+  for (int64_t y0 = 0; y0 < mRaster.height; y0 += tile)
+  {
+    for (int64_t x0 = 0; x0 < mRaster.width; x0 += tile)
+    {
+      if (feedback && feedback->isCanceled())
+        throw Canceled();
+      const dem::tiled::Window window{x0, y0, std::min(tile, mRaster.width - x0), std::min(tile, mRaster.height - y0)};
+      cells.resize(std::size_t(window.cells()));
+      read(window, cells.data());
+    }
+    if (feedback)
+      feedback->setProgress(100.0 * double(std::min(mRaster.height, y0 + tile)) / double(mRaster.height));
+  }
+  return counted();
+}
+
+Elevations DemTileSource::counted() const
+{
+  std::lock_guard<std::mutex> lock(mMutex);
+  Elevations out = mCounts;
+  if (out.valid == 0)
+    out.minimum = out.maximum = 0.0;
+  return out;
+}
+
+std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,
+                                               std::optional<double> noData)
+{
+  const double* gt = raster.geoTransform;
+  const GridGeometry geometry{gt[0], gt[3], gt[1], raster.width, raster.height};
+  return std::make_unique<GeoTiffWriter>(path, geometry, type, noData, raster.crs);
+}
+
+void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished)
+{
+  const QString path = writer->finish();
+  finished.add(path);
+  const double* gt = raster.geoTransform;
+  if (gt[5] != -gt[1])
+  {
+    CPLErrorReset();
+    GDALDatasetH dataset = GDALOpen(path.toUtf8().constData(), GA_Update);
+    if (!dataset || GDALSetGeoTransform(dataset, const_cast<double*>(gt)) != CE_None)
+    {
+      if (dataset)
+        GDALClose(dataset);
+      throw QgsProcessingException(QObject::tr("Could not set the geotransform of %1: %2").arg(path, lastGdalError()));
+    }
+    GDALClose(dataset);
+  }
+}
+
+TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
+                      int64_t tileBytesPerCell, int threads)
+{
+  TilingPlan plan;
+  threads = std::max(1, threads);
+  if (budgetMiB > 0)
+  {
+    plan.budgetBytes = budgetMiB * kMiB;
+    plan.budgetSource = QObject::tr("MEMORY_BUDGET");
+  }
+  else
+  {
+    const int64_t available = availableMemory();
+    plan.budgetBytes = available > 0 ? available / 2 : 4096 * kMiB;
+    plan.budgetSource = available > 0 ? QObject::tr("half the memory available now (%1 MiB)").arg(mib(available))
+                                      : QObject::tr("a default of 4096 MiB (the available memory is unknown)");
+  }
+  const int64_t cells = raster.width * raster.height;
+  plan.inMemoryBytes = cells * inMemoryBytesPerCell + std::min(kReadBuffer, cells * kReadBytesPerCell);
+  plan.tiled = forceTiled || plan.inMemoryBytes > plan.budgetBytes;
+  if (!plan.tiled)
+    return plan;
+  int64_t side = 0;
+  for (int64_t s = 4096; s >= 256 && side == 0; s -= 256)
+    if (tiledBytes(raster, s, tileBytesPerCell, threads) <= plan.budgetBytes)
+      side = s;
+  for (int64_t s = 240; s >= 16 && side == 0; s -= 16)
+    if (tiledBytes(raster, s, tileBytesPerCell, threads) <= plan.budgetBytes)
+      side = s;
+  if (side == 0)
+    throw QgsProcessingException(
+      QObject::tr("A memory budget of %1 MiB cannot hold even tiles of 16 x 16 cells (%2 threads) with the graph of "
+                  "their perimeters over this DEM of %3 x %4 cells: that needs %5 MiB. Raise MEMORY_BUDGET.")
+        .arg(mib(plan.budgetBytes))
+        .arg(threads)
+        .arg(raster.width)
+        .arg(raster.height)
+        .arg(mib(tiledBytes(raster, 16, tileBytesPerCell, threads))));
+  plan.options.tileWidth = plan.options.tileHeight = side;
+  plan.options.threads = threads;
+  return plan;
+}
+
+void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)
+{
+  if (!plan.tiled)
+  {
+    feedback->pushInfo(QObject::tr("In memory: the run needs about %1 MiB, within the budget of %2 MiB (%3).")
+                         .arg(mib(plan.inMemoryBytes), mib(plan.budgetBytes), plan.budgetSource));
+    return;
+  }
+  feedback->pushInfo(QObject::tr("Tile by tile: the in-memory run would need about %1 MiB; the budget is %2 MiB (%3). "
+                                 "Tiles of %4 x %5 cells, %6 at a time, on the CPU.")
+                       .arg(mib(plan.inMemoryBytes), mib(plan.budgetBytes), plan.budgetSource)
+                       .arg(plan.options.tileWidth)
+                       .arg(plan.options.tileHeight)
+                       .arg(plan.options.threads));
+}
+
+void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback)
+{
+  feedback->pushInfo(QObject::tr("Tiled run: %1 tiles of up to %2 x %3 cells; %4 passes over the input; %5 MiB for "
+                                 "the perimeter graph and %6 MiB per tile in flight.")
+                       .arg(report.tiles)
+                       .arg(report.tileWidth)
+                       .arg(report.tileHeight)
+                       .arg(report.passes + extraPasses)
+                       .arg(number(double(report.graphBytes) / double(kMiB)))
+                       .arg(number(double(report.tileBytes) / double(kMiB))));
+}
+
+std::function<void(int, int64_t, int64_t)> tileProgress(QgsFeedback* feedback, int passes)
+{
+  return [feedback, passes](int pass, int64_t done, int64_t tiles) {
+    if (feedback)
+      feedback->setProgress(100.0 * (double(pass - 1) + double(done) / double(tiles)) / double(passes));
+  };
+}
+
+}  // namespace gpugeo

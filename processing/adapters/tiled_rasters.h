@@ -1,0 +1,113 @@
+// GDAL behind the tiled DEM tools (native/dem/tiled): a DEM band read window by window with the
+// in-memory reader's conversions, GeoTIFF outputs written window by window, and the choice between
+// the in-memory and the tiled path from a memory budget.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include <QString>
+
+#include <gdal.h>
+
+#include "adapters/dem_reader.h"
+#include "adapters/geotiff_writer.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
+
+class QgsProcessingFeedback;
+
+namespace gpugeo {
+
+// A DEM band (openDemRaster) as float32 elevations, window by window: NaN for nodata, infinite values
+// and values beyond float32 (readElevations's rules, bit for bit). The windows' cells are counted the
+// first time each window is read (scan() reads them all), in an Elevations without z.
+class DemTileSource : public dem::tiled::RasterSource<float>
+{
+public:
+  // Throws QgsProcessingException when the dataset does not open.
+  explicit DemTileSource(const DemRaster& raster);
+  ~DemTileSource() override;
+  int64_t width() const override { return mRaster.width; }
+  int64_t height() const override { return mRaster.height; }
+  void read(const dem::tiled::Window& window, float* out) const override;
+
+  // Reads the whole band in windows of `tile` cells a side (cancel and progress on `feedback`) and
+  // returns its counts, minimum and maximum.
+  Elevations scan(int64_t tile, QgsFeedback* feedback) const;
+  Elevations counted() const;
+
+private:
+  DemRaster mRaster;
+  GDALDatasetH mDataset = nullptr;
+  mutable std::mutex mMutex;  // GDAL datasets are not thread-safe
+  mutable std::set<std::pair<int64_t, int64_t>> mSeen;
+  mutable Elevations mCounts;
+};
+
+// A GeoTIFF output (GeoTiffWriter) written window by window from the tiles' threads: each window
+// converted by convert(in, count, out) into the output's type, then written under a lock.
+template <typename T>
+class TiffTileSink : public dem::tiled::RasterSink<T>
+{
+public:
+  TiffTileSink(GeoTiffWriter& writer, GDALDataType type, std::function<void(const T*, int64_t, void*)> convert)
+    : mWriter(writer), mBytes(GDALGetDataTypeSizeBytes(type)), mConvert(std::move(convert))
+  {
+  }
+  void write(const dem::tiled::Window& window, const T* in) override
+  {
+    std::vector<unsigned char> buffer(std::size_t(window.cells() * mBytes));
+    mConvert(in, window.cells(), buffer.data());
+    std::lock_guard<std::mutex> lock(mMutex);
+    mWriter.writeWindow(window.x0, window.y0, window.width, window.height, buffer.data());
+  }
+
+private:
+  GeoTiffWriter& mWriter;
+  int64_t mBytes;
+  std::function<void(const T*, int64_t, void*)> mConvert;
+  std::mutex mMutex;
+};
+
+// A GeoTiffWriter for an output of the DEM's size, geotransform and CRS (writeDemRaster's file).
+std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,
+                                               std::optional<double> noData);
+// Finishes the writer (and sets a non-square geotransform, as writeDemRaster does); adds the file to
+// `finished`.
+void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished);
+
+// Whether a DEM tool runs in memory or tile by tile, and with which tiles.
+struct TilingPlan
+{
+  bool tiled = false;
+  int64_t budgetBytes = 0;     // the memory budget
+  int64_t inMemoryBytes = 0;   // what the in-memory run would hold
+  QString budgetSource;        // where the budget came from, for the log
+  dem::tiled::TiledOptions options;
+};
+
+// The memory a tool may use: `budgetMiB` if above 0, else half the memory available now
+// (MemAvailable of /proc/meminfo; 4 GiB where it cannot be read). The in-memory run needs
+// `inMemoryBytesPerCell` per cell plus its band of rows read as float64 (up to 32 MiB); a tiled run,
+// for each tile in flight (one a thread), `tileBytesPerCell` plus 8 (the window read as float64) per
+// cell of the tile and its halo, plus 48 bytes per perimeter cell of every tile for the graph. GDAL's
+// block cache (GDAL_CACHEMAX) comes on top of either. Runs tiled when `forceTiled` or the in-memory
+// need passes the budget, with the largest square tiles (a multiple of 256 cells a side, GeoTIFF's
+// blocks, up to 4,096; smaller budgets: multiples of 16, down to 16) that fit. Throws
+// QgsProcessingException when not even 16 x 16 tiles fit, naming the budget needed.
+TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
+                      int64_t tileBytesPerCell, int threads);
+
+// The log lines of a plan and of a finished tiled run (tiles, passes, graph and peak bytes).
+void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback);
+void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback);
+
+// Progress 0 to 100 over the passes of a tiled run, for TiledOptions::onTile.
+std::function<void(int, int64_t, int64_t)> tileProgress(QgsFeedback* feedback, int passes);
+
+}  // namespace gpugeo

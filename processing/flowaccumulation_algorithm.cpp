@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include <qgsexception.h>
@@ -15,6 +16,7 @@
 #include "adapters/layer_styles.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/tiled/tiled_dem.h"
 #include "flowdirection_algorithm.h"
 #include "parameter_checks.h"
 
@@ -65,6 +67,97 @@ double upperPercentile(const std::vector<T>& values, int64_t validCount, Valid v
   std::nth_element(sample.begin(), sample.begin() + std::ptrdiff_t(k), sample.end());
   return double(sample[k]);
 }
+
+
+// What the in-memory run holds per cell: the directions, the grid's elevations, the counts and areas
+// (int64 each), the receivers and inflows.
+constexpr int64_t kInMemoryBytesPerCell = 26;
+
+QString encodingName(int encoding)
+{
+  return encoding == FlowDirectionAlgorithm::Esri ? QObject::tr("ESRI") : QObject::tr("0 to 7");
+}
+
+QString loopHint(int encoding)
+{
+  return QObject::tr("Were the directions made by a D8 tool from a DEM, and does ENCODING (%1) match them?")
+    .arg(encodingName(encoding));
+}
+
+// Refuses values that are not directions in the encoding, naming the first and the other encoding
+// where they all fit it.
+void refuseInvalidCodes(int64_t invalid, double firstInvalid, int64_t firstInvalidCell, int64_t width,
+                        bool otherEncodingFits, int encoding)
+{
+  if (invalid == 0)
+    return;
+  throw QgsProcessingException(
+    QObject::tr("%1 cells hold values that are not flow directions in the %2 encoding (the first, %3, at column %4, "
+                "row %5).%6")
+      .arg(invalid)
+      .arg(encodingName(encoding))
+      .arg(firstInvalid, 0, 'g', 10)
+      .arg(firstInvalidCell % width)
+      .arg(firstInvalidCell / width)
+      .arg(otherEncodingFits ? QObject::tr(" They all fit the other encoding: set ENCODING=%1.")
+                                 .arg(encoding == FlowDirectionAlgorithm::Esri ? 1 : 0)
+                             : QString()));
+}
+
+// Every valid cell ends at one terminal (an outlet or a pit): the terminals' counts add up to the
+// valid cells; then the log line of the outlets, the pits and the largest catchment.
+void reportCatchments(int64_t valid, int64_t reached, int64_t outlets, int64_t pits, int64_t largestCell,
+                      int64_t largestCells, int64_t largestArea, int64_t width, bool squareKilometres, int encoding,
+                      QgsProcessingFeedback* feedback)
+{
+  if (reached != valid)
+    throw QgsProcessingException(QObject::tr("The flow directions run in loops: %1 of %2 cells drain into a loop and "
+                                             "never reach an outlet. %3")
+                                   .arg(valid - reached)
+                                   .arg(valid)
+                                   .arg(loopHint(encoding)));
+  const double areaScale = squareKilometres ? 1e-12 : 1e-6;
+  feedback->pushInfo(QObject::tr("%1 outlets (cells draining out of the grid or into nodata) and %2 pits. The largest "
+                                 "catchment drains out at column %3, row %4: %5 cells, %6 %7.")
+                       .arg(outlets)
+                       .arg(pits)
+                       .arg(largestCell % width)
+                       .arg(largestCell / width)
+                       .arg(largestCells)
+                       .arg(double(largestArea) * areaScale, 0, 'g', 12)
+                       .arg(squareKilometres ? QStringLiteral("km²") : QStringLiteral("m²")));
+}
+
+// A sample of at most about a million of the values written (every stride-th), for the styles' 99th
+// percentile; filled from the tiles' threads.
+class Sample
+{
+public:
+  explicit Sample(int64_t valid) : mStride(std::max<int64_t>(1, valid / 1000000)) {}
+  void add(const int64_t* values, int64_t count)
+  {
+    std::lock_guard<std::mutex> lock(mMutex);
+    for (int64_t i = 0; i < count; ++i)
+      if (values[i] > 0 && mSeen++ % mStride == 0)
+        mValues.push_back(values[i]);
+  }
+  double percentile99() const
+  {
+    return upperPercentile(mValues, int64_t(mValues.size()), [](size_t) { return true; });
+  }
+
+private:
+  int64_t mStride, mSeen = 0;
+  std::vector<int64_t> mValues;
+  std::mutex mMutex;
+};
+
+// A sink that keeps nothing (the area, when OUTPUT_AREA is not asked for).
+class DiscardSink : public dem::tiled::RasterSink<int64_t>
+{
+public:
+  void write(const dem::tiled::Window&, const int64_t*) override {}
+};
 
 }  // namespace
 
@@ -131,7 +224,7 @@ QString FlowAccumulationAlgorithm::shortHelpString() const
          QObject::tr("<p><b>Reference</b>: S. K. Jenson, J. O. Domingue (1988), Extracting topographic structure from "
                      "digital elevation data for geographic information system analysis, Photogrammetric "
                      "Engineering and Remote Sensing 54(11), 1593&ndash;1600.</p>") +
-         rangesHelp(*this) + deviceHelp();
+         rangesHelp(*this) + deviceHelp() + tilingHelp();
 }
 
 FlowAccumulationAlgorithm* FlowAccumulationAlgorithm::createInstance() const
@@ -150,6 +243,7 @@ void FlowAccumulationAlgorithm::initAlgorithm(const QVariantMap&)
                                               QStringList{QObject::tr("Square metres"), QObject::tr("Square kilometres")},
                                               false, 0));
   addDeviceParameter();
+  addTilingParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_CELLS"),
                                                            QObject::tr("Upstream cells")));
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_AREA"), QObject::tr("Upstream area"),
@@ -168,6 +262,134 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
                                                QgsProcessingFeedback* feedback)
 {
   StageTimes times;
+  const DemRaster raster = openDemRaster(mSource, parameterAsInt(parameters, QStringLiteral("BAND"), context));
+  const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
+                                     parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
+                                     kInMemoryBytesPerCell, dem::tiled::kAccumulationBytesPerTileCell, cpuThreads());
+  logTilingPlan(plan, feedback);
+  if (!plan.tiled)
+    return executeInMemory(parameters, context, feedback, times);
+  if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
+    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
+  return executeTiled(parameters, context, raster, plan, feedback, times);
+}
+
+QVariantMap FlowAccumulationAlgorithm::executeTiled(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                    const DemRaster& raster, const TilingPlan& plan,
+                                                    QgsProcessingFeedback* feedback, StageTimes& times)
+{
+  const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
+  const bool squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
+  const QString cellsPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_CELLS"), context);
+  const bool wantArea = outputRequested(parameters, QStringLiteral("OUTPUT_AREA"));
+  const QString areaPath =
+    wantArea ? parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_AREA"), context) : QString();
+  QgsProcessingMultiStepFeedback steps(2, feedback);
+
+  // --- Read the directions once, checking their codes.
+  feedback->setProgressText(QObject::tr("Reading the flow directions (checking their codes)"));
+  CodeTileSource source(raster, decodingTable(encoding),
+                        decodingTable(encoding == FlowDirectionAlgorithm::Esri ? FlowDirectionAlgorithm::Clockwise
+                                                                               : FlowDirectionAlgorithm::Esri));
+  CodeTileSource::Counts counts;
+  {
+    ScopedStage stage(times, "read (check)");
+    counts = source.scan(&steps);
+  }
+  feedback->pushInfo(describeDem(raster, counts.valid).replace(QStringLiteral("DEM:"), QObject::tr("Flow directions:")));
+  feedback->pushInfo(raster.cellSizeNote);
+  for (const QString& warning : raster.warnings)
+    feedback->pushWarning(warning);
+  refuseInvalidCodes(counts.invalid, counts.firstInvalid, counts.firstInvalidCell, raster.width,
+                     counts.otherTableFits, encoding);
+  if (counts.valid == 0)
+    throw QgsProcessingException(QObject::tr("The flow direction raster has no valid cell: all %1 cells of band %2 "
+                                             "are nodata.")
+                                   .arg(raster.width * raster.height)
+                                   .arg(raster.band));
+
+  // --- Accumulate tile by tile, writing both rasters as the tiles finish.
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Accumulating flow tile by tile"));
+  const double areaScale = squareKilometres ? 1e-12 : 1e-6;  // from 1e-6 m^2
+  // Counts past Int32 (DEMs of more than 2^31 cells) are written as Float64, exact to 2^53.
+  const bool wideCounts = raster.width * raster.height > int64_t(std::numeric_limits<int32_t>::max());
+  const GDALDataType cellsType = wideCounts ? GDT_Float64 : GDT_Int32;
+  std::unique_ptr<GeoTiffWriter> cellsWriter = demRasterWriter(cellsPath, raster, cellsType, double(kCellsNoData));
+  Sample cellsSample(counts.valid), areaSample(counts.valid);
+  TiffTileSink<int64_t> cellsSink(*cellsWriter, cellsType, [&](const int64_t* in, int64_t count, void* buffer) {
+    cellsSample.add(in, count);
+    for (int64_t i = 0; i < count; ++i)
+      if (wideCounts)
+        static_cast<double*>(buffer)[i] = in[i] > 0 ? double(in[i]) : double(kCellsNoData);
+      else
+        static_cast<int32_t*>(buffer)[i] = in[i] > 0 ? int32_t(in[i]) : kCellsNoData;
+  });
+  std::unique_ptr<GeoTiffWriter> areaWriter =
+    wantArea ? demRasterWriter(areaPath, raster, GDT_Float64, kAreaNoData) : nullptr;
+  std::unique_ptr<dem::tiled::RasterSink<int64_t>> areaSink;
+  if (areaWriter)
+    areaSink = std::make_unique<TiffTileSink<int64_t>>(
+      *areaWriter, GDT_Float64, [&](const int64_t* in, int64_t count, void* buffer) {
+        areaSample.add(in, count);
+        double* out = static_cast<double*>(buffer);
+        for (int64_t i = 0; i < count; ++i)
+          out[i] = in[i] > 0 ? double(in[i]) * areaScale : kAreaNoData;
+      });
+  else
+    areaSink = std::make_unique<DiscardSink>();
+  if (wideCounts)
+    feedback->pushInfo(QObject::tr("The upstream cells are written as Float64 (exact to 2^53): the DEM has more "
+                                   "cells than Int32 holds."));
+  dem::tiled::TiledOptions options = plan.options;
+  options.onTile = tileProgress(&steps, 2);
+  dem::tiled::TiledReport report;
+  dem::tiled::AccumulationSummary summary;
+  try
+  {
+    summary = dem::tiled::accumulationTiled(source, dem::tiled::RowSizes{raster.cellWidth, raster.cellHeight},
+                                            cellsSink, *areaSink, options, runControl(feedback), &report);
+  }
+  catch (const dem::LoopedDirections& e)
+  {
+    throw QgsProcessingException(QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint(encoding)));
+  }
+  times.merge(report.times);
+  reportCatchments(counts.valid, summary.reached, summary.outlets, summary.pits, summary.largestCell,
+                   summary.largestCells, summary.largestArea, raster.width, squareKilometres, encoding, feedback);
+
+  // --- Finish the files; the styles' ranges.
+  FinishedRasters finished;
+  QVariantMap outputs{{QStringLiteral("OUTPUT_CELLS"), cellsPath}};
+  {
+    ScopedStage stage(times, "write (finish)");
+    finishDemRaster(std::move(cellsWriter), raster, finished);
+    if (areaWriter)
+    {
+      finishDemRaster(std::move(areaWriter), raster, finished);
+      outputs.insert(QStringLiteral("OUTPUT_AREA"), areaPath);
+    }
+  }
+  mCellsPath = cellsPath;
+  mCellsTop = std::max(2.0, cellsSample.percentile99());
+  mAreaPath = wantArea ? areaPath : QString();
+  if (wantArea)
+  {
+    double smallest = std::numeric_limits<double>::infinity();
+    for (int64_t y = 0; y < raster.height; ++y)
+      smallest = std::min(smallest, raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)] * areaScale * 1e6);
+    mAreaBottom = smallest;
+    mAreaTop = std::max(2.0 * smallest, areaSample.percentile99() * areaScale);
+  }
+  logTiledRun(report, 1, feedback);
+  logStageTimes(times, feedback);
+  finished.keep();
+  return outputs;
+}
+
+QVariantMap FlowAccumulationAlgorithm::executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+                                                       QgsProcessingFeedback* feedback, StageTimes& times)
+{
   const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
   const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
   const bool squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
@@ -225,19 +447,7 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
   feedback->pushInfo(raster.cellSizeNote);
   for (const QString& warning : raster.warnings)
     feedback->pushWarning(warning);
-  const QString encodingName = encoding == FlowDirectionAlgorithm::Esri ? QObject::tr("ESRI") : QObject::tr("0 to 7");
-  if (invalid > 0)
-    throw QgsProcessingException(
-      QObject::tr("%1 cells hold values that are not flow directions in the %2 encoding (the first, %3, at column %4, "
-                  "row %5).%6")
-        .arg(invalid)
-        .arg(encodingName)
-        .arg(firstInvalid, 0, 'g', 10)
-        .arg(firstInvalidCell % raster.width)
-        .arg(firstInvalidCell / raster.width)
-        .arg(otherEncodingFits ? QObject::tr(" They all fit the other encoding: set ENCODING=%1.")
-                                   .arg(encoding == FlowDirectionAlgorithm::Esri ? 1 : 0)
-                               : QString()));
+  refuseInvalidCodes(invalid, firstInvalid, firstInvalidCell, raster.width, otherEncodingFits, encoding);
   if (valid == 0)
     throw QgsProcessingException(QObject::tr("The flow direction raster has no valid cell: all %1 cells of band %2 "
                                              "are nodata.")
@@ -250,9 +460,6 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
   feedback->setProgressText(QObject::tr("Accumulating flow"));
   const RunControl control = runControl(feedback);
   const dem::Grid grid = raster.grid(z.data());
-  const QString loopHint = QObject::tr("Were the directions made by a D8 tool from a DEM, and does ENCODING (%1) match "
-                                       "them?")
-                             .arg(encodingName);
   dem::Accumulation accumulation;
   try
   {
@@ -262,7 +469,7 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
   }
   catch (const dem::LoopedDirections& e)
   {
-    throw QgsProcessingException(QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint));
+    throw QgsProcessingException(QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint(encoding)));
   }
   std::vector<float>().swap(z);
 
@@ -288,23 +495,9 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
     if (largestCell < 0 || accumulation.cells[size_t(c)] > accumulation.cells[size_t(largestCell)])
       largestCell = c;
   }
-  if (reached != valid)
-    throw QgsProcessingException(QObject::tr("The flow directions run in loops: %1 of %2 cells drain into a loop and "
-                                             "never reach an outlet. %3")
-                                   .arg(valid - reached)
-                                   .arg(valid)
-                                   .arg(loopHint));
+  reportCatchments(valid, reached, outlets, pits, largestCell, accumulation.cells[size_t(largestCell)],
+                   accumulation.area[size_t(largestCell)], w, squareKilometres, encoding, feedback);
   const double areaScale = squareKilometres ? 1e-12 : 1e-6;  // from 1e-6 m^2
-  const QString unit = squareKilometres ? QStringLiteral("km²") : QStringLiteral("m²");
-  feedback->pushInfo(QObject::tr("%1 outlets (cells draining out of the grid or into nodata) and %2 pits. The largest "
-                                 "catchment drains out at column %3, row %4: %5 cells, %6 %7.")
-                       .arg(outlets)
-                       .arg(pits)
-                       .arg(largestCell % w)
-                       .arg(largestCell / w)
-                       .arg(accumulation.cells[size_t(largestCell)])
-                       .arg(double(accumulation.area[size_t(largestCell)]) * areaScale, 0, 'g', 12)
-                       .arg(unit));
 
   // --- Write ---------------------------------------------------------------------------------
   const auto isValid = [&](size_t i) { return directions[i] != dem::kNoData; };

@@ -5,6 +5,7 @@
 #include <QString>
 
 #include "adapters/dem_reader.h"
+#include "adapters/tiled_rasters.h"
 #include "gpugeo_algorithm.h"
 
 namespace gpugeo {
@@ -32,6 +33,12 @@ protected:
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
+  QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+                              QgsProcessingFeedback* feedback, StageTimes& times);
+  // The tiled run (adapters/tiled_rasters.h): the directions checked, then accumulated tile by tile.
+  QVariantMap executeTiled(const QVariantMap& parameters, QgsProcessingContext& context, const DemRaster& raster,
+                           const TilingPlan& plan, QgsProcessingFeedback* feedback, StageTimes& times);
+
   DemSource mSource;
   // What postProcessAlgorithm() needs to style the rasters once QGIS loads them: a ramp from the
   // smallest value to the 99th percentile, so that the channels stand out.

@@ -160,6 +160,91 @@ Elevations DemTileSource::counted() const
   return out;
 }
 
+CodeTileSource::CodeTileSource(const DemRaster& raster, const std::array<int16_t, 256>& table,
+                               const std::array<int16_t, 256>& otherTable)
+  : mRaster(raster), mTable(table), mOtherTable(otherTable)
+{
+  GDALAllRegister();
+  CPLErrorReset();
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  mDataset = GDALOpen(raster.gdalName.toUtf8().constData(), GA_ReadOnly);
+  CPLPopErrorHandler();
+  if (!mDataset)
+    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(raster.gdalName, lastGdalError()));
+}
+
+CodeTileSource::~CodeTileSource()
+{
+  if (mDataset)
+    GDALClose(mDataset);
+}
+
+int16_t CodeTileSource::decode(const std::array<int16_t, 256>& table, double value)
+{
+  if (std::isnan(value))
+    return 255;
+  if (!(value >= 0.0 && value <= 255.0) || value != std::floor(value))
+    return -1;
+  return table[size_t(value)];
+}
+
+void CodeTileSource::read(const dem::tiled::Window& window, uint8_t* out) const
+{
+  std::vector<double> values(std::size_t(window.cells()));
+  std::lock_guard<std::mutex> lock(mMutex);
+  CPLErrorReset();
+  if (GDALRasterIO(GDALGetRasterBand(mDataset, mRaster.band), GF_Read, int(window.x0), int(window.y0),
+                   int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
+                   GDT_Float64, 0, 0) != CE_None)
+    throw QgsProcessingException(QObject::tr("Could not read columns %1 to %2, rows %3 to %4 of %5: %6")
+                                   .arg(window.x0)
+                                   .arg(window.x0 + window.width - 1)
+                                   .arg(window.y0)
+                                   .arg(window.y0 + window.height - 1)
+                                   .arg(mRaster.gdalName, lastGdalError()));
+  Counts& counts = mCounts;
+  for (std::size_t i = 0; i < values.size(); ++i)
+  {
+    const int16_t code = decode(mTable, values[i]);
+    out[i] = uint8_t(code < 0 ? 255 : code);
+    if (!mScanning)
+      continue;
+    counts.otherTableFits = counts.otherTableFits && decode(mOtherTable, values[i]) >= 0;
+    if (code < 0 && counts.invalid++ == 0)
+    {
+      counts.firstInvalid = values[i];
+      counts.firstInvalidCell = (window.y0 + int64_t(i) / window.width) * mRaster.width + window.x0 +
+                                int64_t(i) % window.width;
+    }
+    counts.valid += code >= 0 && code != 255;
+  }
+}
+
+CodeTileSource::Counts CodeTileSource::scan(QgsFeedback* feedback)
+{
+  mCounts = Counts();
+  mScanning = true;
+  // Bands of whole rows (about 4 million cells), so that the first value the encoding lacks is the
+  // first in row-major order, as the in-memory reader finds it.
+  const int64_t bandRows = std::max<int64_t>(1, (int64_t(1) << 22) / mRaster.width);
+  std::vector<uint8_t> cells;
+  for (int64_t y0 = 0; y0 < mRaster.height; y0 += bandRows)
+  {
+    if (feedback && feedback->isCanceled())
+    {
+      mScanning = false;
+      throw Canceled();
+    }
+    const dem::tiled::Window rows{0, y0, mRaster.width, std::min(bandRows, mRaster.height - y0)};
+    cells.resize(std::size_t(rows.cells()));
+    read(rows, cells.data());
+    if (feedback)
+      feedback->setProgress(100.0 * double(rows.y0 + rows.height) / double(mRaster.height));
+  }
+  mScanning = false;
+  return mCounts;
+}
+
 std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,
                                                std::optional<double> noData)
 {

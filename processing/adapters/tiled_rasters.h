@@ -3,6 +3,7 @@
 // the in-memory and the tiled path from a memory budget.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +48,39 @@ private:
   mutable std::mutex mMutex;  // GDAL datasets are not thread-safe
   mutable std::set<std::pair<int64_t, int64_t>> mSeen;
   mutable Elevations mCounts;
+};
+
+// A band of codes (flow directions) read window by window and decoded through `table` (value 0..255
+// -> code, -1 for a value the encoding lacks; NaN and 255 -> 255, nodata). scan() reads every window
+// first and counts the valid cells and the values the table lacks (the first of them, and whether
+// they all fit `otherTable`).
+class CodeTileSource : public dem::tiled::RasterSource<uint8_t>
+{
+public:
+  struct Counts
+  {
+    int64_t valid = 0, invalid = 0;
+    double firstInvalid = 0.0;
+    int64_t firstInvalidCell = -1;  // y * width + x
+    bool otherTableFits = true;
+  };
+
+  CodeTileSource(const DemRaster& raster, const std::array<int16_t, 256>& table,
+                 const std::array<int16_t, 256>& otherTable);
+  ~CodeTileSource() override;
+  int64_t width() const override { return mRaster.width; }
+  int64_t height() const override { return mRaster.height; }
+  void read(const dem::tiled::Window& window, uint8_t* out) const override;
+  Counts scan(QgsFeedback* feedback);
+
+private:
+  static int16_t decode(const std::array<int16_t, 256>& table, double value);
+  DemRaster mRaster;
+  std::array<int16_t, 256> mTable, mOtherTable;
+  GDALDatasetH mDataset = nullptr;
+  mutable std::mutex mMutex;
+  mutable Counts mCounts;
+  bool mScanning = false;
 };
 
 // A GeoTIFF output (GeoTiffWriter) written window by window from the tiles' threads: each window

@@ -760,8 +760,9 @@ TEST_F(DemAlgorithmsTest, CancelLeavesNoOutputBehind)
 
 // Tile by tile (MEMORY_BUDGET below the in-memory need: tiles of 112 cells on this DEM of
 // 300 x 260, odd tiles at the right and bottom; or TILED with the default budget): the filled DEM
-// and the directions are the in-memory run's, bit for bit, for a float32 DEM with NaN and nodata
-// holes, an Int16 DEM, and a geographic one; the log says which path ran.
+// and the directions are the in-memory run's, bit for bit, and so are the upstream cells and areas,
+// for a float32 DEM with NaN and nodata holes, an Int16 DEM, and a geographic one; the log says which
+// path ran.
 TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
 {
   const TestDem d = randomDem(300, 260, 11, 12);
@@ -821,6 +822,35 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
       for (const QString& line : memoryDirections.log)
         if (line.contains(QStringLiteral("drain out of the grid")))
           EXPECT_TRUE(tiledDirections.logContains(line)) << line.toStdString();
+
+      // Accumulation along directions with the flats resolved (in memory; paths through many tiles),
+      // in km² for the geographic DEM.
+      const QString resolved = path(input + "_dir_resolved.tif");
+      ASSERT_TRUE(run(kDirection, memory, {{QStringLiteral("OUTPUT"), resolved}}).ok);
+      const int units = input == QStringLiteral("dem_geo") ? 1 : 0;
+      QVariantMap accumulation = tiling;
+      accumulation.insert(QStringLiteral("UNITS"), units);
+      accumulation.insert(QStringLiteral("OUTPUT_CELLS"), path(input + "_cells_tiled.tif"));
+      accumulation.insert(QStringLiteral("OUTPUT_AREA"), path(input + "_area_tiled.tif"));
+      const RunResult tiledAccumulation = run(kAccumulation, resolved, accumulation);
+      ASSERT_TRUE(tiledAccumulation.ok) << tiledAccumulation.error.toStdString();
+      EXPECT_TRUE(tiledAccumulation.logContains(QStringLiteral("Tile by tile")));
+      const RunResult memoryAccumulation =
+        run(kAccumulation, resolved,
+            {{QStringLiteral("UNITS"), units},
+             {QStringLiteral("OUTPUT_CELLS"), path(input + "_cells_memory.tif")},
+             {QStringLiteral("OUTPUT_AREA"), path(input + "_area_memory.tif")}});
+      ASSERT_TRUE(memoryAccumulation.ok) << memoryAccumulation.error.toStdString();
+      double cellsNoData = 0, areaNoData = 0;
+      EXPECT_EQ(read<int32_t>(path(input + "_cells_tiled.tif"), GDT_Int32, &cellsNoData),
+                read<int32_t>(path(input + "_cells_memory.tif"), GDT_Int32));
+      EXPECT_EQ(cellsNoData, -1.0);
+      EXPECT_EQ(read<double>(path(input + "_area_tiled.tif"), GDT_Float64, &areaNoData),
+                read<double>(path(input + "_area_memory.tif"), GDT_Float64));
+      EXPECT_EQ(areaNoData, -1.0);
+      for (const QString& line : memoryAccumulation.log)
+        if (line.contains(QStringLiteral("The largest catchment drains out")))
+          EXPECT_TRUE(tiledAccumulation.logContains(line)) << line.toStdString();
     }
 }
 
@@ -850,5 +880,22 @@ TEST_F(DemAlgorithmsTest, TiledRunsRefuseFlatsAndBudgetsTooSmall)
   EXPECT_FALSE(tiny.ok);
   EXPECT_TRUE(tiny.error.contains(QStringLiteral("A memory budget of 1 MiB cannot hold even tiles of 16 x 16 cells")))
     << tiny.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("out.tif")));
+
+  // Values that are not directions: the same message as in memory (the first in row-major order).
+  TestDem codes;
+  codes.width = 50;
+  codes.height = 40;
+  codes.z.assign(size_t(50 * 40), 1.0f);  // ESRI east everywhere
+  codes.at(30, 7) = 3.0f;
+  codes.at(5, 20) = 6.0f;
+  writeTiff(path("codes.tif"), codes, GDT_Byte, 255.0);
+  const RunResult memoryCodes = run(kAccumulation, path("codes.tif"), {{QStringLiteral("OUTPUT_CELLS"), path("out.tif")}});
+  const RunResult tiledCodes = run(kAccumulation, path("codes.tif"),
+                                   {{QStringLiteral("TILED"), true}, {QStringLiteral("OUTPUT_CELLS"), path("out.tif")}});
+  EXPECT_FALSE(memoryCodes.ok);
+  EXPECT_FALSE(tiledCodes.ok);
+  EXPECT_TRUE(tiledCodes.error.contains(QStringLiteral("the first, 3, at column 30, row 7"))) << tiledCodes.error.toStdString();
+  EXPECT_EQ(tiledCodes.error, memoryCodes.error);
   EXPECT_FALSE(QFile::exists(path("out.tif")));
 }

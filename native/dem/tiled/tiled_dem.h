@@ -84,10 +84,19 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
                                 RasterSink<uint8_t>& directions, const TiledOptions& options,
                                 const RunControl& control, TiledReport* report = nullptr);
 
+// What the accumulation found, for the log: the terminal cells (valid cells draining off the grid or
+// onto nodata: outlets; without a direction: pits), the cells they gather (every valid cell, when no
+// direction loops), and the terminal with the largest count (the first in row-major order of those).
+struct AccumulationSummary
+{
+  int64_t outlets = 0, pits = 0, reached = 0;
+  int64_t largestCell = -1, largestCells = 0, largestArea = 0;  // the cell's index y * width + x
+};
+
 // Accumulation (dem.h's flowAccumulation): cells and area (1e-6 m^2) per cell. Throws
 // LoopedDirections (dem.h) where the directions go round in a loop, within a tile or across tiles,
 // and InvalidInput where a catchment's area could pass the fixed-point range.
-void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
+AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
                        RasterSink<int64_t>& area, const TiledOptions& options, const RunControl& control,
                        TiledReport* report = nullptr);
 

@@ -176,7 +176,8 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
   return counts;
 }
 
-void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
+AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows,
+                                      RasterSink<int64_t>& cells,
                        RasterSink<int64_t>& area, const TiledOptions& options, const RunControl& control,
                        TiledReport* report)
 {
@@ -293,9 +294,10 @@ void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& 
       throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
   }
 
-  // Pass 2: each tile again with its inflows from other tiles; the largest count kept for the check
-  // of the area's range.
-  std::mutex most;
+  // Pass 2: each tile again with its inflows from other tiles; the terminals summed up, and the
+  // largest count kept for the check of the area's range.
+  std::mutex summing;
+  AccumulationSummary summary;
   int64_t mostCells = 0;
   detail::forEachTile(layout, 2, "accumulation pass 2 (with inflows; write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
@@ -304,11 +306,43 @@ void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& 
     TileSums s;
     const int64_t first = g.firstNode[std::size_t(i)];
     accumulateTile(dir, t, rowArea, g.inCells.data() + first, g.inArea.data() + first, s);
-    const int64_t tileMost = s.cells.empty() ? 0 : *std::max_element(s.cells.begin(), s.cells.end());
+    AccumulationSummary mine;
+    int64_t tileMost = 0;
+    const int64_t pw = t.width + 2;
+    for (int64_t y = 0; y < t.height; ++y)
+      for (int64_t x = 0; x < t.width; ++x)
+      {
+        const std::size_t q = std::size_t(y * t.width + x);
+        const uint8_t d = dir[std::size_t((y + 1) * pw + x + 1)];
+        tileMost = std::max(tileMost, s.cells[q]);
+        // A terminal: no direction, or one off the grid or onto nodata (kNoData in the halo).
+        if (d == kNoData || (d < 8 && dir[std::size_t((y + 1 + kDy[d]) * pw + x + 1 + kDx[d])] != kNoData))
+          continue;
+        (d >= 8 ? mine.pits : mine.outlets) += 1;
+        mine.reached += s.cells[q];
+        const int64_t c = (t.y0 + y) * layout.width + t.x0 + x;
+        if (mine.largestCell < 0 || s.cells[q] > mine.largestCells)
+        {
+          mine.largestCell = c;
+          mine.largestCells = s.cells[q];
+          mine.largestArea = s.area[q];
+        }
+      }
     cells.write(t, s.cells.data());
     area.write(t, s.area.data());
-    std::lock_guard<std::mutex> lock(most);
+    std::lock_guard<std::mutex> lock(summing);
     mostCells = std::max(mostCells, tileMost);
+    summary.outlets += mine.outlets;
+    summary.pits += mine.pits;
+    summary.reached += mine.reached;
+    if (mine.largestCell >= 0 &&
+        (summary.largestCell < 0 || mine.largestCells > summary.largestCells ||
+         (mine.largestCells == summary.largestCells && mine.largestCell < summary.largestCell)))
+    {
+      summary.largestCell = mine.largestCell;
+      summary.largestCells = mine.largestCells;
+      summary.largestArea = mine.largestArea;
+    }
   });
   out.passes = 2;
   Grid grid;
@@ -318,6 +352,7 @@ void accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& 
   grid.cellHeight = rows.cellHeight.data();
   if (dem::detail::upstreamAreaCanOverflow(grid))
     dem::detail::checkUpstreamArea(grid, mostCells);
+  return summary;
 }
 
 }  // namespace gpugeo::dem::tiled

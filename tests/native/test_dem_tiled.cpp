@@ -4,6 +4,7 @@
 // loops across tiles; the raw-file rasters and the scratch folder; bad input, progress and cancel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -46,6 +47,8 @@ struct TiledChain
   std::vector<uint8_t> directions;     // without flat resolution
   std::vector<int64_t> cells, area;    // along the in-memory directions with flats resolved
   DirectionCounts counts;              // of `directions`
+  std::vector<int32_t> combined, towards;  // the flat masks of the filled DEM
+  std::vector<uint8_t> resolved;           // the directions with flats resolved
 };
 
 // What directionsTiled counts, counted on the whole grid.
@@ -80,9 +83,12 @@ TiledChain runInMemory(const TestDem& d, std::vector<uint8_t>* resolved = nullpt
   const Accumulation acc = flowAccumulation(Backend::Cpu, filled, drained, 2, noCancel);
   out.cells = acc.cells;
   out.area = acc.area;
+  out.resolved = drained;
   if (resolved)
     *resolved = std::move(drained);
   out.counts = countDirections(d, out.directions);
+  out.combined = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::Combined);
+  out.towards = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::TowardsOutlet);
   return out;
 }
 
@@ -97,7 +103,16 @@ TiledChain runTiled(const TestDem& d, const std::vector<uint8_t>& resolved, cons
   MemoryRaster<uint8_t> drained(d.width, d.height, resolved);
   MemoryRaster<int64_t> cells(d.width, d.height), area(d.width, d.height);
   accumulationTiled(drained, rows, cells, area, options, noCancel);
-  return TiledChain{filled.cells(), directions.cells(), cells.cells(), area.cells(), counts};
+  TiledChain out{filled.cells(), directions.cells(), cells.cells(), area.cells(), counts, {}, {}, {}};
+  MemoryRaster<int32_t> combined(d.width, d.height), towards(d.width, d.height);
+  flatMaskTiled(filled, rows, combined, FlatGradient::Combined, options, noCancel);
+  flatMaskTiled(filled, rows, towards, FlatGradient::TowardsOutlet, options, noCancel);
+  MemoryRaster<uint8_t> withFlats(d.width, d.height);
+  directionsTiled(filled, rows, withFlats, options, noCancel, nullptr, &combined);
+  out.combined = combined.cells();
+  out.towards = towards.cells();
+  out.resolved = withFlats.cells();
+  return out;
 }
 
 // The tile sizes every case runs: tiny and odd, one cell wide or high, square, and the whole DEM.
@@ -123,6 +138,9 @@ void expectSameChain(const TestDem& d, const std::string& what)
       for (int k = 0; k < 9; ++k)
         EXPECT_EQ(got.counts.perDirection[k], expected.counts.perDirection[k]) << k;
       EXPECT_EQ(got.counts.drainingOut, expected.counts.drainingOut);
+      EXPECT_EQ(got.combined, expected.combined);
+      EXPECT_EQ(got.towards, expected.towards);
+      EXPECT_EQ(got.resolved, expected.resolved);
     }
 }
 
@@ -182,6 +200,8 @@ TEST(DemTiled, RandomTerrainsAreTheInMemoryChainBitForBit)
   for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{37, 23}, {64, 64}})
   {
     const TiledChain got = runTiled(d, resolved, tiles(tw, th, 2));
+    EXPECT_EQ(got.combined, expected.combined) << tw << " x " << th;
+    EXPECT_EQ(got.resolved, expected.resolved) << tw << " x " << th;
     EXPECT_TRUE(sameBits(got.filled, expected.filled)) << tw << " x " << th;
     EXPECT_EQ(got.directions, expected.directions) << tw << " x " << th;
     EXPECT_EQ(got.cells, expected.cells) << tw << " x " << th;
@@ -196,6 +216,26 @@ TEST(DemTiled, ASpiralValleyThroughEveryTile)
   const TiledChain expected = runInMemory(d);
   EXPECT_GT(expected.cells[std::size_t(1 * 57 + 0)], 57 * 57 / 3);
   expectSameChain(d, "spiral");
+}
+
+TEST(DemTiled, AFlatWindingThroughEveryTile)
+{
+  // The spiral valley with a level floor: after the fill one flat, hundreds of cells long, that
+  // crosses the tiles' edges again and again on its way to the outlet.
+  TestDem d = spiralValley(45);
+  for (float& v : d.z)
+    if (v < 500.f && v > 0.f)
+      v = 7.f;
+  const TiledChain expected = runInMemory(d);
+  EXPECT_GT(*std::max_element(expected.towards.begin(), expected.towards.end()), 300);
+  expectSameChain(d, "winding flat");
+  // The rounds it took on 8 x 8 tiles, in the report.
+  MemoryRaster<float> filled(d.width, d.height, expected.filled);
+  MemoryRaster<int32_t> mask(d.width, d.height);
+  TiledReport report;
+  flatMaskTiled(filled, rowsOf(d), mask, FlatGradient::Combined, tiles(8, 8), noCancel, &report);
+  EXPECT_GT(report.passes, 5);
+  EXPECT_EQ(mask.cells(), expected.combined);
 }
 
 TEST(DemTiled, FlatsAcrossCornersAllFlatAndNodataTiles)

@@ -27,6 +27,7 @@
 
 #include "core/run_control.h"
 #include "core/stage_times.h"
+#include "dem/dem.h"
 #include "dem/tiled/raster_io.h"
 
 namespace gpugeo::dem::tiled {
@@ -60,6 +61,7 @@ struct TiledReport
 constexpr int64_t kFillBytesPerTileCell = 24;
 constexpr int64_t kDirectionsBytesPerTileCell = 5;
 constexpr int64_t kAccumulationBytesPerTileCell = 27;
+constexpr int64_t kFlatsBytesPerTileCell = 26;
 
 // Shown each finished tile of the fill: its window, the DEM's cells and the filled cells (row-major,
 // window.cells() each), before they are written; called from the tiles' threads, one at a time.
@@ -79,10 +81,19 @@ struct DirectionCounts
   int64_t drainingOut = 0;
 };
 
-// D8 directions without flat resolution (dem.h's flowDirections with resolveFlats false).
+// The flat mask (dem.h's flatMask) of a filled DEM. The distances through flats that cross tiles
+// take rounds over the tiles until the perimeters settle (report.passes counts every read: the
+// rounds, one for the components with the Combined gradient, one to write).
+void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
+                   FlatGradient gradient, const TiledOptions& options, const RunControl& control,
+                   TiledReport* report = nullptr);
+
+// D8 directions (dem.h's flowDirections): without flat resolution when `mask` is null, else the
+// flats drained by it (flatMaskTiled's, Combined, for dem.h's resolveFlats).
 DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSizes& rows,
                                 RasterSink<uint8_t>& directions, const TiledOptions& options,
-                                const RunControl& control, TiledReport* report = nullptr);
+                                const RunControl& control, TiledReport* report = nullptr,
+                                const RasterSource<int32_t>* mask = nullptr);
 
 // What the accumulation found, for the log: the terminal cells (valid cells draining off the grid or
 // onto nodata: outlets; without a direction: pits), the cells they gather (every valid cell, when no

@@ -132,7 +132,7 @@ struct PerimeterGraph
 
 DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSizes& rows,
                                 RasterSink<uint8_t>& directions, const TiledOptions& options,
-                                const RunControl& control, TiledReport* report)
+                                const RunControl& control, TiledReport* report, const RasterSource<int32_t>* mask)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -148,6 +148,9 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
     const Window t = layout.tile(i);
     std::vector<float> z;
     detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), z);
+    std::vector<int32_t> flats;
+    if (mask)
+      detail::readWithHalo(*mask, t, int32_t(0), flats);
     const int64_t pw = t.width + 2;
     std::vector<uint8_t> cells(std::size_t(t.cells()));
     DirectionCounts mine;
@@ -157,7 +160,9 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
       for (int64_t x = 0; x < t.width; ++x)
       {
         const float* zc = z.data() + (y + 1) * pw + x + 1;
-        const uint8_t d = dem::detail::d8DirectionAround(*zc, InnerAround{zc, nullptr, pw}, false, 0, width, height);
+        const int32_t* maskC = mask ? flats.data() + (y + 1) * pw + x + 1 : nullptr;
+        const uint8_t d = dem::detail::d8DirectionAround(*zc, InnerAround{zc, maskC, pw}, mask != nullptr,
+                                                         maskC ? *maskC : 0, width, height);
         cells[std::size_t(y * t.width + x)] = d;
         if (d == kNoData)
           continue;

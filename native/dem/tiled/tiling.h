@@ -93,21 +93,21 @@ inline int64_t perimeterIndex(const Window& t, int64_t x, int64_t y)
   return 2 * t.width + (t.height - 2) + (y - 1);
 }
 
-// The tile `t` with a halo of one cell into `out`, (t.width + 2) x (t.height + 2) cells; halo cells
-// off the raster hold `outside`.
+// The tile `t` with a halo of `pad` cells into `out`, (t.width + 2 pad) x (t.height + 2 pad) cells;
+// halo cells off the raster hold `outside`.
 template <typename T>
-void readWithHalo(const RasterSource<T>& source, const Window& t, T outside, std::vector<T>& out)
+void readWithHalo(const RasterSource<T>& source, const Window& t, T outside, std::vector<T>& out, int64_t pad = 1)
 {
-  const int64_t pw = t.width + 2, ph = t.height + 2;
+  const int64_t pw = t.width + 2 * pad, ph = t.height + 2 * pad;
   out.assign(std::size_t(pw * ph), outside);
   Window read;
-  read.x0 = std::max<int64_t>(0, t.x0 - 1);
-  read.y0 = std::max<int64_t>(0, t.y0 - 1);
-  read.width = std::min(source.width(), t.x0 + t.width + 1) - read.x0;
-  read.height = std::min(source.height(), t.y0 + t.height + 1) - read.y0;
+  read.x0 = std::max<int64_t>(0, t.x0 - pad);
+  read.y0 = std::max<int64_t>(0, t.y0 - pad);
+  read.width = std::min(source.width(), t.x0 + t.width + pad) - read.x0;
+  read.height = std::min(source.height(), t.y0 + t.height + pad) - read.y0;
   std::vector<T> cells(std::size_t(read.cells()));
   source.read(read, cells.data());
-  const int64_t dx = read.x0 - (t.x0 - 1), dy = read.y0 - (t.y0 - 1);
+  const int64_t dx = read.x0 - (t.x0 - pad), dy = read.y0 - (t.y0 - pad);
   for (int64_t y = 0; y < read.height; ++y)
     std::copy(cells.begin() + y * read.width, cells.begin() + (y + 1) * read.width,
               out.begin() + (y + dy) * pw + dx);

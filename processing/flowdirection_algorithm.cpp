@@ -10,6 +10,7 @@
 #include <qgsrasterlayer.h>
 
 #include "adapters/geotiff_writer.h"
+#include "adapters/number_text.h"
 #include "adapters/layer_styles.h"
 #include "core/errors.h"
 #include "dem/dem.h"
@@ -167,30 +168,53 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
     return executeInMemory(parameters, context, feedback, times);
-  if (resolveFlats)
-    throw QgsProcessingException(
-      QObject::tr("The in-memory run needs about %1 MiB, more than the memory budget of %2 MiB, and the tiled run does "
-                  "not resolve flats yet: set RESOLVE_FLATS to false, or raise MEMORY_BUDGET.")
-        .arg(plan.inMemoryBytes >> 20)
-        .arg(plan.budgetBytes >> 20));
   if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
     feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
-  return executeTiled(raster, plan, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
+  return executeTiled(raster, plan, resolveFlats, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
                       parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback, times);
 }
 
-QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan, int encoding,
-                                                 const QString& outputPath, QgsProcessingFeedback* feedback,
-                                                 StageTimes& times)
+QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan, bool resolveFlats,
+                                                 int encoding, const QString& outputPath,
+                                                 QgsProcessingFeedback* feedback, StageTimes& times)
 {
-  QgsProcessingMultiStepFeedback steps(2, feedback);
+  QgsProcessingMultiStepFeedback steps(resolveFlats ? 3 : 2, feedback);
   feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
   const DemTileSource source(raster);
   {
     ScopedStage stage(times, "read (counts)");
     reportElevations(raster, source.scan(plan.options.tileWidth, &steps), feedback);
   }
-  steps.setCurrentStep(1);
+  const dem::tiled::RowSizes rows{raster.cellWidth, raster.cellHeight};
+  const RunControl control = runControl(feedback);
+  dem::tiled::TiledOptions options = plan.options;
+  int extraPasses = 1;  // the count
+
+  // With flats resolved: their mask, tile by tile, into a raw file in the scratch folder (removed
+  // however the run ends).
+  std::unique_ptr<dem::tiled::ScratchFolder> scratch;
+  std::unique_ptr<dem::tiled::RawFileRaster<int32_t>> mask;
+  if (resolveFlats)
+  {
+    steps.setCurrentStep(1);
+    feedback->setProgressText(QObject::tr("Resolving flats tile by tile"));
+    scratch = std::make_unique<dem::tiled::ScratchFolder>(scratchParent());
+    mask = std::make_unique<dem::tiled::RawFileRaster<int32_t>>(scratch->path() + "/flat_mask.i32", raster.width,
+                                                                raster.height);
+    options.onTile = [&steps](int pass, int64_t done, int64_t tiles) {
+      steps.setProgress(std::min(99.0, 10.0 * (pass - 1) + 10.0 * double(done) / double(tiles)));
+    };
+    dem::tiled::TiledReport flatsReport;
+    dem::tiled::flatMaskTiled(source, rows, *mask, dem::FlatGradient::Combined, options, control, &flatsReport);
+    times.merge(flatsReport.times);
+    extraPasses += flatsReport.passes;
+    feedback->pushInfo(QObject::tr("Flats resolved in %1 passes over the DEM (the distances through flats that cross "
+                                   "tiles settle in rounds); the mask took %2 MiB of scratch space in %3.")
+                         .arg(flatsReport.passes)
+                         .arg(number(double(scratch->bytes()) / 1048576.0), QString::fromStdString(scratch->path())));
+  }
+
+  steps.setCurrentStep(resolveFlats ? 2 : 1);
   feedback->setProgressText(QObject::tr("Computing flow directions tile by tile"));
   std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Byte, 255.0);
   TiffTileSink<uint8_t> sink(*writer, GDT_Byte, [encoding](const uint8_t* in, int64_t count, void* buffer) {
@@ -198,19 +222,18 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
     for (int64_t i = 0; i < count; ++i)
       out[i] = encode(in[i], encoding);
   });
-  dem::tiled::TiledOptions options = plan.options;
   options.onTile = tileProgress(&steps, 1);
   dem::tiled::TiledReport report;
-  const dem::tiled::DirectionCounts counts = dem::tiled::directionsTiled(
-    source, dem::tiled::RowSizes{raster.cellWidth, raster.cellHeight}, sink, options, runControl(feedback), &report);
+  const dem::tiled::DirectionCounts counts =
+    dem::tiled::directionsTiled(source, rows, sink, options, control, &report, mask.get());
   times.merge(report.times);
   FinishedRasters finished;
   {
     ScopedStage stage(times, "write (finish)");
     finishDemRaster(std::move(writer), raster, finished);
   }
-  reportDirections(counts.perDirection, counts.drainingOut, false, encoding, feedback);
-  logTiledRun(report, 1, feedback);
+  reportDirections(counts.perDirection, counts.drainingOut, resolveFlats, encoding, feedback);
+  logTiledRun(report, extraPasses, feedback);
   logStageTimes(times, feedback);
   finished.keep();
   mOutputPath = outputPath;

@@ -48,9 +48,10 @@ protected:
 private:
   QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
                               QgsProcessingFeedback* feedback, StageTimes& times);
-  // The tiled run (adapters/tiled_rasters.h): the DEM counted, then D8 tile by tile.
-  QVariantMap executeTiled(const DemRaster& raster, const TilingPlan& plan, int encoding, const QString& outputPath,
-                           QgsProcessingFeedback* feedback, StageTimes& times);
+  // The tiled run (adapters/tiled_rasters.h): the DEM counted, the flat mask tile by tile (into the
+  // scratch folder) when flats are resolved, then D8 tile by tile.
+  QVariantMap executeTiled(const DemRaster& raster, const TilingPlan& plan, bool resolveFlats, int encoding,
+                           const QString& outputPath, QgsProcessingFeedback* feedback, StageTimes& times);
   // Logs what the directions hold and keeps the codes present for the style.
   void reportDirections(const int64_t perDirection[9], int64_t drainingOut, bool resolveFlats, int encoding,
                         QgsProcessingFeedback* feedback);

@@ -116,13 +116,14 @@ QString Algorithm::deviceHelp()
 
 void Algorithm::addTilingParameters()
 {
+  // Optional, so that models and scripts saved before they existed stay valid (their defaults apply).
   auto budget = std::make_unique<QgsProcessingParameterNumber>(
     QStringLiteral("MEMORY_BUDGET"), QObject::tr("Memory budget (MiB; 0: half the available memory)"),
-    QgsProcessingParameterNumber::Integer, 0, false, 0, 1 << 30);
+    QgsProcessingParameterNumber::Integer, 0, true, 0, 1 << 30);
   budget->setFlags(budget->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   addParameter(budget.release());
   auto tiled = std::make_unique<QgsProcessingParameterBoolean>(
-    QStringLiteral("TILED"), QObject::tr("Process tile by tile even when the DEM fits the budget"), false);
+    QStringLiteral("TILED"), QObject::tr("Process tile by tile even when the DEM fits the budget"), false, true);
   tiled->setFlags(tiled->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   addParameter(tiled.release());
 }
@@ -135,9 +136,10 @@ QString Algorithm::tilingHelp()
     "tile by tile, reading and writing the rasters window by window, so its size is limited by the disk, not the "
     "memory; the result is the in-memory run's, cell for cell. The tiles are the largest squares (up to 4,096 cells "
     "a side) that fit the budget, one per thread, with the graph of their perimeters. The log says which path ran, "
-    "the tiles, the passes over the input and the memory of the graph. The tiled path runs on the CPU; it does not "
-    "resolve flats yet (a run that needs it with flat resolution is refused, naming the memory the in-memory run "
-    "needs).</p>");
+    "the tiles, the passes over the input and the memory of the graph; intermediate rasters go to a scratch folder in "
+    "QGIS's processing temporary folder, removed when the run ends. The tiled path runs on the CPU. It resolves the "
+    "flats of <i>Flow direction</i>, but does not raise them in <i>Fill depressions</i> yet (FLATS 1 and 2 past the "
+    "budget are refused, naming the memory the in-memory run needs).</p>");
 }
 
 int Algorithm::cpuThreads()

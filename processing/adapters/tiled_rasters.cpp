@@ -14,6 +14,7 @@
 #include <qgsexception.h>
 #include <qgsfeedback.h>
 #include <qgsprocessingfeedback.h>
+#include <qgsprocessingutils.h>
 
 #include "adapters/number_text.h"
 #include "core/errors.h"
@@ -341,6 +342,11 @@ void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProc
                        .arg(report.passes + extraPasses)
                        .arg(number(double(report.graphBytes) / double(kMiB)))
                        .arg(number(double(report.tileBytes) / double(kMiB))));
+}
+
+std::string scratchParent()
+{
+  return QgsProcessingUtils::tempFolder().toStdString();
 }
 
 std::function<void(int, int64_t, int64_t)> tileProgress(QgsFeedback* feedback, int passes)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 
 #include <QString>
@@ -140,6 +141,9 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
 // The log lines of a plan and of a finished tiled run (tiles, passes, graph and peak bytes).
 void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback);
 void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback);
+
+// Where tiled runs put their scratch folders: QGIS's processing temporary folder.
+std::string scratchParent();
 
 // Progress 0 to 100 over the passes of a tiled run, for TiledOptions::onTile.
 std::function<void(int, int64_t, int64_t)> tileProgress(QgsFeedback* feedback, int passes);

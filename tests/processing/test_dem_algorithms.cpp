@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 
@@ -23,6 +24,7 @@
 #include <ogr_srs_api.h>
 
 #include <qgspalettedrasterrenderer.h>
+#include <qgsprocessingutils.h>
 #include <qgsrasterlayer.h>
 #include <qgssinglebandpseudocolorrenderer.h>
 
@@ -823,10 +825,19 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
         if (line.contains(QStringLiteral("drain out of the grid")))
           EXPECT_TRUE(tiledDirections.logContains(line)) << line.toStdString();
 
-      // Accumulation along directions with the flats resolved (in memory; paths through many tiles),
-      // in km² for the geographic DEM.
+      // Directions with the flats resolved, both ways (the flat mask in the scratch folder, removed).
       const QString resolved = path(input + "_dir_resolved.tif");
       ASSERT_TRUE(run(kDirection, memory, {{QStringLiteral("OUTPUT"), resolved}}).ok);
+      QVariantMap withFlats = tiling;
+      withFlats.insert(QStringLiteral("OUTPUT"), path(input + "_dir_resolved_tiled.tif"));
+      const RunResult tiledFlats = run(kDirection, memory, withFlats);
+      ASSERT_TRUE(tiledFlats.ok) << tiledFlats.error.toStdString();
+      EXPECT_TRUE(tiledFlats.logContains(QStringLiteral("Flats resolved in"))) << tiledFlats.log.join('\n').toStdString();
+      EXPECT_EQ(read<uint8_t>(path(input + "_dir_resolved_tiled.tif"), GDT_Byte), read<uint8_t>(resolved, GDT_Byte));
+      const QDir temporary(QgsProcessingUtils::tempFolder());
+      EXPECT_TRUE(temporary.entryList({QStringLiteral("gpugeo-scratch-*")}, QDir::AllEntries).isEmpty());
+
+      // Accumulation along those directions (paths through many tiles), in km² for the geographic DEM.
       const int units = input == QStringLiteral("dem_geo") ? 1 : 0;
       QVariantMap accumulation = tiling;
       accumulation.insert(QStringLiteral("UNITS"), units);
@@ -854,8 +865,8 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
     }
 }
 
-// What the tiled path cannot do yet, or cannot fit, is refused before anything is written: flats
-// resolved past the budget, a budget that cannot hold the smallest tiles.
+// What the tiled path cannot do yet, or cannot fit, is refused before anything is written: the fill's
+// raised flats past the budget, a budget that cannot hold the smallest tiles.
 TEST_F(DemAlgorithmsTest, TiledRunsRefuseFlatsAndBudgetsTooSmall)
 {
   const TestDem d = randomDem(400, 300, 12);
@@ -866,10 +877,6 @@ TEST_F(DemAlgorithmsTest, TiledRunsRefuseFlatsAndBudgetsTooSmall)
                                {QStringLiteral("OUTPUT"), path("out.tif")}});
   EXPECT_FALSE(flats.ok);
   EXPECT_TRUE(flats.error.contains(QStringLiteral("does not resolve flats yet"))) << flats.error.toStdString();
-  const RunResult resolve = run(kDirection, path("dem.tif"),
-                                {{QStringLiteral("TILED"), true}, {QStringLiteral("OUTPUT"), path("out.tif")}});
-  EXPECT_FALSE(resolve.ok);
-  EXPECT_TRUE(resolve.error.contains(QStringLiteral("RESOLVE_FLATS"))) << resolve.error.toStdString();
   // 2,000 x 2,000 cells: the perimeters of the tiles that fit 1 MiB alone need more.
   TestDem large;
   large.width = large.height = 2000;

@@ -219,6 +219,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
                                                    const QString& outputPath, QgsProcessingFeedback* feedback,
                                                    StageTimes& times)
 {
+  const GdalCacheLimit cache(plan.gdalCacheBytes);
   QgsProcessingMultiStepFeedback steps(2, feedback);
   feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
   const DemTileSource source(raster);

@@ -278,6 +278,7 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const QVariantMap& parameter
                                                     const DemRaster& raster, const TilingPlan& plan,
                                                     QgsProcessingFeedback* feedback, StageTimes& times)
 {
+  const GdalCacheLimit cache(plan.gdalCacheBytes);
   const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
   const bool squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
   const QString cellsPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_CELLS"), context);

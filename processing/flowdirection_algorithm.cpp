@@ -164,7 +164,8 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
     planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
                resolveFlats ? kInMemoryBytesPerCellWithFlats : kInMemoryBytesPerCell,
-               dem::tiled::kDirectionsBytesPerTileCell, cpuThreads());
+               resolveFlats ? dem::tiled::kFlatsBytesPerTileCell : dem::tiled::kDirectionsBytesPerTileCell,
+               cpuThreads());
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
     return executeInMemory(parameters, context, feedback, times);
@@ -178,6 +179,7 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
                                                  int encoding, const QString& outputPath,
                                                  QgsProcessingFeedback* feedback, StageTimes& times)
 {
+  const GdalCacheLimit cache(plan.gdalCacheBytes);
   QgsProcessingMultiStepFeedback steps(resolveFlats ? 3 : 2, feedback);
   feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
   const DemTileSource source(raster);

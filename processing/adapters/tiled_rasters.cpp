@@ -16,7 +16,6 @@
 #include <qgsprocessingfeedback.h>
 #include <qgsprocessingutils.h>
 
-#include "adapters/number_text.h"
 #include "core/errors.h"
 
 namespace gpugeo {
@@ -58,7 +57,8 @@ int64_t tiledBytes(const DemRaster& raster, int64_t side, int64_t tileBytesPerCe
 
 QString mib(int64_t bytes)
 {
-  return QString::number(double(bytes) / double(kMiB), 'f', 0);
+  const double value = double(bytes) / double(kMiB);
+  return value >= 10 ? QString::number(value, 'f', 0) : QString::number(value, 'g', 2);
 }
 
 }  // namespace
@@ -295,12 +295,14 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
   plan.tiled = forceTiled || plan.inMemoryBytes > plan.budgetBytes;
   if (!plan.tiled)
     return plan;
+  plan.gdalCacheBytes = std::clamp(plan.budgetBytes / 8, kMiB / 8, 256 * kMiB);
+  const int64_t forTiles = plan.budgetBytes - plan.gdalCacheBytes;
   int64_t side = 0;
   for (int64_t s = 4096; s >= 256 && side == 0; s -= 256)
-    if (tiledBytes(raster, s, tileBytesPerCell, threads) <= plan.budgetBytes)
+    if (tiledBytes(raster, s, tileBytesPerCell, threads) <= forTiles)
       side = s;
   for (int64_t s = 240; s >= 16 && side == 0; s -= 16)
-    if (tiledBytes(raster, s, tileBytesPerCell, threads) <= plan.budgetBytes)
+    if (tiledBytes(raster, s, tileBytesPerCell, threads) <= forTiles)
       side = s;
   if (side == 0)
     throw QgsProcessingException(
@@ -310,10 +312,21 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
         .arg(threads)
         .arg(raster.width)
         .arg(raster.height)
-        .arg(mib(tiledBytes(raster, 16, tileBytesPerCell, threads))));
+        .arg(mib(tiledBytes(raster, 16, tileBytesPerCell, threads) + plan.gdalCacheBytes)));
   plan.options.tileWidth = plan.options.tileHeight = side;
   plan.options.threads = threads;
   return plan;
+}
+
+GdalCacheLimit::GdalCacheLimit(int64_t bytes) : mPrevious(GDALGetCacheMax64())
+{
+  if (bytes < mPrevious)
+    GDALSetCacheMax64(bytes);
+}
+
+GdalCacheLimit::~GdalCacheLimit()
+{
+  GDALSetCacheMax64(mPrevious);
 }
 
 void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)
@@ -325,11 +338,12 @@ void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)
     return;
   }
   feedback->pushInfo(QObject::tr("Tile by tile: the in-memory run would need about %1 MiB; the budget is %2 MiB (%3). "
-                                 "Tiles of %4 x %5 cells, %6 at a time, on the CPU.")
+                                 "Tiles of %4 x %5 cells, %6 at a time, on the CPU; GDAL's block cache held at %7 MiB.")
                        .arg(mib(plan.inMemoryBytes), mib(plan.budgetBytes), plan.budgetSource)
                        .arg(plan.options.tileWidth)
                        .arg(plan.options.tileHeight)
-                       .arg(plan.options.threads));
+                       .arg(plan.options.threads)
+                       .arg(mib(plan.gdalCacheBytes)));
 }
 
 void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback)
@@ -340,8 +354,8 @@ void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProc
                        .arg(report.tileWidth)
                        .arg(report.tileHeight)
                        .arg(report.passes + extraPasses)
-                       .arg(number(double(report.graphBytes) / double(kMiB)))
-                       .arg(number(double(report.tileBytes) / double(kMiB))));
+                       .arg(mib(report.graphBytes))
+                       .arg(mib(report.tileBytes)));
 }
 
 std::string scratchParent()

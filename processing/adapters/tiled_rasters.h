@@ -123,16 +123,31 @@ struct TilingPlan
   int64_t budgetBytes = 0;     // the memory budget
   int64_t inMemoryBytes = 0;   // what the in-memory run would hold
   QString budgetSource;        // where the budget came from, for the log
+  int64_t gdalCacheBytes = 0;  // GDAL's block cache during a tiled run (GdalCacheLimit)
   dem::tiled::TiledOptions options;
+};
+
+// Holds GDAL's block cache (process-wide) at most at `bytes` while it lives, then gives back the
+// limit it found: its default, 5% of the RAM, would otherwise keep much of a tiled run's rasters.
+class GdalCacheLimit
+{
+public:
+  explicit GdalCacheLimit(int64_t bytes);
+  ~GdalCacheLimit();
+  GdalCacheLimit(const GdalCacheLimit&) = delete;
+  GdalCacheLimit& operator=(const GdalCacheLimit&) = delete;
+
+private:
+  int64_t mPrevious;
 };
 
 // The memory a tool may use: `budgetMiB` if above 0, else half the memory available now
 // (MemAvailable of /proc/meminfo; 4 GiB where it cannot be read). The in-memory run needs
 // `inMemoryBytesPerCell` per cell plus its band of rows read as float64 (up to 32 MiB); a tiled run,
 // for each tile in flight (one a thread), `tileBytesPerCell` plus 8 (the window read as float64) per
-// cell of the tile and its halo, plus 48 bytes per perimeter cell of every tile for the graph. GDAL's
-// block cache (GDAL_CACHEMAX) comes on top of either. Runs tiled when `forceTiled` or the in-memory
-// need passes the budget, with the largest square tiles (a multiple of 256 cells a side, GeoTIFF's
+// cell of the tile and its halo, plus 48 bytes per perimeter cell of every tile for the graph, plus
+// GDAL's block cache, held during the run at an eighth of the budget (128 KiB to 256 MiB). Runs tiled when
+// `forceTiled` or the in-memory need passes the budget, with the largest square tiles (a multiple of 256 cells a side, GeoTIFF's
 // blocks, up to 4,096; smaller budgets: multiples of 16, down to 16) that fit. Throws
 // QgsProcessingException when not even 16 x 16 tiles fit, naming the budget needed.
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,

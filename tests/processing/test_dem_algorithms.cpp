@@ -760,7 +760,7 @@ TEST_F(DemAlgorithmsTest, CancelLeavesNoOutputBehind)
   }
 }
 
-// Tile by tile (MEMORY_BUDGET below the in-memory need: tiles of 112 cells on this DEM of
+// Tile by tile (MEMORY_BUDGET below the in-memory need: tiles of 96 cells on this DEM of
 // 300 x 260, odd tiles at the right and bottom; or TILED with the default budget): the filled DEM
 // and the directions are the in-memory run's, bit for bit, and so are the upstream cells and areas,
 // for a float32 DEM with NaN and nodata holes, an Int16 DEM, and a geographic one; the log says which
@@ -792,8 +792,8 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
         << result.log.join('\n').toStdString();
       if (tiling.contains(QStringLiteral("MEMORY_BUDGET")))
       {
-        EXPECT_TRUE(result.logContains(QStringLiteral("Tiles of 112 x 112 cells"))) << result.log.join('\n').toStdString();
-        EXPECT_TRUE(result.logContains(QStringLiteral("Tiled run: 9 tiles of up to 112 x 112 cells; 3 passes")))
+        EXPECT_TRUE(result.logContains(QStringLiteral("Tiles of 96 x 96 cells"))) << result.log.join('\n').toStdString();
+        EXPECT_TRUE(result.logContains(QStringLiteral("Tiled run: 12 tiles of up to 96 x 96 cells; 3 passes")))
           << result.log.join('\n').toStdString();
       }
       double noDataMemory = 0, noDataTiled = 0, transformMemory[6], transformTiled[6];

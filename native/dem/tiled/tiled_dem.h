@@ -61,7 +61,9 @@ struct TiledReport
 constexpr int64_t kFillBytesPerTileCell = 24;
 constexpr int64_t kDirectionsBytesPerTileCell = 5;
 constexpr int64_t kAccumulationBytesPerTileCell = 27;
-constexpr int64_t kFlatsBytesPerTileCell = 26;
+// The flats: elevations, flatness, two distances, the components' union-find and highest counts,
+// the breadth-first queues and sources.
+constexpr int64_t kFlatsBytesPerTileCell = 48;
 
 // Shown each finished tile of the fill: its window, the DEM's cells and the filled cells (row-major,
 // window.cells() each), before they are written; called from the tiles' threads, one at a time.

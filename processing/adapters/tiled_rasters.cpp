@@ -63,6 +63,12 @@ QString mib(int64_t bytes)
 
 }  // namespace
 
+std::mutex& gdalTileMutex()
+{
+  static std::mutex mutex;
+  return mutex;
+}
+
 DemTileSource::DemTileSource(const DemRaster& raster) : mRaster(raster)
 {
   GDALAllRegister();
@@ -88,7 +94,7 @@ void DemTileSource::read(const dem::tiled::Window& window, float* out) const
   // value, compared in the band's own type, becomes NaN; the scale and offset; values that are not
   // finite as float32 become NaN and are counted.
   std::vector<double> values(std::size_t(window.cells()));
-  std::lock_guard<std::mutex> lock(mMutex);
+  std::lock_guard<std::mutex> lock(gdalTileMutex());
   CPLErrorReset();
   if (GDALRasterIO(GDALGetRasterBand(mDataset, mRaster.band), GF_Read, int(window.x0), int(window.y0),
                    int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
@@ -154,7 +160,7 @@ Elevations DemTileSource::scan(int64_t tile, QgsFeedback* feedback) const
 
 Elevations DemTileSource::counted() const
 {
-  std::lock_guard<std::mutex> lock(mMutex);
+  std::lock_guard<std::mutex> lock(gdalTileMutex());
   Elevations out = mCounts;
   if (out.valid == 0)
     out.minimum = out.maximum = 0.0;
@@ -192,7 +198,7 @@ int16_t CodeTileSource::decode(const std::array<int16_t, 256>& table, double val
 void CodeTileSource::read(const dem::tiled::Window& window, uint8_t* out) const
 {
   std::vector<double> values(std::size_t(window.cells()));
-  std::lock_guard<std::mutex> lock(mMutex);
+  std::lock_guard<std::mutex> lock(gdalTileMutex());
   CPLErrorReset();
   if (GDALRasterIO(GDALGetRasterBand(mDataset, mRaster.band), GF_Read, int(window.x0), int(window.y0),
                    int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
@@ -295,7 +301,7 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
   plan.tiled = forceTiled || plan.inMemoryBytes > plan.budgetBytes;
   if (!plan.tiled)
     return plan;
-  plan.gdalCacheBytes = std::clamp(plan.budgetBytes / 8, kMiB / 8, 256 * kMiB);
+  plan.gdalCacheBytes = std::clamp(plan.budgetBytes / 8, kMiB / 8, 256 * kMiB);  // (a block of 256 x 256 float32 is 256 KiB)
   const int64_t forTiles = plan.budgetBytes - plan.gdalCacheBytes;
   int64_t side = 0;
   for (int64_t s = 4096; s >= 256 && side == 0; s -= 256)

@@ -25,6 +25,11 @@ class QgsProcessingFeedback;
 
 namespace gpugeo {
 
+// The lock every read and write of the tiled runs' GDAL datasets takes: GDAL's block cache is shared
+// by the whole process, and a read that fills it may write back another dataset's dirty blocks; with
+// the writes to that dataset on another thread, blocks shared by two tiles lost one tile's cells.
+std::mutex& gdalTileMutex();
+
 // A DEM band (openDemRaster) as float32 elevations, window by window: NaN for nodata, infinite values
 // and values beyond float32 (readElevations's rules, bit for bit). The windows' cells are counted the
 // first time each window is read (scan() reads them all), in an Elevations without z.
@@ -46,8 +51,7 @@ public:
 private:
   DemRaster mRaster;
   GDALDatasetH mDataset = nullptr;
-  mutable std::mutex mMutex;  // GDAL datasets are not thread-safe
-  mutable std::set<std::pair<int64_t, int64_t>> mSeen;
+  mutable std::set<std::pair<int64_t, int64_t>> mSeen;  // under gdalTileMutex()
   mutable Elevations mCounts;
 };
 
@@ -79,8 +83,7 @@ private:
   DemRaster mRaster;
   std::array<int16_t, 256> mTable, mOtherTable;
   GDALDatasetH mDataset = nullptr;
-  mutable std::mutex mMutex;
-  mutable Counts mCounts;
+  mutable Counts mCounts;  // under gdalTileMutex()
   bool mScanning = false;
 };
 
@@ -97,8 +100,11 @@ public:
   void write(const dem::tiled::Window& window, const T* in) override
   {
     std::vector<unsigned char> buffer(std::size_t(window.cells() * mBytes));
-    mConvert(in, window.cells(), buffer.data());
-    std::lock_guard<std::mutex> lock(mMutex);
+    {
+      std::lock_guard<std::mutex> lock(mMutex);  // the conversion may gather (a sample, counts)
+      mConvert(in, window.cells(), buffer.data());
+    }
+    std::lock_guard<std::mutex> lock(gdalTileMutex());
     mWriter.writeWindow(window.x0, window.y0, window.width, window.height, buffer.data());
   }
 

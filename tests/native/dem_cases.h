@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -74,6 +75,24 @@ inline TestDem randomDem(uint64_t seed, int64_t w, int64_t h, double step, int h
 inline bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
 {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A terrain whose flats (after filling) are rimmed by cells a few float32 steps above them: a coarse
+// surface rounded to `step`, each cell then nudged up by 0 to `maxUlps` steps (none on some cells).
+inline TestDem nearlyFlatDem(uint64_t seed, int64_t w, int64_t h, double base, double step, int maxUlps, int holes)
+{
+  TestDem d = randomDem(seed, w, h, step, holes);
+  std::mt19937_64 rng(seed * 7 + 1);
+  std::uniform_int_distribution<int> ulps(-maxUlps, maxUlps);
+  for (float& v : d.z)
+  {
+    if (std::isnan(v))
+      continue;
+    v = float(base + std::round(double(v) / 8.0) * step * 0.25);
+    for (int k = std::max(0, ulps(rng)); k > 0; --k)
+      v = std::nextafter(v, std::numeric_limits<float>::infinity());
+  }
+  return d;
 }
 
 }  // namespace gpugeo::dem

@@ -476,24 +476,6 @@ int64_t innerCellsWithoutALowerNeighbour(const Grid& g, const std::vector<float>
   return count;
 }
 
-// A terrain whose flats (after filling) are rimmed by cells a few float32 steps above them: a coarse
-// surface rounded to `step`, each cell then nudged up by 0 to `maxUlps` steps (none on some cells).
-TestDem nearlyFlatDem(uint64_t seed, int64_t w, int64_t h, double base, double step, int maxUlps, int holes)
-{
-  TestDem d = randomDem(seed, w, h, step, holes);
-  std::mt19937_64 rng(seed * 7 + 1);
-  std::uniform_int_distribution<int> ulps(-maxUlps, maxUlps);
-  for (float& v : d.z)
-  {
-    if (std::isnan(v))
-      continue;
-    v = float(base + std::round(double(v) / 8.0) * step * 0.25);
-    for (int k = std::max(0, ulps(rng)); k > 0; --k)
-      v = std::nextafter(v, std::numeric_limits<float>::infinity());
-  }
-  return d;
-}
-
 }  // namespace
 
 TEST(DemCpu, RaisedFlatsDrainWithoutResolution)

@@ -49,6 +49,8 @@ struct TiledChain
   DirectionCounts counts;              // of `directions`
   std::vector<int32_t> combined, towards;  // the flat masks of the filled DEM
   std::vector<uint8_t> resolved;           // the directions with flats resolved
+  std::vector<float> raisedCombined, raisedTowards;  // the filled DEM with its flats raised
+  int64_t raisedInTurn = 0;                          // by the Combined mask
 };
 
 // What directionsTiled counts, counted on the whole grid.
@@ -89,6 +91,10 @@ TiledChain runInMemory(const TestDem& d, std::vector<uint8_t>* resolved = nullpt
   out.counts = countDirections(d, out.directions);
   out.combined = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::Combined);
   out.towards = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::TowardsOutlet);
+  RaisedFlats combined = raiseFlats(filled, out.combined);
+  out.raisedCombined = std::move(combined.z);
+  out.raisedInTurn = combined.raisedInTurn;
+  out.raisedTowards = raiseFlats(filled, out.towards).z;
   return out;
 }
 
@@ -112,6 +118,13 @@ TiledChain runTiled(const TestDem& d, const std::vector<uint8_t>& resolved, cons
   out.combined = combined.cells();
   out.towards = towards.cells();
   out.resolved = withFlats.cells();
+  ScratchFolder scratch(testing::TempDir());
+  RawFileRaster<float> work(scratch.path() + "/work.f32", d.width, d.height);
+  MemoryRaster<float> raisedCombined(d.width, d.height), raisedTowards(d.width, d.height);
+  out.raisedInTurn = raiseFlatsTiled(filled, combined, rows, work, raisedCombined, options, noCancel).raisedInTurn;
+  raiseFlatsTiled(filled, towards, rows, work, raisedTowards, options, noCancel);
+  out.raisedCombined = raisedCombined.cells();
+  out.raisedTowards = raisedTowards.cells();
   return out;
 }
 
@@ -141,6 +154,9 @@ void expectSameChain(const TestDem& d, const std::string& what)
       EXPECT_EQ(got.combined, expected.combined);
       EXPECT_EQ(got.towards, expected.towards);
       EXPECT_EQ(got.resolved, expected.resolved);
+      EXPECT_TRUE(sameBits(got.raisedCombined, expected.raisedCombined));
+      EXPECT_TRUE(sameBits(got.raisedTowards, expected.raisedTowards));
+      EXPECT_EQ(got.raisedInTurn, expected.raisedInTurn);
     }
 }
 
@@ -236,6 +252,30 @@ TEST(DemTiled, AFlatWindingThroughEveryTile)
   flatMaskTiled(filled, rowsOf(d), mask, FlatGradient::Combined, tiles(8, 8), noCancel, &report);
   EXPECT_GT(report.passes, 5);
   EXPECT_EQ(mask.cells(), expected.combined);
+}
+
+TEST(DemTiled, OvertakenRimCellsAreRaisedAcrossTiles)
+{
+  // Flats rimmed a few float32 steps above them: many cells raised in turn, on both sides of the
+  // tiles' edges.
+  int64_t inTurn = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed)
+  {
+    const TestDem d = nearlyFlatDem(seed, 83 + int64_t(seed) * 7, 61 + int64_t(seed) * 5, seed == 2 ? -4.0 : 312.5,
+                                    1.0, int(seed % 4) + 1, seed % 2 ? 6 : 0);
+    std::vector<uint8_t> resolved;
+    const TiledChain expected = runInMemory(d, &resolved);
+    inTurn += expected.raisedInTurn;
+    for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{7, 5}, {1, d.height}, {16, 16}, {40, 23}})
+    {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th));
+      const TiledChain got = runTiled(d, resolved, tiles(tw, th, 2));
+      EXPECT_TRUE(sameBits(got.raisedCombined, expected.raisedCombined));
+      EXPECT_TRUE(sameBits(got.raisedTowards, expected.raisedTowards));
+      EXPECT_EQ(got.raisedInTurn, expected.raisedInTurn);
+    }
+  }
+  EXPECT_GT(inTurn, 1000);
 }
 
 TEST(DemTiled, FlatsAcrossCornersAllFlatAndNodataTiles)

@@ -64,6 +64,8 @@ constexpr int64_t kAccumulationBytesPerTileCell = 27;
 // The flats: elevations, flatness, two distances, the components' union-find and highest counts,
 // the breadth-first queues and sources.
 constexpr int64_t kFlatsBytesPerTileCell = 48;
+// The raise: the filled and the current elevations, the mask, the heap.
+constexpr int64_t kRaiseBytesPerTileCell = 32;
 
 // Shown each finished tile of the fill: its window, the DEM's cells and the filled cells (row-major,
 // window.cells() each), before they are written; called from the tiles' threads, one at a time.
@@ -89,6 +91,21 @@ struct DirectionCounts
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
                    FlatGradient gradient, const TiledOptions& options, const RunControl& control,
                    TiledReport* report = nullptr);
+
+// dem.h's raiseFlats tile by tile: each flat cell of the filled DEM raised by its mask (flatMaskTiled's)
+// in float32 steps, then the cells that leaves without a lower neighbour raised in turn, in rounds
+// over the tiles until none rises. `work` (a raster of the DEM's size, in the scratch folder) holds
+// the elevations between rounds; the result goes to `raised`. `observe` sees each finished tile with
+// `original`'s cells (the filled DEM's when null).
+struct RaisedCounts
+{
+  int64_t raised = 0;        // cells raised by their mask
+  int64_t raisedInTurn = 0;  // cells raised because raised neighbours overtook them
+};
+RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSource<int32_t>& mask,
+                             const RowSizes& rows, RawFileRaster<float>& work, RasterSink<float>& raised,
+                             const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr,
+                             const RasterSource<float>* original = nullptr, const FilledTileObserver& observe = nullptr);
 
 // D8 directions (dem.h's flowDirections): without flat resolution when `mask` is null, else the
 // flats drained by it (flatMaskTiled's, Combined, for dem.h's resolveFlats).

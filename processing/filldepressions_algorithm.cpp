@@ -197,30 +197,23 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
   const TilingPlan plan =
     planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
-               flats == 0 ? kInMemoryBytesPerCell : kInMemoryBytesPerCellWithFlats, dem::tiled::kFillBytesPerTileCell,
-               cpuThreads());
+               flats == 0 ? kInMemoryBytesPerCell : kInMemoryBytesPerCellWithFlats,
+               flats == 0 ? dem::tiled::kFillBytesPerTileCell : dem::tiled::kFlatsBytesPerTileCell, cpuThreads());
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
     return executeInMemory(parameters, context, feedback, times);
-  if (flats != 0)
-    throw QgsProcessingException(
-      QObject::tr("The in-memory run needs about %1 MiB, more than the memory budget of %2 MiB, and the tiled run does "
-                  "not resolve flats yet: set FLATS to Leave flat (0) (gpugeo:flowdirection drains the flats), or "
-                  "raise MEMORY_BUDGET.")
-        .arg(plan.inMemoryBytes >> 20)
-        .arg(plan.budgetBytes >> 20));
   if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
     feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
-  return executeTiled(raster, plan, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback,
-                      times);
+  return executeTiled(raster, plan, flats, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context),
+                      feedback, times);
 }
 
-QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan,
+QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan, int flats,
                                                    const QString& outputPath, QgsProcessingFeedback* feedback,
                                                    StageTimes& times)
 {
   const GdalCacheLimit cache(plan.gdalCacheBytes);
-  QgsProcessingMultiStepFeedback steps(2, feedback);
+  QgsProcessingMultiStepFeedback steps(flats == 0 ? 2 : 4, feedback);
   feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
   const DemTileSource source(raster);
   Elevations counts;
@@ -231,8 +224,6 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
   reportElevations(raster, counts, feedback);
   const float noData = outputNoData(raster, counts, feedback);
 
-  steps.setCurrentStep(1);
-  feedback->setProgressText(QObject::tr("Filling depressions tile by tile"));
   std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Float32, double(noData));
   TiffTileSink<float> sink(*writer, GDT_Float32, [noData](const float* in, int64_t count, void* buffer) {
     float* out = static_cast<float*>(buffer);
@@ -245,11 +236,58 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
       tally.addRow(dem + y * t.width, filled + y * t.width, t.width,
                    raster.cellWidth[size_t(t.y0 + y)] * raster.cellHeight[size_t(t.y0 + y)]);
   };
+  const dem::tiled::RowSizes rows{raster.cellWidth, raster.cellHeight};
+  const RunControl control = runControl(feedback);
   dem::tiled::TiledOptions options = plan.options;
-  options.onTile = tileProgress(&steps, 2);
   dem::tiled::TiledReport report;
-  dem::tiled::fillTiled(source, dem::tiled::RowSizes{raster.cellWidth, raster.cellHeight}, sink, options,
-                        runControl(feedback), &report, observe);
+  int passes = 1;  // the count
+
+  steps.setCurrentStep(1);
+  feedback->setProgressText(QObject::tr("Filling depressions tile by tile"));
+  options.onTile = tileProgress(&steps, 2);
+  if (flats == 0)
+    dem::tiled::fillTiled(source, rows, sink, options, control, &report, observe);
+  else
+  {
+    // The filled DEM, its flat mask and the raised elevations in raw files in the scratch folder
+    // (removed however the run ends); the raised DEM is the output.
+    const dem::tiled::ScratchFolder scratch(scratchParent());
+    dem::tiled::RawFileRaster<float> filled(scratch.path() + "/filled.f32", raster.width, raster.height);
+    dem::tiled::RawFileRaster<int32_t> mask(scratch.path() + "/flat_mask.i32", raster.width, raster.height);
+    dem::tiled::RawFileRaster<float> work(scratch.path() + "/raised.f32", raster.width, raster.height);
+    dem::tiled::fillTiled(source, rows, filled, options, control, &report);
+    times.merge(report.times);
+    passes += report.passes;
+
+    steps.setCurrentStep(2);
+    feedback->setProgressText(QObject::tr("Resolving flats tile by tile"));
+    const auto rounds = [&steps](int pass, int64_t done, int64_t tiles) {
+      steps.setProgress(std::min(99.0, 10.0 * (pass - 1) + 10.0 * double(done) / double(tiles)));
+    };
+    options.onTile = rounds;
+    dem::tiled::TiledReport flatsReport;
+    dem::tiled::flatMaskTiled(filled, rows, mask,
+                              flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet, options,
+                              control, &flatsReport);
+    times.merge(flatsReport.times);
+    passes += flatsReport.passes;
+
+    steps.setCurrentStep(3);
+    feedback->setProgressText(QObject::tr("Raising the flats tile by tile"));
+    report = dem::tiled::TiledReport();
+    const dem::tiled::RaisedCounts raised =
+      dem::tiled::raiseFlatsTiled(filled, mask, rows, work, sink, options, control, &report, &source, observe);
+    passes += report.passes - 1;  // logTiledRun adds the last report's passes
+    feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raised.raised));
+    if (raised.raisedInTurn > 0)
+      feedback->pushInfo(QObject::tr("%1 cells next to a flat were overtaken by its raised cells (the flat's rim lies "
+                                     "fewer float32 steps above it than the flat is long) and were raised in turn, "
+                                     "each to one step above its lowest neighbour, so that every cell drains.")
+                           .arg(raised.raisedInTurn));
+    feedback->pushInfo(QObject::tr("Scratch: %1 MiB in %2, removed now.")
+                         .arg(double(scratch.bytes()) / 1048576.0, 0, 'f', 1)
+                         .arg(QString::fromStdString(scratch.path())));
+  }
   times.merge(report.times);
   FinishedRasters finished;
   {
@@ -257,7 +295,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
     finishDemRaster(std::move(writer), raster, finished);
   }
   tally.log(counts.valid, feedback);
-  logTiledRun(report, 1, feedback);
+  logTiledRun(report, passes, feedback);
   logStageTimes(times, feedback);
   finished.keep();
   return {{QStringLiteral("OUTPUT"), outputPath}};

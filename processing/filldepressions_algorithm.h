@@ -35,8 +35,9 @@ private:
   // The in-memory run: the whole DEM read, filled (and its flats raised), written.
   QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
                               QgsProcessingFeedback* feedback, StageTimes& times);
-  // The tiled run (adapters/tiled_rasters.h): the DEM counted, then filled tile by tile in two passes.
-  QVariantMap executeTiled(const DemRaster& raster, const TilingPlan& plan, const QString& outputPath,
+  // The tiled run (adapters/tiled_rasters.h): the DEM counted, then filled tile by tile in two passes;
+  // with FLATS, the filled DEM, its flat mask and its raised flats through the scratch folder.
+  QVariantMap executeTiled(const DemRaster& raster, const TilingPlan& plan, int flats, const QString& outputPath,
                            QgsProcessingFeedback* feedback, StageTimes& times);
 
   DemSource mSource;

@@ -809,6 +809,31 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
         if (line.startsWith(QStringLiteral("Raised ")))
           EXPECT_TRUE(result.logContains(line.left(line.indexOf(QStringLiteral("filled volume"))))) << line.toStdString();
 
+      // The flats raised (FLATS 1 and 2), both ways; the scratch folder gone.
+      for (const int flats : {1, 2})
+      {
+        const QString raisedMemory = path(input + QStringLiteral("_flats%1_memory.tif").arg(flats));
+        const QString raisedTiled = path(input + QStringLiteral("_flats%1_tiled.tif").arg(flats));
+        const RunResult memoryFlats =
+          run(kFill, path(input + ".tif"), {{QStringLiteral("FLATS"), flats}, {QStringLiteral("OUTPUT"), raisedMemory}});
+        ASSERT_TRUE(memoryFlats.ok) << memoryFlats.error.toStdString();
+        QVariantMap withFlats = tiling;
+        withFlats.insert(QStringLiteral("FLATS"), flats);
+        withFlats.insert(QStringLiteral("OUTPUT"), raisedTiled);
+        const RunResult tiledFlats = run(kFill, path(input + ".tif"), withFlats);
+        ASSERT_TRUE(tiledFlats.ok) << tiledFlats.error.toStdString();
+        const auto a = read<float>(raisedMemory, GDT_Float32), b = read<float>(raisedTiled, GDT_Float32);
+        ASSERT_EQ(a.size(), b.size());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "FLATS=" << flats;
+        for (const QString& line : memoryFlats.log)
+          if (line.startsWith(QStringLiteral("Flats: ")) || line.contains(QStringLiteral("raised in turn")))
+            EXPECT_TRUE(tiledFlats.logContains(line)) << line.toStdString();
+        EXPECT_TRUE(tiledFlats.logContains(QStringLiteral("removed now")));
+        EXPECT_TRUE(QDir(QgsProcessingUtils::tempFolder())
+                      .entryList({QStringLiteral("gpugeo-scratch-*")}, QDir::AllEntries)
+                      .isEmpty());
+      }
+
       // Directions (no flat resolution) from the filled DEM, both ways.
       QVariantMap directions = tiling;
       directions.insert(QStringLiteral("RESOLVE_FLATS"), false);
@@ -865,18 +890,12 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
     }
 }
 
-// What the tiled path cannot do yet, or cannot fit, is refused before anything is written: the fill's
-// raised flats past the budget, a budget that cannot hold the smallest tiles.
-TEST_F(DemAlgorithmsTest, TiledRunsRefuseFlatsAndBudgetsTooSmall)
+// What the tiled path cannot fit is refused before anything is written: a budget that cannot hold the
+// smallest tiles; and values that are not directions, as in memory.
+TEST_F(DemAlgorithmsTest, TiledRunsRefuseBudgetsTooSmallAndBadCodes)
 {
   const TestDem d = randomDem(400, 300, 12);
   writeTiff(path("dem.tif"), d);
-  const RunResult flats = run(kFill, path("dem.tif"),
-                              {{QStringLiteral("FLATS"), 1},
-                               {QStringLiteral("TILED"), true},
-                               {QStringLiteral("OUTPUT"), path("out.tif")}});
-  EXPECT_FALSE(flats.ok);
-  EXPECT_TRUE(flats.error.contains(QStringLiteral("does not resolve flats yet"))) << flats.error.toStdString();
   // 2,000 x 2,000 cells: the perimeters of the tiles that fit 1 MiB alone need more.
   TestDem large;
   large.width = large.height = 2000;

@@ -267,8 +267,8 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
     options.onTile = rounds;
     dem::tiled::TiledReport flatsReport;
     dem::tiled::flatMaskTiled(filled, rows, mask,
-                              flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet, options,
-                              control, &flatsReport);
+                              flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet,
+                              scratch.path(), options, control, &flatsReport);
     times.merge(flatsReport.times);
     passes += flatsReport.passes;
 

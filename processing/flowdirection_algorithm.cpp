@@ -207,7 +207,8 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
       steps.setProgress(std::min(99.0, 10.0 * (pass - 1) + 10.0 * double(done) / double(tiles)));
     };
     dem::tiled::TiledReport flatsReport;
-    dem::tiled::flatMaskTiled(source, rows, *mask, dem::FlatGradient::Combined, options, control, &flatsReport);
+    dem::tiled::flatMaskTiled(source, rows, *mask, dem::FlatGradient::Combined, scratch->path(), options, control,
+                              &flatsReport);
     times.merge(flatsReport.times);
     extraPasses += flatsReport.passes;
     feedback->pushInfo(QObject::tr("Flats resolved in %1 passes over the DEM (the distances through flats that cross "

@@ -3,7 +3,8 @@
 // scratch folder; with --compare, also the in-memory tools on the same DEM (it must fit), checking
 // that the outputs are equal and printing the ratio of the times.
 //
-// usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare]
+// usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
+// --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats.
 // The terrain is bench_dem's (waves and a slope on 30 m cells, noise for pits, elevations rounded to
 // 0.5 m for flats), with its noise from a hash of the cell so that any window can be generated alone.
 // Prints one JSON object: the stage times (ms), the tiles, passes, graph bytes, the scratch bytes, the
@@ -76,7 +77,7 @@ int main(int argc, char** argv)
   int64_t w = 4000, h = 4000, tile = 1024;
   int threads = 0;
   std::string scratchParent = "/tmp";
-  bool compare = false;
+  bool compare = false, flats = false;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -87,6 +88,7 @@ int main(int argc, char** argv)
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--scratch") scratchParent = next();
     else if (a == "--compare") compare = true;
+    else if (a == "--flats") flats = true;
   }
   const GeneratedTerrain terrain(w, h);
   const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
@@ -149,6 +151,49 @@ int main(int argc, char** argv)
                       gotDirections == memDirections && gotArea == memAcc.area;
     std::printf(",\n \"in_memory_ms\": %.1f, \"tiled_over_in_memory\": %.2f, \"identical\": %s", memMs,
                 totalMs / memMs, same ? "true" : "false");
+  }
+  if (flats)
+  {
+    // The flats of the filled DEM: the mask, D8 with it, and the raised DEM, each timed.
+    RawFileRaster<int32_t> mask(scratch.path() + "/mask.i32", w, h);
+    RawFileRaster<uint8_t> resolved(scratch.path() + "/resolved.u8", w, h);
+    RawFileRaster<float> work(scratch.path() + "/work.f32", w, h), raised(scratch.path() + "/raised.f32", w, h);
+    TiledReport maskReport, raiseReport;
+    auto t0 = std::chrono::steady_clock::now();
+    flatMaskTiled(filled, rows, mask, dem::FlatGradient::Combined, scratch.path(), options, control, &maskReport);
+    const double maskMs = msSince(t0);
+    t0 = std::chrono::steady_clock::now();
+    directionsTiled(filled, rows, resolved, options, control, nullptr, &mask);
+    const double resolvedMs = msSince(t0);
+    t0 = std::chrono::steady_clock::now();
+    const RaisedCounts counts = raiseFlatsTiled(filled, mask, rows, work, raised, options, control, &raiseReport);
+    const double raiseMs = msSince(t0);
+    std::printf(",\n \"flat_mask_ms\": %.1f, \"flat_mask_passes\": %d, \"resolved_directions_ms\": %.1f,\n"
+                " \"raise_ms\": %.1f, \"raise_passes\": %d, \"raised\": %lld, \"raised_in_turn\": %lld",
+                maskMs, maskReport.passes, resolvedMs, raiseMs, raiseReport.passes, (long long)counts.raised,
+                (long long)counts.raisedInTurn);
+    std::printf(",\n \"flats_stages_ms\": {");
+    const char* between = "";
+    for (const TiledReport* r : {&maskReport, &raiseReport})
+      for (const auto& [stage, ms] : r->times.entries())
+      {
+        std::printf("%s\"%s\": %.1f", between, stage.c_str(), ms);
+        between = ", ";
+      }
+    std::printf("}");
+    if (compare)
+    {
+      std::vector<float> z(std::size_t(w * h));
+      filled.read(Window{0, 0, w, h}, z.data());
+      const dem::Grid grid{z.data(), w, h, rows.cellWidth.data(), rows.cellHeight.data()};
+      t0 = std::chrono::steady_clock::now();
+      const std::vector<int32_t> memMask = dem::flatMask(Backend::Cpu, grid, threads, control);
+      const double memMaskMs = msSince(t0);
+      std::vector<int32_t> gotMask(z.size());
+      mask.read(Window{0, 0, w, h}, gotMask.data());
+      std::printf(",\n \"in_memory_flat_mask_ms\": %.1f, \"flat_mask_identical\": %s", memMaskMs,
+                  gotMask == memMask ? "true" : "false");
+    }
   }
   std::printf("}\n");
   return 0;

@@ -110,15 +110,15 @@ TiledChain runTiled(const TestDem& d, const std::vector<uint8_t>& resolved, cons
   MemoryRaster<int64_t> cells(d.width, d.height), area(d.width, d.height);
   accumulationTiled(drained, rows, cells, area, options, noCancel);
   TiledChain out{filled.cells(), directions.cells(), cells.cells(), area.cells(), counts, {}, {}, {}};
+  ScratchFolder scratch(testing::TempDir());
   MemoryRaster<int32_t> combined(d.width, d.height), towards(d.width, d.height);
-  flatMaskTiled(filled, rows, combined, FlatGradient::Combined, options, noCancel);
-  flatMaskTiled(filled, rows, towards, FlatGradient::TowardsOutlet, options, noCancel);
+  flatMaskTiled(filled, rows, combined, FlatGradient::Combined, scratch.path(), options, noCancel);
+  flatMaskTiled(filled, rows, towards, FlatGradient::TowardsOutlet, scratch.path(), options, noCancel);
   MemoryRaster<uint8_t> withFlats(d.width, d.height);
   directionsTiled(filled, rows, withFlats, options, noCancel, nullptr, &combined);
   out.combined = combined.cells();
   out.towards = towards.cells();
   out.resolved = withFlats.cells();
-  ScratchFolder scratch(testing::TempDir());
   RawFileRaster<float> work(scratch.path() + "/work.f32", d.width, d.height);
   MemoryRaster<float> raisedCombined(d.width, d.height), raisedTowards(d.width, d.height);
   out.raisedInTurn = raiseFlatsTiled(filled, combined, rows, work, raisedCombined, options, noCancel).raisedInTurn;
@@ -249,7 +249,8 @@ TEST(DemTiled, AFlatWindingThroughEveryTile)
   MemoryRaster<float> filled(d.width, d.height, expected.filled);
   MemoryRaster<int32_t> mask(d.width, d.height);
   TiledReport report;
-  flatMaskTiled(filled, rowsOf(d), mask, FlatGradient::Combined, tiles(8, 8), noCancel, &report);
+  ScratchFolder scratch(testing::TempDir());
+  flatMaskTiled(filled, rowsOf(d), mask, FlatGradient::Combined, scratch.path(), tiles(8, 8), noCancel, &report);
   EXPECT_GT(report.passes, 5);
   EXPECT_EQ(mask.cells(), expected.combined);
 }

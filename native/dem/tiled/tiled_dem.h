@@ -86,11 +86,12 @@ struct DirectionCounts
 };
 
 // The flat mask (dem.h's flatMask) of a filled DEM. The distances through flats that cross tiles
-// take rounds over the tiles until the perimeters settle (report.passes counts every read: the
-// rounds, one for the components with the Combined gradient, one to write).
+// take rounds over the tiles until the perimeters settle; between rounds each tile's flat cells and
+// distances wait in raw files in `scratchFolder` (9 bytes a cell). report.passes counts the rounds,
+// the pass for the components (Combined gradient) and the pass that writes.
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
-                   FlatGradient gradient, const TiledOptions& options, const RunControl& control,
-                   TiledReport* report = nullptr);
+                   FlatGradient gradient, const std::string& scratchFolder, const TiledOptions& options,
+                   const RunControl& control, TiledReport* report = nullptr);
 
 // dem.h's raiseFlats tile by tile: each flat cell of the filled DEM raised by its mask (flatMaskTiled's)
 // in float32 steps, then the cells that leaves without a lower neighbour raised in turn, in rounds

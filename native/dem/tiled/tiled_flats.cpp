@@ -1,10 +1,11 @@
 // The tiled flat mask (tiled_dem.h): Barnes et al.'s (2014) flats of dem.h, tile by tile.
 //
 // The steps towards the outlet and from higher ground are breadth-first distances through the flat
-// cells, and a flat may wind through many tiles. Each tile finds its distances from its own sources
-// and from the distances of the perimeter cells of its neighbours (the cells of its halo), and keeps
-// those of its own perimeter; rounds of this over the tiles whose neighbours' perimeters changed
-// (all tiles in the first) go on until no perimeter changes (Bellman-Ford over the tiles: the
+// cells, and a flat may wind through many tiles. In a first round each tile finds its flat cells and
+// its distances from its own sources, keeping them in the scratch folder and its perimeter's in
+// memory; in later rounds each tile whose neighbours' perimeters changed lowers its distances from
+// them (a breadth-first pass from the cells where a shorter way comes in, not the whole tile again),
+// until no perimeter changes (Bellman-Ford over the tiles: the
 // distances only fall, and end at the whole grid's, as a shortest path through a tile is the tile's
 // own shortest path between the cells where it enters and leaves). Then the equal-elevation
 // components, whose highest count of steps from higher ground the mask needs: labelled in each tile,
@@ -14,6 +15,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "dem/detail/dem_math.h"
@@ -55,12 +57,17 @@ struct Perimeters
   std::vector<std::vector<int32_t>> towards, away;
 };
 
-void readFlatTile(const RasterSource<float>& filled, const Window& t, FlatTile& f)
+void setGeometry(const Window& t, FlatTile& f)
 {
   f.t = t;
   f.pw = t.width + 2 * kPad;
   for (int d = 0; d < 8; ++d)
     f.offset[d] = kDy[d] * f.pw + kDx[d];
+}
+
+void readFlatTile(const RasterSource<float>& filled, const Window& t, FlatTile& f)
+{
+  setGeometry(t, f);
   detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
   // Flat (dem.h): valid, no neighbour NaN (not an edge cell: NaN stands for off the grid too), no
   // neighbour lower; for the tile and the halo's first ring.
@@ -173,6 +180,116 @@ std::vector<int32_t> perimeterOf(const FlatTile& f, const std::vector<int32_t>& 
   return out;
 }
 
+// The state the rounds keep of every tile between its visits, in raw files in the scratch folder:
+// which cells are flat, and the two distances.
+struct FlatState
+{
+  RawFileRaster<uint8_t> flat;
+  RawFileRaster<int32_t> towards, away;
+  FlatState(const std::string& folder, int64_t width, int64_t height)
+    : flat(folder + "/flat.u8", width, height),
+      towards(folder + "/towards.i32", width, height),
+      away(folder + "/away.i32", width, height)
+  {
+  }
+};
+
+// A padded array from a tile's own cells (the halo zero).
+template <typename T>
+std::vector<T> padded(const FlatTile& f, const std::vector<T>& cells)
+{
+  std::vector<T> out(std::size_t(f.pw * (f.t.height + 2 * kPad)), T(0));
+  for (int64_t y = 0; y < f.t.height; ++y)
+    std::copy(cells.begin() + y * f.t.width, cells.begin() + (y + 1) * f.t.width, out.begin() + f.at(0, y));
+  return out;
+}
+
+// A padded array's tile cells.
+template <typename T>
+std::vector<T> unpadded(const FlatTile& f, const std::vector<T>& cells)
+{
+  std::vector<T> out(std::size_t(f.t.cells()));
+  for (int64_t y = 0; y < f.t.height; ++y)
+    std::copy(cells.begin() + f.at(0, y), cells.begin() + f.at(0, y) + f.t.width, out.begin() + y * f.t.width);
+  return out;
+}
+
+void saveState(const FlatTile& f, FlatState& state, bool withAway)
+{
+  state.flat.write(f.t, unpadded(f, f.flat).data());
+  state.towards.write(f.t, unpadded(f, f.towards).data());
+  if (withAway)
+    state.away.write(f.t, unpadded(f, f.away).data());
+}
+
+template <typename T>
+std::vector<T> loadPadded(const FlatTile& f, const RasterSource<T>& source)
+{
+  std::vector<T> cells(std::size_t(f.t.cells()));
+  source.read(f.t, cells.data());
+  return padded(f, cells);
+}
+
+// Lowers a tile's distances `dist` (padded) where its neighbours' perimeter distances now give a
+// shorter way in, and from there on through the tile's flat cells. Returns whether any fell.
+bool relax(FlatTile& f, const TileLayout& layout, const std::vector<std::vector<int32_t>>& perimeter,
+           std::vector<int32_t>& dist)
+{
+  std::vector<std::pair<int32_t, int64_t>> seeds;
+  const Window& t = f.t;
+  for (int64_t y = -1; y <= t.height; ++y)
+    for (int64_t x = -1; x <= t.width; x = (y == -1 || y == t.height || x == t.width) ? x + 1 : t.width)
+    {
+      const int64_t gx = t.x0 + x, gy = t.y0 + y;
+      if (gx < 0 || gy < 0 || gx >= layout.width || gy >= layout.height)
+        continue;
+      const int64_t j = layout.tileOf(gx, gy);
+      const Window u = layout.tile(j);
+      const int32_t d = perimeter[std::size_t(j)][std::size_t(detail::perimeterIndex(u, gx - u.x0, gy - u.y0))];
+      if (d <= 0)
+        continue;
+      const int64_t h = f.at(x, y);
+      for (int k = 0; k < 8; ++k)
+      {
+        const int64_t n = h + f.offset[k];
+        if (f.inTile(n) && f.flat[std::size_t(n)] && (dist[std::size_t(n)] == 0 || d + 1 < dist[std::size_t(n)]))
+          seeds.emplace_back(d + 1, n);
+      }
+    }
+  if (seeds.empty())
+    return false;
+  std::sort(seeds.begin(), seeds.end());
+  std::vector<int64_t> current, next;
+  std::size_t s = 0;
+  int64_t level = 0;
+  const auto lowers = [&](int64_t p, int64_t to) { return dist[std::size_t(p)] == 0 || to < dist[std::size_t(p)]; };
+  while (s < seeds.size() || !current.empty())
+  {
+    if (current.empty())
+      level = seeds[s].first;
+    for (; s < seeds.size() && seeds[s].first == level; ++s)
+      if (lowers(seeds[s].second, level))
+      {
+        dist[std::size_t(seeds[s].second)] = int32_t(level);
+        current.push_back(seeds[s].second);
+      }
+    for (const int64_t p : current)
+      for (int k = 0; k < 8; ++k)
+      {
+        const int64_t n = p + f.offset[k];
+        if (f.inTile(n) && f.flat[std::size_t(n)] && lowers(n, level + 1))
+        {
+          dist[std::size_t(n)] = int32_t(level + 1);
+          next.push_back(n);
+        }
+      }
+    current.swap(next);
+    next.clear();
+    ++level;
+  }
+  return true;
+}
+
 // The equal-elevation components of a tile's valid cells (8-connected), as each cell's root in a
 // union-find over the tile's cells (y * width + x; -1 for nodata).
 std::vector<int32_t> tileComponents(const FlatTile& f)
@@ -220,8 +337,8 @@ struct TileComponents
 }  // namespace
 
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
-                   FlatGradient gradient, const TiledOptions& options, const RunControl& control,
-                   TiledReport* report)
+                   FlatGradient gradient, const std::string& scratchFolder, const TiledOptions& options,
+                   const RunControl& control, TiledReport* report)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -247,6 +364,7 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     perimeters.away[std::size_t(i)].assign(std::size_t(size), 0);
   }
   out.graphBytes = perimeterCells * int64_t(4 * sizeof(int32_t));
+  FlatState state(scratchFolder, layout.width, layout.height);
   std::vector<uint8_t> active(std::size_t(count), 1);
   int rounds = 0;
   {
@@ -267,8 +385,31 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
         FlatTile f;
         for (int64_t w = b; w < e; ++w)
         {
-          readFlatTile(filled, layout.tile(work[std::size_t(w)]), f);
-          tileDistances(f, layout, perimeters, withAway);
+          const Window t = layout.tile(work[std::size_t(w)]);
+          if (rounds == 1)
+          {
+            // The first visit: the DEM read, the flats found, the distances from the tile's sources.
+            readFlatTile(filled, t, f);
+            tileDistances(f, layout, perimeters, withAway);
+            saveState(f, state, withAway);
+          }
+          else
+          {
+            // Later visits: the tile's state, lowered from its neighbours' new perimeters.
+            setGeometry(t, f);
+            f.flat = loadPadded(f, state.flat);
+            f.towards = loadPadded(f, state.towards);
+            if (relax(f, layout, perimeters.towards, f.towards))
+              state.towards.write(t, unpadded(f, f.towards).data());
+            if (withAway)
+            {
+              f.away = loadPadded(f, state.away);
+              if (relax(f, layout, perimeters.away, f.away))
+                state.away.write(t, unpadded(f, f.away).data());
+            }
+            else
+              f.away.clear();
+          }
           fresh.towards[std::size_t(w)] = perimeterOf(f, f.towards);
           fresh.away[std::size_t(w)] = perimeterOf(f, f.away);
           std::lock_guard<std::mutex> lock(progress);
@@ -318,7 +459,7 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     detail::forEachTile(layout, rounds + 1, "flats: components", options, control, out, [&](int64_t i) {
       FlatTile f;
       readFlatTile(filled, layout.tile(i), f);
-      tileDistances(f, layout, perimeters, true);
+      f.away = loadPadded(f, state.away);
       const std::vector<int32_t> root = tileComponents(f);
       std::vector<int32_t> most(root.size(), 0);  // at each root: the highest count of its flat cells
       for (int64_t y = 0; y < f.t.height; ++y)
@@ -395,12 +536,12 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     components.clear();
   }
 
-  // The last pass: each tile's distances once more, and its mask written.
+  // The last pass: each tile's mask from its distances (and its components), written.
   detail::forEachTile(layout, out.passes + 1, "flats: mask", options, control, out, [&](int64_t i) {
     FlatTile f;
-    readFlatTile(filled, layout.tile(i), f);
-    tileDistances(f, layout, perimeters, withAway);
-    const Window& t = f.t;
+    const Window t = layout.tile(i);
+    setGeometry(t, f);
+    f.towards = loadPadded(f, state.towards);
     std::vector<int32_t> cells(std::size_t(t.cells()), 0);
     if (!withAway)
     {
@@ -410,6 +551,8 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
       mask.write(t, cells.data());
       return;
     }
+    detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
+    f.away = loadPadded(f, state.away);
     const std::vector<int32_t> root = tileComponents(f);
     std::vector<int32_t> most(root.size(), 0);
     for (int64_t y = 0; y < t.height; ++y)

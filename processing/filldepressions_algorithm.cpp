@@ -274,10 +274,13 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
 
     steps.setCurrentStep(3);
     feedback->setProgressText(QObject::tr("Raising the flats tile by tile"));
+    const int64_t fillGraphBytes = report.graphBytes, fillTileBytes = report.tileBytes;
     report = dem::tiled::TiledReport();
     const dem::tiled::RaisedCounts raised =
       dem::tiled::raiseFlatsTiled(filled, mask, rows, work, sink, options, control, &report, &source, observe);
     passes += report.passes - 1;  // logTiledRun adds the last report's passes
+    report.graphBytes = std::max({report.graphBytes, flatsReport.graphBytes, fillGraphBytes});
+    report.tileBytes = std::max({report.tileBytes, flatsReport.tileBytes, fillTileBytes});
     feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raised.raised));
     if (raised.raisedInTurn > 0)
       feedback->pushInfo(QObject::tr("%1 cells next to a flat were overtaken by its raised cells (the flat's rim lies "
@@ -285,7 +288,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
                                      "each to one step above its lowest neighbour, so that every cell drains.")
                            .arg(raised.raisedInTurn));
     feedback->pushInfo(QObject::tr("Scratch: %1 MiB in %2, removed now.")
-                         .arg(double(scratch.bytes()) / 1048576.0, 0, 'f', 1)
+                         .arg(double(scratch.bytes()) / 1048576.0, 0, 'f', 0)
                          .arg(QString::fromStdString(scratch.path())));
   }
   times.merge(report.times);

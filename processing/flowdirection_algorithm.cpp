@@ -10,7 +10,6 @@
 #include <qgsrasterlayer.h>
 
 #include "adapters/geotiff_writer.h"
-#include "adapters/number_text.h"
 #include "adapters/layer_styles.h"
 #include "core/errors.h"
 #include "dem/dem.h"
@@ -196,6 +195,7 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
   // however the run ends).
   std::unique_ptr<dem::tiled::ScratchFolder> scratch;
   std::unique_ptr<dem::tiled::RawFileRaster<int32_t>> mask;
+  int64_t graphBytes = 0, tileBytes = 0;  // the flats', the larger
   if (resolveFlats)
   {
     steps.setCurrentStep(1);
@@ -212,9 +212,12 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
     times.merge(flatsReport.times);
     extraPasses += flatsReport.passes;
     feedback->pushInfo(QObject::tr("Flats resolved in %1 passes over the DEM (the distances through flats that cross "
-                                   "tiles settle in rounds); the mask took %2 MiB of scratch space in %3.")
+                                   "tiles settle in rounds); %2 MiB of scratch space in %3.")
                          .arg(flatsReport.passes)
-                         .arg(number(double(scratch->bytes()) / 1048576.0), QString::fromStdString(scratch->path())));
+                         .arg(double(scratch->bytes()) / 1048576.0, 0, 'f', 0)
+                         .arg(QString::fromStdString(scratch->path())));
+    graphBytes = flatsReport.graphBytes;
+    tileBytes = flatsReport.tileBytes;
   }
 
   steps.setCurrentStep(resolveFlats ? 2 : 1);
@@ -236,6 +239,8 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
     finishDemRaster(std::move(writer), raster, finished);
   }
   reportDirections(counts.perDirection, counts.drainingOut, resolveFlats, encoding, feedback);
+  report.graphBytes = std::max(report.graphBytes, graphBytes);
+  report.tileBytes = std::max(report.tileBytes, tileBytes);
   logTiledRun(report, extraPasses, feedback);
   logStageTimes(times, feedback);
   finished.keep();

@@ -185,6 +185,16 @@ struct FillTally
   }
 };
 
+void logRaisedFlats(int64_t raised, int64_t raisedInTurn, QgsProcessingFeedback* feedback)
+{
+  feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raised));
+  if (raisedInTurn > 0)
+    feedback->pushInfo(QObject::tr("%1 cells next to a flat were overtaken by its raised cells (the flat's rim lies "
+                                   "fewer float32 steps above it than the flat is long) and were raised in turn, each "
+                                   "to one step above its lowest neighbour, so that every cell drains.")
+                         .arg(raisedInTurn));
+}
+
 }  // namespace
 
 QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
@@ -202,8 +212,7 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
     return executeInMemory(parameters, context, feedback, times);
-  if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
-    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
+  warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
   return executeTiled(raster, plan, flats, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context),
                       feedback, times);
 }
@@ -281,12 +290,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
     passes += report.passes - 1;  // logTiledRun adds the last report's passes
     report.graphBytes = std::max({report.graphBytes, flatsReport.graphBytes, fillGraphBytes});
     report.tileBytes = std::max({report.tileBytes, flatsReport.tileBytes, fillTileBytes});
-    feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raised.raised));
-    if (raised.raisedInTurn > 0)
-      feedback->pushInfo(QObject::tr("%1 cells next to a flat were overtaken by its raised cells (the flat's rim lies "
-                                     "fewer float32 steps above it than the flat is long) and were raised in turn, "
-                                     "each to one step above its lowest neighbour, so that every cell drains.")
-                           .arg(raised.raisedInTurn));
+    logRaisedFlats(raised.raised, raised.raisedInTurn, feedback);
     feedback->pushInfo(QObject::tr("Scratch: %1 MiB in %2, removed now.")
                          .arg(double(scratch.bytes()) / 1048576.0, 0, 'f', 0)
                          .arg(QString::fromStdString(scratch.path())));
@@ -331,12 +335,7 @@ QVariantMap FillDepressionsAlgorithm::executeInMemory(const QVariantMap& paramet
       dem::flatMask(backend, filledGrid, cpuThreads(), control, &times,
                     flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet);
     dem::RaisedFlats raisedFlats = dem::raiseFlats(filledGrid, mask);
-    feedback->pushInfo(QObject::tr("Flats: %1 cells raised by their gradient.").arg(raisedFlats.raised));
-    if (raisedFlats.raisedInTurn > 0)
-      feedback->pushInfo(QObject::tr("%1 cells next to a flat were overtaken by its raised cells (the flat's rim lies "
-                                     "fewer float32 steps above it than the flat is long) and were raised in turn, "
-                                     "each to one step above its lowest neighbour, so that every cell drains.")
-                           .arg(raisedFlats.raisedInTurn));
+    logRaisedFlats(raisedFlats.raised, raisedFlats.raisedInTurn, feedback);
     filled = std::move(raisedFlats.z);
   });
 

@@ -262,29 +262,34 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
                                                QgsProcessingFeedback* feedback)
 {
   StageTimes times;
-  const DemRaster raster = openDemRaster(mSource, parameterAsInt(parameters, QStringLiteral("BAND"), context));
+  Request request;
+  request.band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  request.encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
+  request.squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
+  request.cellsPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_CELLS"), context);
+  if (outputRequested(parameters, QStringLiteral("OUTPUT_AREA")))
+    request.areaPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_AREA"), context);
+  const DemRaster raster = openDemRaster(mSource, request.band);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
                                      kInMemoryBytesPerCell, dem::tiled::kAccumulationBytesPerTileCell, cpuThreads());
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
-    return executeInMemory(parameters, context, feedback, times);
-  if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
-    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
-  return executeTiled(parameters, context, raster, plan, feedback, times);
+    return executeInMemory(request, parameters, context, feedback, times);
+  warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
+  return executeTiled(request, raster, plan, feedback, times);
 }
 
-QVariantMap FlowAccumulationAlgorithm::executeTiled(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                    const DemRaster& raster, const TilingPlan& plan,
-                                                    QgsProcessingFeedback* feedback, StageTimes& times)
+QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, const DemRaster& raster,
+                                                    const TilingPlan& plan, QgsProcessingFeedback* feedback,
+                                                    StageTimes& times)
 {
   const GdalCacheLimit cache(plan.gdalCacheBytes);
-  const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
-  const bool squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
-  const QString cellsPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_CELLS"), context);
-  const bool wantArea = outputRequested(parameters, QStringLiteral("OUTPUT_AREA"));
-  const QString areaPath =
-    wantArea ? parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_AREA"), context) : QString();
+  const int encoding = request.encoding;
+  const bool squareKilometres = request.squareKilometres;
+  const QString& cellsPath = request.cellsPath;
+  const QString& areaPath = request.areaPath;
+  const bool wantArea = !areaPath.isEmpty();
   QgsProcessingMultiStepFeedback steps(2, feedback);
 
   // --- Read the directions once, checking their codes.
@@ -388,16 +393,16 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const QVariantMap& parameter
   return outputs;
 }
 
-QVariantMap FlowAccumulationAlgorithm::executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
-                                                       QgsProcessingFeedback* feedback, StageTimes& times)
+QVariantMap FlowAccumulationAlgorithm::executeInMemory(const Request& request, const QVariantMap& parameters,
+                                                       QgsProcessingContext& context, QgsProcessingFeedback* feedback,
+                                                       StageTimes& times)
 {
-  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
-  const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
-  const bool squareKilometres = parameterAsEnum(parameters, QStringLiteral("UNITS"), context) == 1;
-  const QString cellsPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_CELLS"), context);
-  const bool wantArea = outputRequested(parameters, QStringLiteral("OUTPUT_AREA"));
-  const QString areaPath =
-    wantArea ? parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_AREA"), context) : QString();
+  const int band = request.band;
+  const int encoding = request.encoding;
+  const bool squareKilometres = request.squareKilometres;
+  const QString& cellsPath = request.cellsPath;
+  const QString& areaPath = request.areaPath;
+  const bool wantArea = !areaPath.isEmpty();
   QgsProcessingMultiStepFeedback steps(wantArea ? 4 : 3, feedback);
 
   // --- Read and decode the directions. The native grid takes elevations too: the accumulation

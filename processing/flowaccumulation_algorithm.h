@@ -33,11 +33,18 @@ protected:
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
-  QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+  // What both runs take from the parameters.
+  struct Request
+  {
+    int band = 1, encoding = 0;
+    bool squareKilometres = false;
+    QString cellsPath, areaPath;  // areaPath empty: OUTPUT_AREA not asked for
+  };
+  QVariantMap executeInMemory(const Request& request, const QVariantMap& parameters, QgsProcessingContext& context,
                               QgsProcessingFeedback* feedback, StageTimes& times);
   // The tiled run (adapters/tiled_rasters.h): the directions checked, then accumulated tile by tile.
-  QVariantMap executeTiled(const QVariantMap& parameters, QgsProcessingContext& context, const DemRaster& raster,
-                           const TilingPlan& plan, QgsProcessingFeedback* feedback, StageTimes& times);
+  QVariantMap executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
+                           QgsProcessingFeedback* feedback, StageTimes& times);
 
   DemSource mSource;
   // What postProcessAlgorithm() needs to style the rasters once QGIS loads them: a ramp from the

@@ -168,8 +168,7 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
     return executeInMemory(parameters, context, feedback, times);
-  if (parameterAsEnum(parameters, QStringLiteral("DEVICE"), context) == 2)
-    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
+  warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
   return executeTiled(raster, plan, resolveFlats, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
                       parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback, times);
 }

@@ -61,6 +61,36 @@ QString mib(int64_t bytes)
   return value >= 10 ? QString::number(value, 'f', 0) : QString::number(value, 'g', 2);
 }
 
+// Opens a dataset read-only without GDAL's messages; throws QgsProcessingException when it fails.
+GDALDatasetH openForTiles(const QString& name)
+{
+  GDALAllRegister();
+  CPLErrorReset();
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  GDALDatasetH dataset = GDALOpen(name.toUtf8().constData(), GA_ReadOnly);
+  CPLPopErrorHandler();
+  if (!dataset)
+    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(name, lastGdalError()));
+  return dataset;
+}
+
+// A window of band `band` as float64 (the caller holds gdalTileMutex()).
+std::vector<double> readWindow(GDALDatasetH dataset, const DemRaster& raster, const dem::tiled::Window& window)
+{
+  std::vector<double> values(std::size_t(window.cells()));
+  CPLErrorReset();
+  if (GDALRasterIO(GDALGetRasterBand(dataset, raster.band), GF_Read, int(window.x0), int(window.y0),
+                   int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
+                   GDT_Float64, 0, 0) != CE_None)
+    throw QgsProcessingException(QObject::tr("Could not read columns %1 to %2, rows %3 to %4 of %5: %6")
+                                   .arg(window.x0)
+                                   .arg(window.x0 + window.width - 1)
+                                   .arg(window.y0)
+                                   .arg(window.y0 + window.height - 1)
+                                   .arg(raster.gdalName, lastGdalError()));
+  return values;
+}
+
 }  // namespace
 
 std::mutex& gdalTileMutex()
@@ -69,15 +99,8 @@ std::mutex& gdalTileMutex()
   return mutex;
 }
 
-DemTileSource::DemTileSource(const DemRaster& raster) : mRaster(raster)
+DemTileSource::DemTileSource(const DemRaster& raster) : mRaster(raster), mDataset(openForTiles(raster.gdalName))
 {
-  GDALAllRegister();
-  CPLErrorReset();
-  CPLPushErrorHandler(CPLQuietErrorHandler);
-  mDataset = GDALOpen(raster.gdalName.toUtf8().constData(), GA_ReadOnly);
-  CPLPopErrorHandler();
-  if (!mDataset)
-    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(raster.gdalName, lastGdalError()));
   mCounts.minimum = std::numeric_limits<double>::infinity();
   mCounts.maximum = -std::numeric_limits<double>::infinity();
 }
@@ -93,18 +116,8 @@ void DemTileSource::read(const dem::tiled::Window& window, float* out) const
   // The band as float64, then readDemRows's and readElevations's rules: NaN stays nodata; the nodata
   // value, compared in the band's own type, becomes NaN; the scale and offset; values that are not
   // finite as float32 become NaN and are counted.
-  std::vector<double> values(std::size_t(window.cells()));
   std::lock_guard<std::mutex> lock(gdalTileMutex());
-  CPLErrorReset();
-  if (GDALRasterIO(GDALGetRasterBand(mDataset, mRaster.band), GF_Read, int(window.x0), int(window.y0),
-                   int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
-                   GDT_Float64, 0, 0) != CE_None)
-    throw QgsProcessingException(QObject::tr("Could not read columns %1 to %2, rows %3 to %4 of %5: %6")
-                                   .arg(window.x0)
-                                   .arg(window.x0 + window.width - 1)
-                                   .arg(window.y0)
-                                   .arg(window.y0 + window.height - 1)
-                                   .arg(mRaster.gdalName, lastGdalError()));
+  const std::vector<double> values = readWindow(mDataset, mRaster, window);
   const bool count = mSeen.insert({window.x0, window.y0}).second;
   const bool float32 = mRaster.dataType == GDT_Float32;
   const bool scaled = mRaster.scale != 1.0 || mRaster.offset != 0.0;
@@ -169,15 +182,8 @@ Elevations DemTileSource::counted() const
 
 CodeTileSource::CodeTileSource(const DemRaster& raster, const std::array<int16_t, 256>& table,
                                const std::array<int16_t, 256>& otherTable)
-  : mRaster(raster), mTable(table), mOtherTable(otherTable)
+  : mRaster(raster), mTable(table), mOtherTable(otherTable), mDataset(openForTiles(raster.gdalName))
 {
-  GDALAllRegister();
-  CPLErrorReset();
-  CPLPushErrorHandler(CPLQuietErrorHandler);
-  mDataset = GDALOpen(raster.gdalName.toUtf8().constData(), GA_ReadOnly);
-  CPLPopErrorHandler();
-  if (!mDataset)
-    throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(raster.gdalName, lastGdalError()));
 }
 
 CodeTileSource::~CodeTileSource()
@@ -197,18 +203,8 @@ int16_t CodeTileSource::decode(const std::array<int16_t, 256>& table, double val
 
 void CodeTileSource::read(const dem::tiled::Window& window, uint8_t* out) const
 {
-  std::vector<double> values(std::size_t(window.cells()));
   std::lock_guard<std::mutex> lock(gdalTileMutex());
-  CPLErrorReset();
-  if (GDALRasterIO(GDALGetRasterBand(mDataset, mRaster.band), GF_Read, int(window.x0), int(window.y0),
-                   int(window.width), int(window.height), values.data(), int(window.width), int(window.height),
-                   GDT_Float64, 0, 0) != CE_None)
-    throw QgsProcessingException(QObject::tr("Could not read columns %1 to %2, rows %3 to %4 of %5: %6")
-                                   .arg(window.x0)
-                                   .arg(window.x0 + window.width - 1)
-                                   .arg(window.y0)
-                                   .arg(window.y0 + window.height - 1)
-                                   .arg(mRaster.gdalName, lastGdalError()));
+  const std::vector<double> values = readWindow(mDataset, mRaster, window);
   Counts& counts = mCounts;
   for (std::size_t i = 0; i < values.size(); ++i)
   {
@@ -362,6 +358,12 @@ void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProc
                        .arg(report.passes + extraPasses)
                        .arg(mib(report.graphBytes))
                        .arg(mib(report.tileBytes)));
+}
+
+void warnTiledRunsOnCpu(int deviceOption, QgsProcessingFeedback* feedback)
+{
+  if (deviceOption == 2)
+    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
 }
 
 std::string scratchParent()

@@ -163,6 +163,9 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
 void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback);
 void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback);
 
+// The warning a tiled run gives for DEVICE=GPU (option 2): it works on the CPU.
+void warnTiledRunsOnCpu(int deviceOption, QgsProcessingFeedback* feedback);
+
 // Where tiled runs put their scratch folders: QGIS's processing temporary folder.
 std::string scratchParent();
 

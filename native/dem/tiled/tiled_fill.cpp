@@ -118,12 +118,8 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
-  const TileLayout layout(dem.width(), dem.height(), options);
-  detail::checkRows(rows, layout.height);
-  out.tileWidth = layout.tileWidth;
-  out.tileHeight = layout.tileHeight;
-  out.tiles = layout.count();
-  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kFillBytesPerTileCell;
+  const TileLayout layout =
+    detail::beginTiledRun(dem.width(), dem.height(), rows, options, kFillBytesPerTileCell, 1, out);
 
   // Each tile's labels start after the previous tiles' perimeters (0 is the ocean).
   std::vector<int32_t> firstLabel(std::size_t(layout.count()));
@@ -176,24 +172,14 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
         const float zc = mine.z[std::size_t(k)];
         if (isNoData(zc))
           return;
-        const int64_t gx = t.x0 + x, gy = t.y0 + y;
-        for (int d = 0; d < 8; ++d)
-        {
-          const int64_t nx = gx + kDx[d], ny = gy + kDy[d];
-          if (nx < 0 || ny < 0 || nx >= layout.width || ny >= layout.height ||
-              (nx >= t.x0 && ny >= t.y0 && nx < t.x0 + t.width && ny < t.y0 + t.height))
-            continue;
-          if (ny * layout.width + nx < gy * layout.width + gx)
-            continue;
-          const int64_t j = layout.tileOf(nx, ny);
-          const Window u = layout.tile(j);
-          const int64_t kn = detail::perimeterIndex(u, nx - u.x0, ny - u.y0);
+        const int64_t c = (t.y0 + y) * layout.width + t.x0 + x;
+        detail::forNeighboursInOtherTiles(layout, t, x, y, [&](int64_t j, int64_t kn, int64_t nx, int64_t ny) {
           const TilePerimeter& theirs = perimeters[std::size_t(j)];
           const float zn = theirs.z[std::size_t(kn)];
-          if (isNoData(zn) || mine.label[std::size_t(k)] == theirs.label[std::size_t(kn)])
-            continue;
+          if (ny * layout.width + nx < c || isNoData(zn) || mine.label[std::size_t(k)] == theirs.label[std::size_t(kn)])
+            return;
           list.push_back(Spill{mine.label[std::size_t(k)], theirs.label[std::size_t(kn)], std::max(zc, zn)});
-        }
+        });
       });
     }
   }, &control);

@@ -151,22 +151,16 @@ void tileDistances(FlatTile& f, const TileLayout& layout, const Perimeters& peri
         awaySeeds.emplace_back(1, p);
     }
   // The halo's first ring: the perimeter cells of the neighbouring tiles.
-  for (int64_t y = -1; y <= t.height; ++y)
-    for (int64_t x = -1; x <= t.width; x = (y == -1 || y == t.height || x == t.width) ? x + 1 : t.width)
-    {
-      const int64_t gx = t.x0 + x, gy = t.y0 + y;
-      const int64_t p = f.at(x, y);
-      if (gx < 0 || gy < 0 || gx >= layout.width || gy >= layout.height || !f.flat[std::size_t(p)])
-        continue;
-      const int64_t j = layout.tileOf(gx, gy);
-      const Window u = layout.tile(j);
-      const int64_t k = detail::perimeterIndex(u, gx - u.x0, gy - u.y0);
-      if (const int32_t d = perimeters.towards[std::size_t(j)][std::size_t(k)]; d > 0)
-        towardsSeeds.emplace_back(d, p);
-      if (withAway)
-        if (const int32_t d = perimeters.away[std::size_t(j)][std::size_t(k)]; d > 0)
-          awaySeeds.emplace_back(d, p);
-    }
+  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
+    const int64_t p = f.at(x, y);
+    if (!f.flat[std::size_t(p)])
+      return;
+    if (const int32_t d = perimeters.towards[std::size_t(j)][std::size_t(k)]; d > 0)
+      towardsSeeds.emplace_back(d, p);
+    if (withAway)
+      if (const int32_t d = perimeters.away[std::size_t(j)][std::size_t(k)]; d > 0)
+        awaySeeds.emplace_back(d, p);
+  });
   distancesFrom(f, std::move(towardsSeeds), f.towards);
   if (withAway)
     distancesFrom(f, std::move(awaySeeds), f.away);
@@ -237,25 +231,18 @@ bool relax(FlatTile& f, const TileLayout& layout, const std::vector<std::vector<
 {
   std::vector<std::pair<int32_t, int64_t>> seeds;
   const Window& t = f.t;
-  for (int64_t y = -1; y <= t.height; ++y)
-    for (int64_t x = -1; x <= t.width; x = (y == -1 || y == t.height || x == t.width) ? x + 1 : t.width)
+  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
+    const int32_t d = perimeter[std::size_t(j)][std::size_t(k)];
+    if (d <= 0)
+      return;
+    const int64_t h = f.at(x, y);
+    for (int m = 0; m < 8; ++m)
     {
-      const int64_t gx = t.x0 + x, gy = t.y0 + y;
-      if (gx < 0 || gy < 0 || gx >= layout.width || gy >= layout.height)
-        continue;
-      const int64_t j = layout.tileOf(gx, gy);
-      const Window u = layout.tile(j);
-      const int32_t d = perimeter[std::size_t(j)][std::size_t(detail::perimeterIndex(u, gx - u.x0, gy - u.y0))];
-      if (d <= 0)
-        continue;
-      const int64_t h = f.at(x, y);
-      for (int k = 0; k < 8; ++k)
-      {
-        const int64_t n = h + f.offset[k];
-        if (f.inTile(n) && f.flat[std::size_t(n)] && (dist[std::size_t(n)] == 0 || d + 1 < dist[std::size_t(n)]))
-          seeds.emplace_back(d + 1, n);
-      }
+      const int64_t n = h + f.offset[m];
+      if (f.inTile(n) && f.flat[std::size_t(n)] && (dist[std::size_t(n)] == 0 || d + 1 < dist[std::size_t(n)]))
+        seeds.emplace_back(d + 1, n);
     }
+  });
   if (seeds.empty())
     return false;
   std::sort(seeds.begin(), seeds.end());
@@ -342,12 +329,8 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
-  const TileLayout layout(filled.width(), filled.height(), options);
-  detail::checkRows(rows, layout.height);
-  out.tileWidth = layout.tileWidth;
-  out.tileHeight = layout.tileHeight;
-  out.tiles = layout.count();
-  out.tileBytes = (layout.tileWidth + 2 * kPad) * (layout.tileHeight + 2 * kPad) * kFlatsBytesPerTileCell;
+  const TileLayout layout =
+    detail::beginTiledRun(filled.width(), filled.height(), rows, options, kFlatsBytesPerTileCell, kPad, out);
   const bool withAway = gradient == FlatGradient::Combined;
   const int64_t count = layout.count();
 
@@ -430,12 +413,7 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
         perimeters.towards[std::size_t(i)] = std::move(fresh.towards[w]);
         perimeters.away[std::size_t(i)] = std::move(fresh.away[w]);
         changed = true;
-        // The neighbours read this tile's perimeter.
-        const int64_t tx = i % layout.tilesX, ty = i / layout.tilesX;
-        for (int64_t ny = std::max<int64_t>(0, ty - 1); ny <= std::min(layout.tilesY - 1, ty + 1); ++ny)
-          for (int64_t nx = std::max<int64_t>(0, tx - 1); nx <= std::min(layout.tilesX - 1, tx + 1); ++nx)
-            if (ny != ty || nx != tx)
-              active[std::size_t(ny * layout.tilesX + nx)] = 1;
+        detail::markNeighbours(layout, i, active);
       }
     }
   }
@@ -502,22 +480,13 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
         if (own < 0)
           return;
         const float v = perimeterZ[std::size_t(i)][std::size_t(k)];
-        const int64_t gx = t.x0 + x, gy = t.y0 + y;
-        for (int d = 0; d < 8; ++d)
-        {
-          const int64_t nx = gx + kDx[d], ny = gy + kDy[d];
-          if (nx < 0 || ny < 0 || nx >= layout.width || ny >= layout.height ||
-              (nx >= t.x0 && ny >= t.y0 && nx < t.x0 + t.width && ny < t.y0 + t.height))
-            continue;
-          const int64_t j = layout.tileOf(nx, ny);
-          const Window u = layout.tile(j);
-          const int64_t kn = detail::perimeterIndex(u, nx - u.x0, ny - u.y0);
+        detail::forNeighboursInOtherTiles(layout, t, x, y, [&](int64_t j, int64_t kn, int64_t, int64_t) {
           const int32_t theirs = components[std::size_t(j)].first[std::size_t(kn)];
           if (theirs < 0 || perimeterZ[std::size_t(j)][std::size_t(kn)] != v)
-            continue;
+            return;
           const int64_t a = find(firstNode[std::size_t(i)] + own), b = find(firstNode[std::size_t(j)] + theirs);
           parent[std::size_t(std::max(a, b))] = std::min(a, b);
-        }
+        });
       });
     }
     for (int64_t i = 0; i < count; ++i)

@@ -136,12 +136,8 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
-  const TileLayout layout(filled.width(), filled.height(), options);
-  detail::checkRows(rows, layout.height);
-  out.tileWidth = layout.tileWidth;
-  out.tileHeight = layout.tileHeight;
-  out.tiles = layout.count();
-  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kDirectionsBytesPerTileCell;
+  const TileLayout layout =
+    detail::beginTiledRun(filled.width(), filled.height(), rows, options, kDirectionsBytesPerTileCell, 1, out);
   DirectionCounts counts;
   std::mutex counting;
   detail::forEachTile(layout, 1, "directions", options, control, out, [&](int64_t i) {
@@ -188,12 +184,8 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
-  const TileLayout layout(directions.width(), directions.height(), options);
-  detail::checkRows(rows, layout.height);
-  out.tileWidth = layout.tileWidth;
-  out.tileHeight = layout.tileHeight;
-  out.tiles = layout.count();
-  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kAccumulationBytesPerTileCell;
+  const TileLayout layout = detail::beginTiledRun(directions.width(), directions.height(), rows, options,
+                                                  kAccumulationBytesPerTileCell, 1, out);
   const std::vector<int64_t> rowArea = rowAreas(rows);
 
   PerimeterGraph g;

@@ -82,19 +82,16 @@ void readRaiseTile(const RasterSource<float>& filled, const RasterSource<int32_t
 void haloFromPerimeters(RaiseTile& r, const TileLayout& layout, const PerimeterLevels& levels)
 {
   const Window& t = r.t;
-  for (int64_t y = -1; y <= t.height; ++y)
-    for (int64_t x = -1; x <= t.width; x = (y == -1 || y == t.height || x == t.width) ? x + 1 : t.width)
-    {
-      const int64_t gx = t.x0 + x, gy = t.y0 + y;
-      float v = std::numeric_limits<float>::quiet_NaN();
-      if (gx >= 0 && gy >= 0 && gx < layout.width && gy < layout.height)
-      {
-        const int64_t j = layout.tileOf(gx, gy);
-        const Window u = layout.tile(j);
-        v = levels[std::size_t(j)][std::size_t(detail::perimeterIndex(u, gx - u.x0, gy - u.y0))];
-      }
-      r.current[std::size_t(r.at(x, y))] = v;
-    }
+  // NaN first (off the grid), then the neighbours' levels.
+  for (int64_t x = -1; x <= t.width; ++x)
+    r.current[std::size_t(r.at(x, -1))] = r.current[std::size_t(r.at(x, t.height))] =
+      std::numeric_limits<float>::quiet_NaN();
+  for (int64_t y = 0; y < t.height; ++y)
+    r.current[std::size_t(r.at(-1, y))] = r.current[std::size_t(r.at(t.width, y))] =
+      std::numeric_limits<float>::quiet_NaN();
+  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
+    r.current[std::size_t(r.at(x, y))] = levels[std::size_t(j)][std::size_t(k)];
+  });
 }
 
 // Raises the tile's undrained cells, lowest first, each to one step above its lowest neighbour,
@@ -155,12 +152,8 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
-  const TileLayout layout(filled.width(), filled.height(), options);
-  detail::checkRows(rows, layout.height);
-  out.tileWidth = layout.tileWidth;
-  out.tileHeight = layout.tileHeight;
-  out.tiles = layout.count();
-  out.tileBytes = (layout.tileWidth + 2) * (layout.tileHeight + 2) * kRaiseBytesPerTileCell;
+  const TileLayout layout =
+    detail::beginTiledRun(filled.width(), filled.height(), rows, options, kRaiseBytesPerTileCell, 1, out);
   const int64_t count = layout.count();
   PerimeterLevels levels(static_cast<std::size_t>(count));
   int64_t perimeterCells = 0;
@@ -242,11 +235,7 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
           continue;
         levels[std::size_t(i)] = std::move(fresh[k]);
         changed = true;
-        const int64_t tx = i % layout.tilesX, ty = i / layout.tilesX;
-        for (int64_t ny = std::max<int64_t>(0, ty - 1); ny <= std::min(layout.tilesY - 1, ty + 1); ++ny)
-          for (int64_t nx = std::max<int64_t>(0, tx - 1); nx <= std::min(layout.tilesX - 1, tx + 1); ++nx)
-            if (ny != ty || nx != tx)
-              active[std::size_t(ny * layout.tilesX + nx)] = 1;
+        detail::markNeighbours(layout, i, active);
       }
     }
   }

@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
+#include "dem/dem.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 
@@ -150,5 +151,64 @@ void forEachTile(const TileLayout& layout, int pass, const std::string& stage, c
 
 // Checks the rows' cell sizes against the raster and dem.h's limits.
 void checkRows(const RowSizes& rows, int64_t height);
+
+// The start every tiled tool makes: the layout of a width x height raster, the rows checked, and the
+// report told the tiles and the working memory of one tile (with a halo of `pad`) in flight.
+inline TileLayout beginTiledRun(int64_t width, int64_t height, const RowSizes& rows, const TiledOptions& options,
+                                int64_t bytesPerTileCell, int64_t pad, TiledReport& report)
+{
+  const TileLayout layout(width, height, options);
+  checkRows(rows, layout.height);
+  report.tileWidth = layout.tileWidth;
+  report.tileHeight = layout.tileHeight;
+  report.tiles = layout.count();
+  report.tileBytes = (layout.tileWidth + 2 * pad) * (layout.tileHeight + 2 * pad) * bytesPerTileCell;
+  return layout;
+}
+
+// visit(j, k, nx, ny) for each neighbour (nx, ny) of the cell (x, y) of tile `t` (x, y within it)
+// that lies in another tile of the raster: j that tile, k the neighbour's place on its perimeter.
+template <typename Visit>
+void forNeighboursInOtherTiles(const TileLayout& layout, const Window& t, int64_t x, int64_t y, Visit visit)
+{
+  const int64_t gx = t.x0 + x, gy = t.y0 + y;
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t nx = gx + kDx[d], ny = gy + kDy[d];
+    if (nx < 0 || ny < 0 || nx >= layout.width || ny >= layout.height ||
+        (nx >= t.x0 && ny >= t.y0 && nx < t.x0 + t.width && ny < t.y0 + t.height))
+      continue;
+    const int64_t j = layout.tileOf(nx, ny);
+    const Window u = layout.tile(j);
+    visit(j, perimeterIndex(u, nx - u.x0, ny - u.y0), nx, ny);
+  }
+}
+
+// visit(x, y, j, k) for each cell of the ring around tile `t` (x, y within the tile: -1 to width and
+// height) that lies on the raster: the perimeter cell k of tile j.
+template <typename Visit>
+void forHaloRing(const TileLayout& layout, const Window& t, Visit visit)
+{
+  for (int64_t y = -1; y <= t.height; ++y)
+    for (int64_t x = -1; x <= t.width; x = (y == -1 || y == t.height || x == t.width) ? x + 1 : t.width)
+    {
+      const int64_t gx = t.x0 + x, gy = t.y0 + y;
+      if (gx < 0 || gy < 0 || gx >= layout.width || gy >= layout.height)
+        continue;
+      const int64_t j = layout.tileOf(gx, gy);
+      const Window u = layout.tile(j);
+      visit(x, y, j, perimeterIndex(u, gx - u.x0, gy - u.y0));
+    }
+}
+
+// Marks the (up to eight) tiles around tile i: they read its perimeter.
+inline void markNeighbours(const TileLayout& layout, int64_t i, std::vector<uint8_t>& marks)
+{
+  const int64_t tx = i % layout.tilesX, ty = i / layout.tilesX;
+  for (int64_t ny = std::max<int64_t>(0, ty - 1); ny <= std::min(layout.tilesY - 1, ty + 1); ++ny)
+    for (int64_t nx = std::max<int64_t>(0, tx - 1); nx <= std::min(layout.tilesX - 1, tx + 1); ++nx)
+      if (ny != ty || nx != tx)
+        marks[std::size_t(ny * layout.tilesX + nx)] = 1;
+}
 
 }  // namespace gpugeo::dem::tiled::detail

@@ -891,7 +891,8 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
 }
 
 // What the tiled path cannot fit is refused before anything is written: a budget that cannot hold the
-// smallest tiles; and values that are not directions, as in memory.
+// smallest tiles, a DEM all nodata; a DEM of one row runs; values that are not directions get the
+// in-memory message.
 TEST_F(DemAlgorithmsTest, TiledRunsRefuseBudgetsTooSmallAndBadCodes)
 {
   const TestDem d = randomDem(400, 300, 12);
@@ -907,6 +908,24 @@ TEST_F(DemAlgorithmsTest, TiledRunsRefuseBudgetsTooSmallAndBadCodes)
   EXPECT_TRUE(tiny.error.contains(QStringLiteral("A memory budget of 1 MiB cannot hold even tiles of 16 x 16 cells")))
     << tiny.error.toStdString();
   EXPECT_FALSE(QFile::exists(path("out.tif")));
+
+  // A DEM all nodata: refused after the count, nothing written; a DEM of one row: the in-memory result.
+  TestDem none = randomDem(40, 30, 13, 0);
+  std::fill(none.z.begin(), none.z.end(), kNaN);
+  writeTiff(path("none.tif"), none);
+  const RunResult empty = run(kFill, path("none.tif"),
+                              {{QStringLiteral("TILED"), true}, {QStringLiteral("OUTPUT"), path("out.tif")}});
+  EXPECT_FALSE(empty.ok);
+  EXPECT_TRUE(empty.error.contains(QStringLiteral("no valid cell"))) << empty.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("out.tif")));
+  TestDem row = randomDem(300, 1, 14, 0);
+  writeTiff(path("row.tif"), row);
+  ASSERT_TRUE(run(kFill, path("row.tif"), {{QStringLiteral("OUTPUT"), path("row_memory.tif")}}).ok);
+  ASSERT_TRUE(run(kFill, path("row.tif"),
+                  {{QStringLiteral("TILED"), true}, {QStringLiteral("MEMORY_BUDGET"), 1},
+                   {QStringLiteral("OUTPUT"), path("row_tiled.tif")}})
+                .ok);
+  EXPECT_EQ(read<float>(path("row_tiled.tif"), GDT_Float32), read<float>(path("row_memory.tif"), GDT_Float32));
 
   // Values that are not directions: the same message as in memory (the first in row-major order).
   TestDem codes;

@@ -944,3 +944,77 @@ TEST_F(DemAlgorithmsTest, TiledRunsRefuseBudgetsTooSmallAndBadCodes)
   EXPECT_EQ(tiledCodes.error, memoryCodes.error);
   EXPECT_FALSE(QFile::exists(path("out.tif")));
 }
+
+// Any GDAL raster as input: a VRT mosaic of four GeoTIFFs gives, tiled, the filled DEM the in-memory
+// run gives; a VRT one of whose files is gone is refused (a read error naming the mosaic) with
+// nothing written. A geographic DEM across the antimeridian, tiled: the in-memory result.
+TEST_F(DemAlgorithmsTest, TiledRunsReadVrtMosaicsAndDemsAcrossTheAntimeridian)
+{
+  const TestDem d = randomDem(200, 160, 15, 6);
+  writeTiff(path("whole.tif"), d);
+  std::vector<std::string> parts;
+  for (int k = 0; k < 4; ++k)
+  {
+    const int x0 = (k % 2) * 100, y0 = (k / 2) * 80;
+    const std::string part = path(QStringLiteral("part%1.tif").arg(k)).toStdString();
+    const std::string window[] = {"-srcwin", std::to_string(x0), std::to_string(y0), "100", "80"};
+    char** options = nullptr;
+    for (const std::string& word : window)
+      options = CSLAddString(options, word.c_str());
+    GDALTranslateOptions* translate = GDALTranslateOptionsNew(options, nullptr);
+    CSLDestroy(options);
+    GDALDatasetH whole = GDALOpen(path("whole.tif").toUtf8().constData(), GA_ReadOnly);
+    GDALDatasetH out = GDALTranslate(part.c_str(), whole, translate, nullptr);
+    ASSERT_TRUE(out);
+    GDALClose(out);
+    GDALClose(whole);
+    GDALTranslateOptionsFree(translate);
+    parts.push_back(part);
+  }
+  std::vector<const char*> names;
+  for (const std::string& part : parts)
+    names.push_back(part.c_str());
+  GDALDatasetH vrt = GDALBuildVRT(path("mosaic.vrt").toUtf8().constData(), int(names.size()), nullptr, names.data(),
+                                  nullptr, nullptr);
+  ASSERT_TRUE(vrt);
+  GDALClose(vrt);
+  ASSERT_TRUE(run(kFill, path("mosaic.vrt"), {{QStringLiteral("OUTPUT"), path("mosaic_memory.tif")}}).ok);
+  const RunResult tiled = run(kFill, path("mosaic.vrt"),
+                              {{QStringLiteral("TILED"), true},
+                               {QStringLiteral("MEMORY_BUDGET"), 1},
+                               {QStringLiteral("OUTPUT"), path("mosaic_tiled.tif")}});
+  ASSERT_TRUE(tiled.ok) << tiled.error.toStdString();
+  EXPECT_TRUE(tiled.logContains(QStringLiteral("Tiled run: 6 tiles of up to 96 x 96 cells")))
+    << tiled.log.join('\n').toStdString();
+  const auto a = read<float>(path("mosaic_memory.tif"), GDT_Float32), b = read<float>(path("mosaic_tiled.tif"), GDT_Float32);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  // The mosaic is the whole DEM: the same filled DEM as the whole file's.
+  ASSERT_TRUE(run(kFill, path("whole.tif"), {{QStringLiteral("OUTPUT"), path("whole_filled.tif")}}).ok);
+  const auto whole = read<float>(path("whole_filled.tif"), GDT_Float32);
+  ASSERT_EQ(whole.size(), a.size());
+  EXPECT_EQ(std::memcmp(whole.data(), a.data(), a.size() * sizeof(float)), 0);
+
+  // One file of the mosaic gone.
+  ASSERT_TRUE(QFile::remove(QString::fromStdString(parts[3])));
+  const RunResult missing = run(kFill, path("mosaic.vrt"),
+                                {{QStringLiteral("TILED"), true}, {QStringLiteral("OUTPUT"), path("missing.tif")}});
+  EXPECT_FALSE(missing.ok);
+  EXPECT_TRUE(missing.error.contains(QStringLiteral("mosaic.vrt"))) << missing.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("missing.tif")));
+
+  // Across the antimeridian: 179.5 E to 180.5 E (past 180), 3" cells at 60 N.
+  TestDem across = randomDem(120, 90, 16, 2);
+  const double step = 1.0 / 120.0, gt[6] = {179.5, step, 0.0, 60.5, 0.0, -step};
+  std::copy(gt, gt + 6, across.geoTransform);
+  writeTiff(path("across.tif"), across, GDT_Float32, -9999.0, "EPSG:4326");
+  ASSERT_TRUE(run(kFill, path("across.tif"), {{QStringLiteral("OUTPUT"), path("across_memory.tif")}}).ok);
+  const RunResult acrossTiled = run(kFill, path("across.tif"),
+                                    {{QStringLiteral("TILED"), true},
+                                     {QStringLiteral("MEMORY_BUDGET"), 1},
+                                     {QStringLiteral("OUTPUT"), path("across_tiled.tif")}});
+  ASSERT_TRUE(acrossTiled.ok) << acrossTiled.error.toStdString();
+  const auto c = read<float>(path("across_memory.tif"), GDT_Float32), e = read<float>(path("across_tiled.tif"), GDT_Float32);
+  ASSERT_EQ(c.size(), e.size());
+  EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size() * sizeof(float)), 0);
+}

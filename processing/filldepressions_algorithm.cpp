@@ -224,7 +224,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
   const GdalCacheLimit cache(plan.gdalCacheBytes);
   QgsProcessingMultiStepFeedback steps(flats == 0 ? 2 : 4, feedback);
   feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
-  const DemTileSource source(raster);
+  DemTileSource source(raster);
   Elevations counts;
   {
     ScopedStage stage(times, "read (counts)");
@@ -270,10 +270,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
 
     steps.setCurrentStep(2);
     feedback->setProgressText(QObject::tr("Resolving flats tile by tile"));
-    const auto rounds = [&steps](int pass, int64_t done, int64_t tiles) {
-      steps.setProgress(std::min(99.0, 10.0 * (pass - 1) + 10.0 * double(done) / double(tiles)));
-    };
-    options.onTile = rounds;
+    options.onTile = roundsProgress(&steps);
     dem::tiled::TiledReport flatsReport;
     dem::tiled::flatMaskTiled(filled, rows, mask,
                               flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet,

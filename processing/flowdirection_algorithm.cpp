@@ -180,7 +180,7 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
   const GdalCacheLimit cache(plan.gdalCacheBytes);
   QgsProcessingMultiStepFeedback steps(resolveFlats ? 3 : 2, feedback);
   feedback->setProgressText(QObject::tr("Reading the DEM (counting its cells)"));
-  const DemTileSource source(raster);
+  DemTileSource source(raster);
   {
     ScopedStage stage(times, "read (counts)");
     reportElevations(raster, source.scan(plan.options.tileWidth, &steps), feedback);
@@ -202,9 +202,7 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
     scratch = std::make_unique<dem::tiled::ScratchFolder>(scratchParent());
     mask = std::make_unique<dem::tiled::RawFileRaster<int32_t>>(scratch->path() + "/flat_mask.i32", raster.width,
                                                                 raster.height);
-    options.onTile = [&steps](int pass, int64_t done, int64_t tiles) {
-      steps.setProgress(std::min(99.0, 10.0 * (pass - 1) + 10.0 * double(done) / double(tiles)));
-    };
+    options.onTile = roundsProgress(&steps);
     dem::tiled::TiledReport flatsReport;
     dem::tiled::flatMaskTiled(source, rows, *mask, dem::FlatGradient::Combined, scratch->path(), options, control,
                               &flatsReport);

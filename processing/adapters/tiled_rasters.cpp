@@ -101,8 +101,6 @@ std::mutex& gdalTileMutex()
 
 DemTileSource::DemTileSource(const DemRaster& raster) : mRaster(raster), mDataset(openForTiles(raster.gdalName))
 {
-  mCounts.minimum = std::numeric_limits<double>::infinity();
-  mCounts.maximum = -std::numeric_limits<double>::infinity();
 }
 
 DemTileSource::~DemTileSource()
@@ -118,7 +116,7 @@ void DemTileSource::read(const dem::tiled::Window& window, float* out) const
   // finite as float32 become NaN and are counted.
   std::lock_guard<std::mutex> lock(gdalTileMutex());
   const std::vector<double> values = readWindow(mDataset, mRaster, window);
-  const bool count = mSeen.insert({window.x0, window.y0}).second;
+  const bool count = mScanning;
   const bool float32 = mRaster.dataType == GDT_Float32;
   const bool scaled = mRaster.scale != 1.0 || mRaster.offset != 0.0;
   const double noData = mRaster.noData.value_or(0.0);
@@ -152,15 +150,22 @@ void DemTileSource::read(const dem::tiled::Window& window, float* out) const
   }
 }
 
-Elevations DemTileSource::scan(int64_t tile, QgsFeedback* feedback) const
+Elevations DemTileSource::scan(int64_t tile, QgsFeedback* feedback)
 {
+  mCounts = Elevations();
+  mCounts.minimum = std::numeric_limits<double>::infinity();
+  mCounts.maximum = -std::numeric_limits<double>::infinity();
+  mScanning = true;
   std::vector<float> cells;
   for (int64_t y0 = 0; y0 < mRaster.height; y0 += tile)
   {
     for (int64_t x0 = 0; x0 < mRaster.width; x0 += tile)
     {
       if (feedback && feedback->isCanceled())
+      {
+        mScanning = false;
         throw Canceled();
+      }
       const dem::tiled::Window window{x0, y0, std::min(tile, mRaster.width - x0), std::min(tile, mRaster.height - y0)};
       cells.resize(std::size_t(window.cells()));
       read(window, cells.data());
@@ -168,12 +173,7 @@ Elevations DemTileSource::scan(int64_t tile, QgsFeedback* feedback) const
     if (feedback)
       feedback->setProgress(100.0 * double(std::min(mRaster.height, y0 + tile)) / double(mRaster.height));
   }
-  return counted();
-}
-
-Elevations DemTileSource::counted() const
-{
-  std::lock_guard<std::mutex> lock(gdalTileMutex());
+  mScanning = false;
   Elevations out = mCounts;
   if (out.valid == 0)
     out.minimum = out.maximum = 0.0;
@@ -369,6 +369,14 @@ void warnTiledRunsOnCpu(int deviceOption, QgsProcessingFeedback* feedback)
 std::string scratchParent()
 {
   return QgsProcessingUtils::tempFolder().toStdString();
+}
+
+std::function<void(int, int64_t, int64_t)> roundsProgress(QgsFeedback* feedback)
+{
+  return [feedback](int round, int64_t done, int64_t tiles) {
+    if (feedback)
+      feedback->setProgress(std::min(99.0, 10.0 * (round - 1) + 10.0 * double(done) / double(tiles)));
+  };
 }
 
 std::function<void(int, int64_t, int64_t)> tileProgress(QgsFeedback* feedback, int passes)

@@ -8,9 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
-#include <utility>
 
 #include <QString>
 
@@ -31,8 +29,8 @@ namespace gpugeo {
 std::mutex& gdalTileMutex();
 
 // A DEM band (openDemRaster) as float32 elevations, window by window: NaN for nodata, infinite values
-// and values beyond float32 (readElevations's rules, bit for bit). The windows' cells are counted the
-// first time each window is read (scan() reads them all), in an Elevations without z.
+// and values beyond float32 (readElevations's rules, bit for bit). scan() reads every window once
+// first and counts the cells, in an Elevations without z.
 class DemTileSource : public dem::tiled::RasterSource<float>
 {
 public:
@@ -45,14 +43,13 @@ public:
 
   // Reads the whole band in windows of `tile` cells a side (cancel and progress on `feedback`) and
   // returns its counts, minimum and maximum.
-  Elevations scan(int64_t tile, QgsFeedback* feedback) const;
-  Elevations counted() const;
+  Elevations scan(int64_t tile, QgsFeedback* feedback);
 
 private:
   DemRaster mRaster;
   GDALDatasetH mDataset = nullptr;
-  mutable std::set<std::pair<int64_t, int64_t>> mSeen;  // under gdalTileMutex()
-  mutable Elevations mCounts;
+  mutable Elevations mCounts;  // filled while mScanning
+  bool mScanning = false;
 };
 
 // A band of codes (flow directions) read window by window and decoded through `table` (value 0..255
@@ -88,7 +85,8 @@ private:
 };
 
 // A GeoTIFF output (GeoTiffWriter) written window by window from the tiles' threads: each window
-// converted by convert(in, count, out) into the output's type, then written under a lock.
+// converted by convert(in, count, out) into the output's type (on the tile's thread: `convert` must
+// be thread-safe), then written under gdalTileMutex().
 template <typename T>
 class TiffTileSink : public dem::tiled::RasterSink<T>
 {
@@ -100,10 +98,7 @@ public:
   void write(const dem::tiled::Window& window, const T* in) override
   {
     std::vector<unsigned char> buffer(std::size_t(window.cells() * mBytes));
-    {
-      std::lock_guard<std::mutex> lock(mMutex);  // the conversion may gather (a sample, counts)
-      mConvert(in, window.cells(), buffer.data());
-    }
+    mConvert(in, window.cells(), buffer.data());
     std::lock_guard<std::mutex> lock(gdalTileMutex());
     mWriter.writeWindow(window.x0, window.y0, window.width, window.height, buffer.data());
   }
@@ -111,8 +106,7 @@ public:
 private:
   GeoTiffWriter& mWriter;
   int64_t mBytes;
-  std::function<void(const T*, int64_t, void*)> mConvert;
-  std::mutex mMutex;
+  std::function<void(const T*, int64_t, void*)> mConvert;  // called from the tiles' threads at once
 };
 
 // A GeoTiffWriter for an output of the DEM's size, geotransform and CRS (writeDemRaster's file).
@@ -168,6 +162,10 @@ void warnTiledRunsOnCpu(int deviceOption, QgsProcessingFeedback* feedback);
 
 // Where tiled runs put their scratch folders: QGIS's processing temporary folder.
 std::string scratchParent();
+
+// Progress over the rounds of a tiled run whose number is not known ahead (the flats'): 10% a
+// round, up to 99.
+std::function<void(int, int64_t, int64_t)> roundsProgress(QgsFeedback* feedback);
 
 // Progress 0 to 100 over the passes of a tiled run, for TiledOptions::onTile.
 std::function<void(int, int64_t, int64_t)> tileProgress(QgsFeedback* feedback, int passes);

@@ -86,48 +86,49 @@ void readFlatTile(const RasterSource<float>& filled, const Window& t, FlatTile& 
     }
 }
 
-// Breadth-first distances through the tile's flat cells from `seeds` (cell, distance), in rising
-// order of distance, each step one more; into `dist` (0: not reached). Only tile cells are reached.
-void distancesFrom(FlatTile& f, std::vector<std::pair<int32_t, int64_t>> seeds, std::vector<int32_t>& dist)
+// Breadth-first spreading through the tile's flat cells from `seeds` (distance, cell), in rising
+// order of distance, each step one more: a cell takes a distance where it has none (0) or a larger
+// one. Only tile cells are reached. Returns whether any cell's distance changed.
+bool spread(const FlatTile& f, std::vector<std::pair<int32_t, int64_t>> seeds, std::vector<int32_t>& dist)
 {
-  dist.assign(f.z.size(), 0);
   std::sort(seeds.begin(), seeds.end());
+  const auto lowers = [&](int64_t p, int64_t to) { return dist[std::size_t(p)] == 0 || to < dist[std::size_t(p)]; };
   std::vector<int64_t> current, next;
   std::size_t s = 0;
   int64_t level = 0;
+  bool changed = false;
   while (s < seeds.size() || !current.empty())
   {
     if (current.empty())
       level = seeds[s].first;
     for (; s < seeds.size() && seeds[s].first == level; ++s)
-    {
-      const int64_t p = seeds[s].second;
-      if (dist[std::size_t(p)] == 0)
+      if (lowers(seeds[s].second, level))
       {
-        dist[std::size_t(p)] = int32_t(level);
-        current.push_back(p);
+        dist[std::size_t(seeds[s].second)] = int32_t(level);
+        current.push_back(seeds[s].second);
       }
-    }
     for (const int64_t p : current)
       for (int d = 0; d < 8; ++d)
       {
         const int64_t n = p + f.offset[d];
-        if (f.flat[std::size_t(n)] && dist[std::size_t(n)] == 0 && f.inTile(n))
+        if (f.flat[std::size_t(n)] && f.inTile(n) && lowers(n, level + 1))
         {
           dist[std::size_t(n)] = int32_t(level + 1);
           next.push_back(n);
         }
       }
+    changed = changed || !current.empty();
     current.swap(next);
     next.clear();
     ++level;
   }
+  return changed;
 }
 
-// The two distances of a tile: from its own sources (distance 1: flat cells beside a low edge, a
-// non-flat cell of their elevation; or beside higher ground) and from the halo's flat cells at
-// their tiles' perimeter distances.
-void tileDistances(FlatTile& f, const TileLayout& layout, const Perimeters& perimeters, bool withAway)
+// The two distances of a tile from its own sources (distance 1: flat cells beside a low edge, a
+// non-flat cell of their elevation; or beside higher ground): the first round's, before any
+// neighbour's perimeter is known (later rounds lower them with relax()).
+void tileDistances(FlatTile& f, bool withAway)
 {
   std::vector<std::pair<int32_t, int64_t>> towardsSeeds, awaySeeds;
   const Window& t = f.t;
@@ -150,20 +151,14 @@ void tileDistances(FlatTile& f, const TileLayout& layout, const Perimeters& peri
       if (higher && withAway)
         awaySeeds.emplace_back(1, p);
     }
-  // The halo's first ring: the perimeter cells of the neighbouring tiles.
-  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
-    const int64_t p = f.at(x, y);
-    if (!f.flat[std::size_t(p)])
-      return;
-    if (const int32_t d = perimeters.towards[std::size_t(j)][std::size_t(k)]; d > 0)
-      towardsSeeds.emplace_back(d, p);
-    if (withAway)
-      if (const int32_t d = perimeters.away[std::size_t(j)][std::size_t(k)]; d > 0)
-        awaySeeds.emplace_back(d, p);
-  });
-  distancesFrom(f, std::move(towardsSeeds), f.towards);
+  f.towards.assign(f.z.size(), 0);
+  spread(f, std::move(towardsSeeds), f.towards);
+  f.away.clear();
   if (withAway)
-    distancesFrom(f, std::move(awaySeeds), f.away);
+  {
+    f.away.assign(f.z.size(), 0);
+    spread(f, std::move(awaySeeds), f.away);
+  }
 }
 
 std::vector<int32_t> perimeterOf(const FlatTile& f, const std::vector<int32_t>& dist)
@@ -243,38 +238,7 @@ bool relax(FlatTile& f, const TileLayout& layout, const std::vector<std::vector<
         seeds.emplace_back(d + 1, n);
     }
   });
-  if (seeds.empty())
-    return false;
-  std::sort(seeds.begin(), seeds.end());
-  std::vector<int64_t> current, next;
-  std::size_t s = 0;
-  int64_t level = 0;
-  const auto lowers = [&](int64_t p, int64_t to) { return dist[std::size_t(p)] == 0 || to < dist[std::size_t(p)]; };
-  while (s < seeds.size() || !current.empty())
-  {
-    if (current.empty())
-      level = seeds[s].first;
-    for (; s < seeds.size() && seeds[s].first == level; ++s)
-      if (lowers(seeds[s].second, level))
-      {
-        dist[std::size_t(seeds[s].second)] = int32_t(level);
-        current.push_back(seeds[s].second);
-      }
-    for (const int64_t p : current)
-      for (int k = 0; k < 8; ++k)
-      {
-        const int64_t n = p + f.offset[k];
-        if (f.inTile(n) && f.flat[std::size_t(n)] && lowers(n, level + 1))
-        {
-          dist[std::size_t(n)] = int32_t(level + 1);
-          next.push_back(n);
-        }
-      }
-    current.swap(next);
-    next.clear();
-    ++level;
-  }
-  return true;
+  return spread(f, std::move(seeds), dist);
 }
 
 // The equal-elevation components of a tile's valid cells (8-connected), as each cell's root in a
@@ -373,7 +337,7 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
           {
             // The first visit: the DEM read, the flats found, the distances from the tile's sources.
             readFlatTile(filled, t, f);
-            tileDistances(f, layout, perimeters, withAway);
+            tileDistances(f, withAway);
             saveState(f, state, withAway);
           }
           else

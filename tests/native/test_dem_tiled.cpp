@@ -160,44 +160,6 @@ void expectSameChain(const TestDem& d, const std::string& what)
     }
 }
 
-// A valley spiralling in from the DEM's border to its centre, through every tile: its floor rises
-// along the spiral from an outlet on the border, with a pit every 37 cells and a flat run of six
-// cells every 50; walls one cell thick between the turns.
-TestDem spiralValley(int64_t size)
-{
-  TestDem d;
-  d.width = d.height = size;
-  d.z.assign(std::size_t(size * size), 500.f);
-  int64_t x = 0, y = 1, dx = 1, dy = 0, steps = 0, turns = 0;
-  int64_t left = 1, right = size - 2, top = 1, bottom = size - 2;
-  float level = 1.f;
-  d.z[std::size_t(y * size + x)] = 0.f;  // the outlet, on the border
-  while (turns < 2)
-  {
-    const int64_t nx = x + dx, ny = y + dy;
-    if ((dx == 1 && nx > right) || (dy == 1 && ny > bottom) || (dx == -1 && nx < left) || (dy == -1 && ny < top))
-    {
-      // Turn clockwise; the leg just walked bounds the spiral two cells further in.
-      if (dx == 1) { top += 2; dx = 0; dy = 1; }
-      else if (dy == 1) { right -= 2; dx = -1; dy = 0; }
-      else if (dx == -1) { bottom -= 2; dx = 0; dy = -1; }
-      else { left += 2; dx = 1; dy = 0; }
-      ++turns;
-      continue;
-    }
-    turns = 0;
-    x = nx;
-    y = ny;
-    ++steps;
-    if (steps % 50 >= 5)
-      level += 0.25f;
-    d.z[std::size_t(y * size + x)] = steps % 37 == 0 ? level - 3.f : level;
-  }
-  d.cellWidth.assign(std::size_t(size), 10.0);
-  d.cellHeight.assign(std::size_t(size), 10.0);
-  return d;
-}
-
 }  // namespace
 
 TEST(DemTiled, RandomTerrainsAreTheInMemoryChainBitForBit)

@@ -18,6 +18,13 @@
 // cell where its flow leaves the tile; the links and the exits' local sums make a graph, summed in
 // dependency order, that gives the inflow entering each perimeter cell from other tiles. Pass 2
 // accumulates each tile again with those inflows added at its perimeter.
+//
+// Travel times (travel_time.h), the same shape: pass 1 sums, for each perimeter cell, the steps
+// down its path to where the path leaves the tile (or reaches the outlet); the perimeter cells,
+// linked to the cells their paths enter, make a forest whose sums give every perimeter cell its time
+// to the outlet. Pass 2 sums each tile's times up from the cells its paths leave by. Bands: the
+// times' band labels traced tile by tile into chains of boundary edges, joined across the tiles'
+// edges into regions.h's rings (the same rings, the same polygons).
 #pragma once
 
 #include <cstdint>
@@ -25,9 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
 #include "dem/dem.h"
+#include "dem/travel_time.h"
 #include "dem/tiled/raster_io.h"
 
 namespace gpugeo::dem::tiled {
@@ -130,5 +139,49 @@ struct AccumulationSummary
 AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
                        RasterSink<int64_t>& area, const TiledOptions& options, const RunControl& control,
                        TiledReport* report = nullptr);
+
+// --- Isochrones --------------------------------------------------------------------------------------
+
+// The cell of highest count within `radius` metres of cell (x, y) (travel_time.h's snapOutlet, ties
+// to the lowest index), reading `z` (NaN: nodata) and `cells` in windows of at most `tileSide` cells a
+// side; with `cells` null, any valid cell within the radius (-1 when none lies there, which
+// snapOutlet refuses). Throws InvalidInput as snapOutlet for (x, y) off the grid or a bad radius.
+int64_t snapOutletTiled(const RasterSource<float>& z, const RasterSource<int64_t>* cells, const RowSizes& rows,
+                        int64_t x, int64_t y, double radius, int64_t tileSide);
+
+struct TravelSummary
+{
+  int64_t watershedCells = 0;
+  double watershedArea = 0;               // m², as travel_time.cpp sums it (per row, top down)
+  double minSpeed = 0, maxSpeed = 0;      // m/s over the watershed
+  double minTime = 0, maxTime = 0;        // minutes
+};
+
+// Travel times to `outlet` (y * width + x) in minutes, NaN outside its watershed (travel_time.h's,
+// within about 1e-15 relative per tile a path crosses: the sums are associated otherwise), from the
+// filled DEM, the D8 directions and the accumulated area (1e-6 m², accumulationTiled's) with
+// `manning` (per cell, NaN: the model's overland n) where the Manning model has it. Throws
+// InvalidInput as travelTime() does and LoopedDirections where the directions loop.
+constexpr int64_t kTravelBytesPerTileCell = 40;
+TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSource<uint8_t>& directions,
+                              const RasterSource<int64_t>& area, const RasterSource<float>* manning,
+                              const RowSizes& rows, int64_t outlet, const VelocityModel& model,
+                              RasterSink<double>& minutes, const TiledOptions& options, const RunControl& control,
+                              TiledReport* report = nullptr);
+
+// The isochrone bands of travel times (band k: [k, k + 1) x interval; NaN: no band), counted per band
+// (cells, and area in m² as the count per row times the row's cell area, summed top down) and traced
+// as regions.h's polygons, and the watershed (the cells with a time) as one set. With `copy`, the
+// times are written there too (the output raster).
+struct TiledBands
+{
+  std::vector<int64_t> bandCells;
+  std::vector<double> bandArea;
+  BandPolygons bands, watershed;
+};
+constexpr int64_t kBandsBytesPerTileCell = 24;
+TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows, double interval, int32_t bands,
+                      RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,
+                      TiledReport* report = nullptr);
 
 }  // namespace gpugeo::dem::tiled

@@ -1,0 +1,301 @@
+// The tiled isochrone bands (tiled_dem.h): each tile's band labels counted and their boundary edges
+// walked (regions.h's rules) into chains that end where the walk leaves the tile; the chains are
+// joined across the tiles' edges into the rings regions.cpp finds on the whole grid, started at the
+// same edge and in the same order, so that the same polygons come out.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/errors.h"
+#include "dem/detail/dem_cuda.h"
+#include "dem/detail/region_math.h"
+#include "dem/detail/travel_math.h"
+#include "dem/tiled/tiled_dem.h"
+#include "dem/tiled/tiling.h"
+
+namespace gpugeo::dem::tiled {
+
+namespace {
+
+using dem::detail::boundarySides;
+using dem::detail::nextEdge;
+using detail::TileLayout;
+
+// An edge of the whole grid: 4 x (y * width + x) + side (regions.cpp's ids, whose order starts rings).
+inline int64_t edgeId(int64_t width, int64_t x, int64_t y, int side)
+{
+  return 4 * (y * width + x) + side;
+}
+
+// A walk's piece inside one tile: from its first edge (whose edge before lies in another tile) to
+// its last (whose edge after, `exit`, does), with the edges where it turns after the first.
+struct Chain
+{
+  int32_t label = 0;
+  int64_t first = 0, last = 0, exit = 0;
+  int64_t turnsBegin = 0, turnsEnd = 0;  // in the tile's `turns`
+};
+
+// A ring found whole: its label and turning edges, from the lowest.
+struct Ring
+{
+  int32_t label = 0;
+  int64_t turnsBegin = 0, turnsEnd = 0;
+};
+
+// One tile's pieces of one set of labels.
+struct TilePieces
+{
+  std::vector<Chain> chains;
+  std::vector<Ring> rings;
+  std::vector<int64_t> turns;
+};
+
+// The boundary walks of one tile's labels (padded with a one-cell halo: labels of the cells around,
+// -1 off the grid, as regions.h's labelAt sees it).
+void tracePieces(const std::vector<int32_t>& labels, const Window& t, int64_t width, int32_t count, TilePieces& out)
+{
+  const int64_t pw = t.width + 2, ph = t.height + 2, tw = t.width;
+  const int64_t n = t.cells();
+  std::vector<uint8_t> sides(static_cast<std::size_t>(n)), entered(static_cast<std::size_t>(n), 0);
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < tw; ++x)
+      sides[std::size_t(y * tw + x)] = uint8_t(boundarySides(labels.data(), pw, ph, x + 1, y + 1, count));
+  const auto inTile = [&](int64_t px, int64_t py) { return px >= 1 && py >= 1 && px <= tw && py <= t.height; };
+  // Which edges have their edge before in the tile: the others start chains.
+  for (int64_t q = 0; q < n; ++q)
+    for (unsigned bits = sides[std::size_t(q)]; bits; bits &= bits - 1)
+    {
+      int64_t nx, ny;
+      int ns;
+      nextEdge(labels.data(), pw, ph, q % tw + 1, q / tw + 1, __builtin_ctz(bits), nx, ny, ns);
+      if (inTile(nx, ny))
+        entered[std::size_t((ny - 1) * tw + nx - 1)] |= uint8_t(1u << ns);
+    }
+  const auto walk = [&](int64_t q, int side, bool chain) {
+    int64_t px = q % tw + 1, py = q / tw + 1;
+    int s = side, previous = -1;
+    const int64_t start = out.turns.size();
+    const int32_t label = labels[std::size_t(py * pw + px)];
+    int64_t last = 0;
+    bool firstTurns = false;
+    for (;;)
+    {
+      const int64_t id = edgeId(width, t.x0 + px - 1, t.y0 + py - 1, s);
+      sides[std::size_t((py - 1) * tw + px - 1)] &= uint8_t(~(1u << s));
+      if (previous >= 0 && s != previous)
+        out.turns.push_back(id);
+      previous = s;
+      last = id;
+      int64_t nx, ny;
+      int ns;
+      nextEdge(labels.data(), pw, ph, px, py, s, nx, ny, ns);
+      if (!inTile(nx, ny))
+      {
+        out.chains.push_back(Chain{label, edgeId(width, t.x0 + q % tw, t.y0 + q / tw, side), last,
+                                   edgeId(width, t.x0 + nx - 1, t.y0 + ny - 1, ns), start,
+                                   int64_t(out.turns.size())});
+        return;
+      }
+      if (!chain && nx == q % tw + 1 && ny == q / tw + 1 && ns == side)
+      {
+        firstTurns = side != previous;
+        break;
+      }
+      px = nx, py = ny, s = ns;
+    }
+    // A ring inside the tile: the first edge turns from the last when their sides differ; started at
+    // its lowest turning edge, as regions.cpp starts it.
+    if (firstTurns)
+      out.turns.insert(out.turns.begin() + start, edgeId(width, t.x0 + q % tw, t.y0 + q / tw, side));
+    const auto begin = out.turns.begin() + start;
+    std::rotate(begin, std::min_element(begin, out.turns.end()), out.turns.end());
+    out.rings.push_back(Ring{label, start, int64_t(out.turns.size())});
+  };
+  for (int64_t q = 0; q < n; ++q)
+    for (unsigned bits = sides[std::size_t(q)] & ~unsigned(entered[std::size_t(q)]); bits; bits &= bits - 1)
+      walk(q, __builtin_ctz(bits), true);
+  for (int64_t q = 0; q < n; ++q)
+    while (sides[std::size_t(q)])
+      walk(q, __builtin_ctz(sides[std::size_t(q)]), false);
+}
+
+// The rings of every tile's pieces: the chains joined where one's exit is another's first edge,
+// each ring started at its lowest turning edge; sorted by label, then by that edge (regions.cpp's
+// order), as RawRings with regions.cpp's corner keys.
+RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t height, int32_t count,
+                    const RunControl& control)
+{
+  struct Found
+  {
+    int32_t label;
+    int64_t lowest;
+    std::vector<int64_t> turns;  // empty for a ring of one tile (then tile, ring)
+    int64_t tile, ring;
+  };
+  std::vector<Found> found;
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> chainAt;  // first edge -> (tile, chain)
+  for (std::size_t i = 0; i < tiles.size(); ++i)
+  {
+    for (std::size_t c = 0; c < tiles[i].chains.size(); ++c)
+      chainAt.emplace(tiles[i].chains[c].first, std::make_pair(int64_t(i), int64_t(c)));
+    for (std::size_t r = 0; r < tiles[i].rings.size(); ++r)
+    {
+      const Ring& ring = tiles[i].rings[r];
+      found.push_back(Found{ring.label, tiles[i].turns[std::size_t(ring.turnsBegin)], {}, int64_t(i), int64_t(r)});
+    }
+  }
+  std::vector<std::vector<uint8_t>> used(tiles.size());
+  for (std::size_t i = 0; i < tiles.size(); ++i)
+    used[i].assign(tiles[i].chains.size(), 0);
+  const auto side = [](int64_t id) { return int(id & 3); };
+  for (std::size_t i0 = 0; i0 < tiles.size(); ++i0)
+    for (std::size_t c0 = 0; c0 < tiles[i0].chains.size(); ++c0)
+    {
+      if (used[i0][c0])
+        continue;
+      if (control.isCanceled())
+        throw Canceled();
+      Found ring{tiles[i0].chains[c0].label, 0, {}, -1, -1};
+      int64_t i = int64_t(i0), c = int64_t(c0);
+      int64_t lastBefore = -1;
+      // The first chain's first edge turns from the ring's last edge: known at the end.
+      do
+      {
+        used[std::size_t(i)][std::size_t(c)] = 1;
+        const Chain& chain = tiles[std::size_t(i)].chains[std::size_t(c)];
+        if (lastBefore >= 0 && side(chain.first) != side(lastBefore))
+          ring.turns.push_back(chain.first);
+        const std::vector<int64_t>& turns = tiles[std::size_t(i)].turns;
+        ring.turns.insert(ring.turns.end(), turns.begin() + chain.turnsBegin, turns.begin() + chain.turnsEnd);
+        lastBefore = chain.last;
+        const auto next = chainAt.find(chain.exit);
+        if (next == chainAt.end())
+          throw std::logic_error("a region's boundary leaves a tile where no piece of the next tile starts");
+        i = next->second.first;
+        c = next->second.second;
+      } while (!used[std::size_t(i)][std::size_t(c)]);
+      if (i != int64_t(i0) || c != int64_t(c0))
+        throw std::logic_error("a region's boundary joins another in the middle");
+      const int64_t first = tiles[i0].chains[c0].first;
+      if (side(first) != side(lastBefore))
+        ring.turns.insert(ring.turns.begin(), first);
+      std::rotate(ring.turns.begin(), std::min_element(ring.turns.begin(), ring.turns.end()), ring.turns.end());
+      ring.lowest = ring.turns.front();
+      found.push_back(std::move(ring));
+    }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return a.label != b.label ? a.label < b.label : a.lowest < b.lowest;
+  });
+  RawRings raw;
+  raw.vertexCount = (width + 1) * (height + 1);
+  raw.bandRing.assign(std::size_t(count) + 1, 0);
+  raw.ringNode.reserve(found.size() + 1);
+  raw.ringNode.push_back(0);
+  const int64_t stride = width + 1;
+  const auto key = [&](int64_t id) {
+    const int64_t cell = id >> 2, s = id & 3;
+    const int64_t y = cell / width, x = cell - y * width;
+    return dem::detail::edgeStartRow(y, int(s)) * stride + dem::detail::edgeStartColumn(x, int(s));
+  };
+  for (Found& ring : found)
+  {
+    if (ring.tile >= 0)
+    {
+      const TilePieces& tile = tiles[std::size_t(ring.tile)];
+      const Ring& r = tile.rings[std::size_t(ring.ring)];
+      for (int64_t k = r.turnsBegin; k < r.turnsEnd; ++k)
+        raw.key.push_back(key(tile.turns[std::size_t(k)]));
+    }
+    else
+    {
+      for (const int64_t id : ring.turns)
+        raw.key.push_back(key(id));
+      std::vector<int64_t>().swap(ring.turns);
+    }
+    raw.ringNode.push_back(int64_t(raw.key.size()));
+    ++raw.bandRing[std::size_t(ring.label) + 1];
+  }
+  for (int32_t k = 0; k < count; ++k)
+    raw.bandRing[std::size_t(k) + 1] += raw.bandRing[std::size_t(k)];
+  return raw;
+}
+
+}  // namespace
+
+TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows, double interval, int32_t bands,
+                      RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,
+                      TiledReport* report)
+{
+  TiledReport local;
+  TiledReport& out = report ? *report : local;
+  if (!(interval > 0) || !std::isfinite(interval))
+    throw InvalidInput("the interval must be a positive number of minutes");
+  if (bands < 1)
+    throw InvalidInput("there must be at least one band");
+  const TileLayout layout =
+    detail::beginTiledRun(minutes.width(), minutes.height(), rows, options, kBandsBytesPerTileCell, 1, out);
+  std::vector<TilePieces> bandPieces(std::size_t(layout.count())), shedPieces(std::size_t(layout.count()));
+  // Cells per band and row, for the areas (band-major, then row: the order of the sums below).
+  std::map<std::pair<int32_t, int64_t>, int64_t> perRow;
+  std::mutex merging;
+  detail::forEachTile(layout, 1, "bands (labels, boundaries)", options, control, out, [&](int64_t i) {
+    const Window t = layout.tile(i);
+    std::vector<double> times;
+    detail::readWithHalo(minutes, t, std::numeric_limits<double>::quiet_NaN(), times);
+    const int64_t pw = t.width + 2, cells = pw * (t.height + 2);
+    std::vector<int32_t> band(static_cast<std::size_t>(cells)), shed(static_cast<std::size_t>(cells));
+    for (int64_t p = 0; p < cells; ++p)
+    {
+      const bool inside = !std::isnan(times[std::size_t(p)]);
+      band[std::size_t(p)] = inside ? dem::detail::bandOfTime(times[std::size_t(p)], interval) : -1;
+      shed[std::size_t(p)] = inside ? 0 : -1;
+    }
+    std::map<std::pair<int32_t, int64_t>, int64_t> mine;
+    for (int64_t y = 0; y < t.height; ++y)
+      for (int64_t x = 0; x < t.width; ++x)
+      {
+        const int32_t k = band[std::size_t((y + 1) * pw + x + 1)];
+        if (k < 0)
+          continue;
+        if (k >= bands)
+          throw InvalidInput("a travel time lies past the last band");
+        ++mine[{k, t.y0 + y}];
+      }
+    tracePieces(band, t, layout.width, bands, bandPieces[std::size_t(i)]);
+    tracePieces(shed, t, layout.width, 1, shedPieces[std::size_t(i)]);
+    if (copy)
+      copy->write(t, detail::withoutHalo(times, t).data());
+    std::lock_guard<std::mutex> lock(merging);
+    for (const auto& [key, n] : mine)
+      perRow[key] += n;
+  });
+  out.passes = 1;
+  TiledBands result;
+  result.bandCells.assign(std::size_t(bands), 0);
+  result.bandArea.assign(std::size_t(bands), 0.0);
+  for (const auto& [key, n] : perRow)
+  {
+    const std::size_t k = std::size_t(key.first), y = std::size_t(key.second);
+    result.bandCells[k] += n;
+    result.bandArea[k] += double(n) * (rows.cellWidth[y] * rows.cellHeight[y]);
+  }
+  ScopedStage timing(out.times, "bands (joined, polygons)");
+  const int threads = options.threads;
+  result.bands = dem::detail::polygonsFromRings(joinPieces(bandPieces, layout.width, layout.height, bands, control),
+                                                layout.width, control, threads);
+  std::vector<TilePieces>().swap(bandPieces);
+  result.watershed = dem::detail::polygonsFromRings(joinPieces(shedPieces, layout.width, layout.height, 1, control),
+                                                    layout.width, control, threads);
+  int64_t bytes = 0;
+  for (const BandPolygons* p : {&result.bands, &result.watershed})
+    bytes += int64_t(p->x.size() + p->y.size()) * 8 + int64_t(p->ringPoint.size() + p->polygonRing.size()) * 8;
+  out.graphBytes = std::max(out.graphBytes, bytes);
+  return result;
+}
+
+}  // namespace gpugeo::dem::tiled

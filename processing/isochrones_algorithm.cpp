@@ -23,6 +23,7 @@
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "adapters/number_text.h"
+#include "adapters/tiled_rasters.h"
 #include "core/errors.h"
 #include "dem/dem.h"
 #include "dem/detail/travel_math.h"
@@ -34,9 +35,6 @@
 namespace gpugeo {
 
 namespace {
-
-constexpr double kTimeNoData = -1.0;
-constexpr int32_t kCellsNoData = -1;
 
 // The fields of a band, in ISOCHRONES and TIME_AREA.
 QgsFields bandFields()
@@ -205,7 +203,7 @@ QString IsochronesAlgorithm::shortHelpString() const
            "Speed</i>). Zhao X., Miao Q., Fu Z., Su C., Li X. (2010), CUDA-based confluence analysis, Application "
            "Research of Computers, doi:10.3969/j.issn.1001-3695.2010.07.011. C. O. Clark (1945), Storage and the "
            "unit hydrograph, Transactions of the ASCE 110, 1419&ndash;1446.</p>") +
-         rangesHelp(*this) + deviceHelp();
+         rangesHelp(*this) + deviceHelp() + tilingHelp();
 }
 
 IsochronesAlgorithm* IsochronesAlgorithm::createInstance() const
@@ -280,6 +278,7 @@ void IsochronesAlgorithm::initAlgorithm(const QVariantMap&)
   iterations->setMaximum(1e6);
   addParameter(iterations);
   addDeviceParameter();
+  addTilingParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("TRAVEL_TIME"),
                                                            QObject::tr("Travel time (minutes)")));
   addParameter(new QgsProcessingParameterFeatureSink(QStringLiteral("WATERSHED"), QObject::tr("Watershed"),
@@ -348,16 +347,16 @@ bool IsochronesAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProces
   return true;
 }
 
-QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
-                                         QgsProcessingFeedback* feedback)
+IsochronesAlgorithm::Request IsochronesAlgorithm::readRequest(const QVariantMap& parameters,
+                                                             QgsProcessingContext& context) const
 {
-  StageTimes times;
-  const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
-  const double requestedInterval = parameterAsDouble(parameters, QStringLiteral("INTERVAL"), context);
-  const double snapDistance = parameterAsDouble(parameters, QStringLiteral("SNAP_DISTANCE"), context);
+  Request r;
+  r.band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
+  r.interval = parameterAsDouble(parameters, QStringLiteral("INTERVAL"), context);
+  r.snapDistance = parameterAsDouble(parameters, QStringLiteral("SNAP_DISTANCE"), context);
   const int modelChoice = parameterAsEnum(parameters, QStringLiteral("VELOCITY_MODEL"), context);
   const auto value = [&](const char* name) { return parameterAsDouble(parameters, QString::fromLatin1(name), context); };
-  dem::VelocityModel model;
+  dem::VelocityModel& model = r.model;
   model.kind = modelChoice == Constant ? dem::VelocityModel::Kind::Constant
              : modelChoice == Manning  ? dem::VelocityModel::Kind::Manning
                                        : dem::VelocityModel::Kind::Slope;
@@ -379,141 +378,245 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   model.sideSlope = value("SIDE_SLOPE");
   model.maxIterations = parameterAsInt(parameters, QStringLiteral("MAX_ITERATIONS"), context);
 
-  const QString timePath = parameterAsOutputLayer(parameters, QStringLiteral("TRAVEL_TIME"), context);
-  const bool wantWatershed = outputRequested(parameters, QStringLiteral("WATERSHED"));
-  const bool wantIsochrones = outputRequested(parameters, QStringLiteral("ISOCHRONES"));
-  const bool wantTable = outputRequested(parameters, QStringLiteral("TIME_AREA"));
+  r.timePath = parameterAsOutputLayer(parameters, QStringLiteral("TRAVEL_TIME"), context);
+  r.wantWatershed = outputRequested(parameters, QStringLiteral("WATERSHED"));
+  r.wantIsochrones = outputRequested(parameters, QStringLiteral("ISOCHRONES"));
+  r.wantTable = outputRequested(parameters, QStringLiteral("TIME_AREA"));
   const auto optionalRaster = [&](const char* name) {
     return outputRequested(parameters, QString::fromLatin1(name))
              ? parameterAsOutputLayer(parameters, QString::fromLatin1(name), context)
              : QString();
   };
-  const QString filledPath = optionalRaster("FILLED");
-  const QString directionPath = optionalRaster("FLOWDIR");
-  const QString accumulationPath = optionalRaster("ACCUMULATION");
+  r.filledPath = optionalRaster("FILLED");
+  r.directionPath = optionalRaster("FLOWDIR");
+  r.accumulationPath = optionalRaster("ACCUMULATION");
+  return r;
+}
 
-  // --- The outlet point (the first point of OUTLET) ----------------------------------------------
+void IsochronesAlgorithm::readOutlet(const QVariantMap& parameters, QgsProcessingContext& context,
+                                     const DemRaster& raster, Request& request, QgsProcessingFeedback* feedback) const
+{
+  if (!parameterGiven(parameters, QStringLiteral("OUTLET")))
+    return;
+  // The first point of OUTLET.
+  std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, QStringLiteral("OUTLET"), context));
+  if (!source)
+    throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("OUTLET")));
+  requirePointSource(*source, QStringLiteral("OUTLET"));
+  const QgsCoordinateReferenceSystem outletCrs = source->sourceCrs();
+  QgsFeatureIterator features = source->getFeatures(QgsFeatureRequest().setNoAttributes());
+  QgsFeature feature;
+  int64_t skipped = 0, points = 0;
   std::optional<QgsPointXY> outletPoint;
-  QgsCoordinateReferenceSystem outletCrs;
-  if (parameterGiven(parameters, QStringLiteral("OUTLET")))
+  while (features.nextFeature(feature))
   {
-    std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, QStringLiteral("OUTLET"), context));
-    if (!source)
-      throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("OUTLET")));
-    requirePointSource(*source, QStringLiteral("OUTLET"));
-    outletCrs = source->sourceCrs();
-    QgsFeatureIterator features = source->getFeatures(QgsFeatureRequest().setNoAttributes());
-    QgsFeature feature;
-    int64_t skipped = 0, points = 0;
-    while (features.nextFeature(feature))
+    const QgsGeometry geometry = feature.geometry();
+    if (geometry.isNull() || geometry.isEmpty())
     {
-      const QgsGeometry geometry = feature.geometry();
-      if (geometry.isNull() || geometry.isEmpty())
-      {
-        ++skipped;
-        continue;
-      }
-      ++points;
-      if (!outletPoint)
-      {
-        const QgsAbstractGeometry* g = geometry.constGet();
-        const QgsPoint first = g->vertexAt(QgsVertexId(0, 0, 0));
-        outletPoint = QgsPointXY(first.x(), first.y());
-      }
+      ++skipped;
+      continue;
     }
+    ++points;
     if (!outletPoint)
-      throw QgsProcessingException(QObject::tr("The OUTLET layer has no point (%1 features without a geometry, or "
-                                               "with an empty one or a NaN coordinate). Give a layer with the outlet "
-                                               "point, or leave OUTLET empty for the outlet of the largest basin.")
-                                     .arg(skipped));
-    if (points > 1)
-      feedback->pushInfo(QObject::tr("OUTLET holds %1 points; the first is the outlet.").arg(points));
-    if (skipped > 0)
-      feedback->pushInfo(QObject::tr("%1 OUTLET features without a point (no geometry, an empty one or a NaN "
-                                     "coordinate) were skipped.")
-                           .arg(skipped));
+    {
+      const QgsPoint first = geometry.constGet()->vertexAt(QgsVertexId(0, 0, 0));
+      outletPoint = QgsPointXY(first.x(), first.y());
+    }
   }
+  if (!outletPoint)
+    throw QgsProcessingException(QObject::tr("The OUTLET layer has no point (%1 features without a geometry, or "
+                                             "with an empty one or a NaN coordinate). Give a layer with the outlet "
+                                             "point, or leave OUTLET empty for the outlet of the largest basin.")
+                                   .arg(skipped));
+  if (points > 1)
+    feedback->pushInfo(QObject::tr("OUTLET holds %1 points; the first is the outlet.").arg(points));
+  if (skipped > 0)
+    feedback->pushInfo(QObject::tr("%1 OUTLET features without a point (no geometry, an empty one or a NaN "
+                                   "coordinate) were skipped.")
+                         .arg(skipped));
 
-  // --- Read: the DEM's grid first, so that an outlet off the DEM or a MANNING raster on another grid
-  // is refused before any pixel is read.
-  QgsProcessingMultiStepFeedback steps(7, feedback);
-  feedback->setProgressText(QObject::tr("Reading the DEM"));
+  // In the DEM's CRS, and its cell: a point off the DEM is refused before any pixel is read.
+  const double* gt = raster.geoTransform;
+  QgsPointXY inDem = *outletPoint;
+  if (outletCrs.isValid() && raster.crs.isValid() && outletCrs != raster.crs)
+  {
+    try
+    {
+      QgsCoordinateTransform transform(outletCrs, raster.crs, context.transformContext());
+      inDem = transform.transform(*outletPoint);
+    }
+    catch (const QgsCsException& e)
+    {
+      throw QgsProcessingException(QObject::tr("Could not transform the outlet point from %1 to the DEM's %2: %3")
+                                     .arg(outletCrs.authid(), raster.crs.authid(), e.what()));
+    }
+  }
+  else if (outletCrs.isValid() != raster.crs.isValid())
+    feedback->pushWarning(QObject::tr("The OUTLET layer or the DEM has no CRS: the point's coordinates are taken "
+                                      "as the DEM's."));
+  // A geographic DEM may run past +-180 (179 to 181, say): a longitude is taken modulo 360 onto it.
+  if (raster.crs.isGeographic())
+  {
+    const double west = gt[0], east = gt[0] + double(raster.width) * gt[1];
+    const double turns = std::round(((west + east) / 2.0 - inDem.x()) / 360.0);
+    const double wrapped = inDem.x() + 360.0 * turns;
+    if (turns != 0.0 && wrapped >= west && wrapped < east)
+    {
+      feedback->pushInfo(QObject::tr("The outlet's longitude %1 is taken as %2, on the DEM's longitudes.")
+                           .arg(number(inDem.x()), number(wrapped)));
+      inDem.setX(wrapped);
+    }
+  }
+  const double column = (inDem.x() - gt[0]) / gt[1];
+  const double row = (inDem.y() - gt[3]) / gt[5];
+  if (!(column >= 0 && column < double(raster.width) && row >= 0 && row < double(raster.height)))
+    throw QgsProcessingException(
+      QObject::tr("The outlet point (%1, %2 in the DEM's CRS) lies outside the DEM, whose extent is x %3 to %4, "
+                  "y %5 to %6.")
+        .arg(number(inDem.x()), number(inDem.y()), number(gt[0]), number(gt[0] + double(raster.width) * gt[1]),
+             number(gt[3] + double(raster.height) * gt[5]), number(gt[3])));
+  request.outletPoint = inDem;
+  request.outletCell = std::make_pair(int64_t(std::floor(column)), int64_t(std::floor(row)));
+}
+
+std::optional<DemRaster> IsochronesAlgorithm::openManning(const Request& request, const DemRaster& raster,
+                                                          QgsProcessingFeedback* feedback) const
+{
+  if (mHasManning && request.model.kind != dem::VelocityModel::Kind::Manning)
+    feedback->pushWarning(QObject::tr("MANNING is used by the Manning model only (VELOCITY_MODEL=2); it is "
+                                      "ignored."));
+  if (!mHasManning || request.model.kind != dem::VelocityModel::Kind::Manning)
+    return std::nullopt;
+  const DemRaster n = openDemRaster(mManningSource, 1);
+  if (n.width != raster.width || n.height != raster.height || !sameGeoTransform(n.geoTransform, raster.geoTransform))
+    throw QgsProcessingException(
+      QObject::tr("The MANNING raster must have the DEM's grid: it has %1 x %2 cells and the geotransform (%3); "
+                  "the DEM has %4 x %5 cells and (%6). Resample it onto the DEM's grid first (GDAL's Warp "
+                  "(reproject) with the DEM's extent and cell size).")
+        .arg(n.width)
+        .arg(n.height)
+        .arg(geoTransformText(n.geoTransform))
+        .arg(raster.width)
+        .arg(raster.height)
+        .arg(geoTransformText(raster.geoTransform)));
+  if (n.crs.isValid() && raster.crs.isValid() && n.crs != raster.crs)
+    feedback->pushWarning(QObject::tr("The MANNING raster's CRS (%1) differs from the DEM's (%2); its cells are "
+                                      "taken to be the DEM's.")
+                            .arg(n.crs.userFriendlyIdentifier(), raster.crs.userFriendlyIdentifier()));
+  return n;
+}
+
+QString IsochronesAlgorithm::outletOffDataError(const Request& request)
+{
+  const auto [column, row] = *request.outletCell;
+  return request.snapDistance > 0
+           ? QObject::tr("The outlet point (%1, %2) lies on nodata (column %3, row %4) and no valid DEM cell lies "
+                         "within SNAP_DISTANCE = %5 m of it: move the point onto the DEM's data or raise "
+                         "SNAP_DISTANCE.")
+               .arg(number(request.outletPoint->x()), number(request.outletPoint->y()))
+               .arg(column)
+               .arg(row)
+               .arg(number(request.snapDistance))
+           : QObject::tr("The outlet point (%1, %2) lies on a nodata cell of the DEM (column %3, row %4): move it "
+                         "onto the DEM's data or give a SNAP_DISTANCE.")
+               .arg(number(request.outletPoint->x()), number(request.outletPoint->y()))
+               .arg(column)
+               .arg(row);
+}
+
+QString IsochronesAlgorithm::overflowError()
+{
+  return QObject::tr("The travel times overflow (some cell would take more minutes than can be counted): SPEED, "
+                     "MIN_SPEED or a coefficient of the velocity model (K_OVERLAND, K_CHANNEL, RAINFALL, the Manning "
+                     "values) is too small. Give values that a flow could have.");
+}
+
+float IsochronesAlgorithm::filledNoData(const DemRaster& raster, int64_t roundedToNoData)
+{
+  if (raster.noData && std::isfinite(static_cast<float>(*raster.noData)) && roundedToNoData == 0)
+    return static_cast<float>(*raster.noData);
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
+void IsochronesAlgorithm::countBands(const double* minutes, int64_t row0, int64_t rows, const DemRaster& raster,
+                                     Outcome& outcome)
+{
+  // Per row, then each band's count times the row's cell area, summed top down (as the tiled path
+  // sums them: the same bits).
+  std::vector<int64_t> inRow(size_t(outcome.bands), 0);
+  for (int64_t y = row0; y < row0 + rows; ++y)
+  {
+    std::fill(inRow.begin(), inRow.end(), 0);
+    const double* t = minutes + (y - row0) * raster.width;
+    for (int64_t x = 0; x < raster.width; ++x)
+      if (!std::isnan(t[x]))
+        ++inRow[size_t(dem::detail::bandOfTime(t[x], outcome.interval))];
+    const double cellArea = raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)];
+    for (size_t k = 0; k < inRow.size(); ++k)
+      if (inRow[k] > 0)
+      {
+        outcome.bandCells[k] += inRow[k];
+        outcome.bandArea[k] += double(inRow[k]) * cellArea;
+      }
+  }
+}
+
+QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProcessingContext& context,
+                                         QgsProcessingFeedback* feedback)
+{
+  StageTimes times;
+  Request request = readRequest(parameters, context);
   DemRaster raster;
-  Elevations elevations;
-  std::vector<float> manning;
-  std::optional<std::pair<int64_t, int64_t>> outletCell;
-  QgsPointXY outletInDem;
   {
     ScopedStage stage(times, "read");
-    raster = openDemRaster(mSource, band);
-    const double* gt = raster.geoTransform;
-    if (outletPoint)
+    raster = openDemRaster(mSource, request.band);
+  }
+  readOutlet(parameters, context, raster, request, feedback);
+  const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
+                                     parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
+                                     kInMemoryBytesPerCell, kTiledBytesPerCell, cpuThreads());
+  logTilingPlan(plan, feedback);
+  FinishedRasters finished;
+  Outcome outcome;
+  try
+  {
+    if (plan.tiled)
     {
-      outletInDem = *outletPoint;
-      if (outletCrs.isValid() && raster.crs.isValid() && outletCrs != raster.crs)
-      {
-        try
-        {
-          QgsCoordinateTransform transform(outletCrs, raster.crs, context.transformContext());
-          outletInDem = transform.transform(*outletPoint);
-        }
-        catch (const QgsCsException& e)
-        {
-          throw QgsProcessingException(QObject::tr("Could not transform the outlet point from %1 to the DEM's %2: %3")
-                                         .arg(outletCrs.authid(), raster.crs.authid(), e.what()));
-        }
-      }
-      else if (outletCrs.isValid() != raster.crs.isValid())
-        feedback->pushWarning(QObject::tr("The OUTLET layer or the DEM has no CRS: the point's coordinates are taken "
-                                          "as the DEM's."));
-      // A geographic DEM may run past +-180 (179 to 181, say): a longitude is taken modulo 360 onto it.
-      if (raster.crs.isGeographic())
-      {
-        const double west = gt[0], east = gt[0] + double(raster.width) * gt[1];
-        const double turns = std::round(((west + east) / 2.0 - outletInDem.x()) / 360.0);
-        const double wrapped = outletInDem.x() + 360.0 * turns;
-        if (turns != 0.0 && wrapped >= west && wrapped < east)
-        {
-          feedback->pushInfo(QObject::tr("The outlet's longitude %1 is taken as %2, on the DEM's longitudes.")
-                               .arg(number(outletInDem.x()), number(wrapped)));
-          outletInDem.setX(wrapped);
-        }
-      }
-      const double column = (outletInDem.x() - gt[0]) / gt[1];
-      const double row = (outletInDem.y() - gt[3]) / gt[5];
-      if (!(column >= 0 && column < double(raster.width) && row >= 0 && row < double(raster.height)))
-        throw QgsProcessingException(
-          QObject::tr("The outlet point (%1, %2 in the DEM's CRS) lies outside the DEM, whose extent is x %3 to %4, "
-                      "y %5 to %6.")
-            .arg(number(outletInDem.x()), number(outletInDem.y()), number(gt[0]),
-                 number(gt[0] + double(raster.width) * gt[1]), number(gt[3] + double(raster.height) * gt[5]),
-                 number(gt[3])));
-      outletCell = std::make_pair(int64_t(std::floor(column)), int64_t(std::floor(row)));
+      warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
+      outcome = executeTiled(request, raster, plan, feedback, times, finished);
     }
-    if (mHasManning && model.kind != dem::VelocityModel::Kind::Manning)
-      feedback->pushWarning(QObject::tr("MANNING is used by the Manning model only (VELOCITY_MODEL=2); it is "
-                                        "ignored."));
-    if (mHasManning && model.kind == dem::VelocityModel::Kind::Manning)
+    else
+      outcome = executeInMemory(request, raster, parameters, context, feedback, times, finished);
+  }
+  catch (const dem::TravelTimesOverflow&)
+  {
+    throw QgsProcessingException(overflowError());
+  }
+  QVariantMap outputs = writeResults(request, raster, outcome, parameters, context, feedback, times);
+  logStageTimes(times, feedback);
+  finished.keep();
+  return outputs;
+}
+
+IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeInMemory(const Request& request, const DemRaster& raster,
+                                                                  const QVariantMap& parameters,
+                                                                  QgsProcessingContext& context,
+                                                                  QgsProcessingFeedback* feedback, StageTimes& times,
+                                                                  FinishedRasters& finished)
+{
+  // --- Read: the DEM and the Manning raster, if any ------------------------------------------------
+  QgsProcessingMultiStepFeedback steps(7, feedback);
+  feedback->setProgressText(QObject::tr("Reading the DEM"));
+  dem::VelocityModel model = request.model;
+  Elevations elevations;
+  std::vector<float> manning;
+  {
+    ScopedStage stage(times, "read");
+    if (const std::optional<DemRaster> n = openManning(request, raster, feedback))
     {
-      const DemRaster n = openDemRaster(mManningSource, 1);
-      if (n.width != raster.width || n.height != raster.height || !sameGeoTransform(n.geoTransform, gt))
-        throw QgsProcessingException(
-          QObject::tr("The MANNING raster must have the DEM's grid: it has %1 x %2 cells and the geotransform (%3); "
-                      "the DEM has %4 x %5 cells and (%6). Resample it onto the DEM's grid first (GDAL's Warp "
-                      "(reproject) with the DEM's extent and cell size).")
-            .arg(n.width)
-            .arg(n.height)
-            .arg(geoTransformText(n.geoTransform))
-            .arg(raster.width)
-            .arg(raster.height)
-            .arg(geoTransformText(gt)));
-      if (n.crs.isValid() && raster.crs.isValid() && n.crs != raster.crs)
-        feedback->pushWarning(QObject::tr("The MANNING raster's CRS (%1) differs from the DEM's (%2); its cells are "
-                                          "taken to be the DEM's.")
-                                .arg(n.crs.userFriendlyIdentifier(), raster.crs.userFriendlyIdentifier()));
       manning.resize(size_t(raster.width * raster.height));
       readDemRows(
-        n,
+        *n,
         [&](int64_t row0, int64_t rows, const double* values) {
           float* out = manning.data() + row0 * raster.width;
           for (int64_t i = 0; i < rows * raster.width; ++i)
@@ -524,7 +627,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     elevations = readElevations(raster, &steps);
   }
   reportElevations(raster, elevations, feedback);
-  const int64_t w = raster.width, h = raster.height;
+  const int64_t w = raster.width;
   if (!manning.empty())
   {
     int64_t fallback = 0;
@@ -540,40 +643,28 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
 
   // --- The outlet cell, checked before the work ------------------------------------------------------
   const dem::Grid grid = raster.grid(elevations.z.data());
-  if (outletCell && !dem::validCellWithin(grid, outletCell->first, outletCell->second, snapDistance))
-    throw QgsProcessingException(
-      snapDistance > 0
-        ? QObject::tr("The outlet point (%1, %2) lies on nodata (column %3, row %4) and no valid DEM cell lies "
-                      "within SNAP_DISTANCE = %5 m of it: move the point onto the DEM's data or raise "
-                      "SNAP_DISTANCE.")
-            .arg(number(outletInDem.x()), number(outletInDem.y()))
-            .arg(outletCell->first)
-            .arg(outletCell->second)
-            .arg(number(snapDistance))
-        : QObject::tr("The outlet point (%1, %2) lies on a nodata cell of the DEM (column %3, row %4): move it "
-                      "onto the DEM's data or give a SNAP_DISTANCE.")
-            .arg(number(outletInDem.x()), number(outletInDem.y()))
-            .arg(outletCell->first)
-            .arg(outletCell->second));
+  if (request.outletCell &&
+      !dem::validCellWithin(grid, request.outletCell->first, request.outletCell->second, request.snapDistance))
+    throw QgsProcessingException(outletOffDataError(request));
 
   // --- The chain on the resolved backend: fill, flats and D8, accumulation, the outlet, travel times,
   // the bands' and the watershed's polygons (on the GPU without a round trip between the stages) -----
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const RunControl control = runControl(feedback);
   dem::ChainOptions options;
-  options.automaticOutlet = !outletCell;
-  if (outletCell)
+  options.automaticOutlet = !request.outletCell;
+  if (request.outletCell)
   {
-    options.outletColumn = outletCell->first;
-    options.outletRow = outletCell->second;
-    options.snapDistance = snapDistance;
+    options.outletColumn = request.outletCell->first;
+    options.outletRow = request.outletCell->second;
+    options.snapDistance = request.snapDistance;
   }
   options.model = model;
-  options.interval = requestedInterval;
+  options.interval = request.interval;
   options.maxBands = kMaxBands;
-  options.keepFilled = !filledPath.isEmpty();
-  options.keepDirections = !directionPath.isEmpty() || !accumulationPath.isEmpty();  // nodata of the counts
-  options.keepAccumulation = !accumulationPath.isEmpty();
+  options.keepFilled = !request.filledPath.isEmpty();
+  options.keepDirections = !request.directionPath.isEmpty() || !request.accumulationPath.isEmpty();  // nodata of the counts
+  options.keepAccumulation = !request.accumulationPath.isEmpty();
   options.onStage = [&](dem::ChainStage stage) {
     static const char* const texts[] = {
       QT_TRANSLATE_NOOP("IsochronesAlgorithm", "Filling depressions"),
@@ -585,46 +676,120 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     feedback->setProgressText(QCoreApplication::translate("IsochronesAlgorithm", texts[int(stage)]));
   };
   dem::ChainResult chain;
-  try
-  {
-    runWithCpuFallback(device, feedback, [&](Backend backend) {
-      chain = dem::isochroneChain(backend, grid, options, cpuThreads(), control, &times);
-    });
-  }
-  catch (const dem::TravelTimesOverflow&)
-  {
-    throw QgsProcessingException(
-      QObject::tr("The travel times overflow (some cell would take more minutes than can be counted): SPEED, "
-                  "MIN_SPEED or a coefficient of the velocity model (K_OVERLAND, K_CHANNEL, RAINFALL, the Manning "
-                  "values) is too small. Give values that a flow could have."));
-  }
-  feedback->pushInfo(QObject::tr("Filling raised %1 of %2 cells.").arg(chain.raisedCells).arg(elevations.valid));
-  const double interval = chain.interval;
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    chain = dem::isochroneChain(backend, grid, options, cpuThreads(), control, &times);
+  });
   std::vector<float>().swap(elevations.z);
-  dem::TravelTimes& travel = chain.travel;
-  const int64_t outlet = chain.outlet;
+  std::vector<float>().swap(manning);
+
+  Outcome outcome;
+  outcome.outlet = chain.outlet;
+  outcome.outletCells = chain.outletCells;
+  outcome.raisedCells = chain.raisedCells;
+  outcome.validCells = elevations.valid;
+  outcome.interval = chain.interval;
+  outcome.bands = chain.bands;
+  outcome.watershedCells = chain.travel.watershedCells;
+  outcome.watershedArea = chain.travel.watershedArea;
+  outcome.minSpeed = chain.minSpeed;
+  outcome.maxSpeed = chain.maxSpeed;
+  const std::vector<double>& minutes = chain.travel.minutes;
+  outcome.minTime = std::numeric_limits<double>::infinity();
+  outcome.maxTime = 0.0;
+  for (const double t : minutes)
+    if (!std::isnan(t))
+    {
+      outcome.minTime = std::min(outcome.minTime, t);
+      outcome.maxTime = std::max(outcome.maxTime, t);
+    }
+  outcome.bandCells.assign(size_t(outcome.bands), 0);
+  outcome.bandArea.assign(size_t(outcome.bands), 0.0);
+  countBands(minutes.data(), 0, raster.height, raster, outcome);
+
+  // --- Rasters -------------------------------------------------------------------------------------
+  steps.setCurrentStep(6);
+  feedback->setProgressText(QObject::tr("Writing the rasters"));
+  {
+    ScopedStage stage(times, "write");
+    writeDemRaster(
+      request.timePath, raster, GDT_Float64, kTimeNoData,
+      [&](int64_t row0, int64_t rows, void* buffer) {
+        double* out = static_cast<double*>(buffer);
+        const double* in = minutes.data() + row0 * w;
+        for (int64_t i = 0; i < rows * w; ++i)
+          out[i] = std::isnan(in[i]) ? kTimeNoData : in[i];
+      },
+      finished, &steps);
+    if (!request.filledPath.isEmpty())
+    {
+      const float noData = filledNoData(raster, elevations.roundedToNoData);
+      writeDemRaster(
+        request.filledPath, raster, GDT_Float32, double(noData),
+        [&](int64_t row0, int64_t rows, void* buffer) {
+          float* out = static_cast<float*>(buffer);
+          const float* in = chain.filled.data() + row0 * w;
+          for (int64_t i = 0; i < rows * w; ++i)
+            out[i] = std::isnan(in[i]) ? noData : in[i];
+        },
+        finished, &steps);
+    }
+    if (!request.directionPath.isEmpty())
+      writeDemRaster(
+        request.directionPath, raster, GDT_Byte, 255.0,
+        [&](int64_t row0, int64_t rows, void* buffer) {
+          uint8_t* out = static_cast<uint8_t*>(buffer);
+          const uint8_t* in = chain.directions.data() + row0 * w;
+          for (int64_t i = 0; i < rows * w; ++i)
+            out[i] = FlowDirectionAlgorithm::encode(in[i], FlowDirectionAlgorithm::Esri);
+        },
+        finished, &steps);
+    if (!request.accumulationPath.isEmpty())
+      writeDemRaster(
+        request.accumulationPath, raster, GDT_Int32, double(kCellsNoData),
+        [&](int64_t row0, int64_t rows, void* buffer) {
+          int32_t* out = static_cast<int32_t*>(buffer);
+          for (int64_t i = 0; i < rows * w; ++i)
+          {
+            const size_t c = size_t(row0 * w + i);
+            out[i] = chain.directions[c] == dem::kNoData ? kCellsNoData : int32_t(chain.accumulation.cells[c]);
+          }
+        },
+        finished, &steps);
+  }
+  outcome.bandPolygons = std::move(chain.bandPolygons);
+  outcome.watershed = std::move(chain.watershed);
+  return outcome;
+}
+
+QVariantMap IsochronesAlgorithm::writeResults(const Request& request, const DemRaster& raster, const Outcome& outcome,
+                                              const QVariantMap& parameters, QgsProcessingContext& context,
+                                              QgsProcessingFeedback* feedback, StageTimes& times)
+{
+  const int64_t w = raster.width;
+  feedback->pushInfo(QObject::tr("Filling raised %1 of %2 cells.").arg(outcome.raisedCells).arg(outcome.validCells));
+  const int64_t outlet = outcome.outlet;
   const auto centre = [&](int64_t c) {
     return QgsPointXY(raster.geoTransform[0] + (double(c % w) + 0.5) * raster.geoTransform[1],
                       raster.geoTransform[3] + (double(c / w) + 0.5) * raster.geoTransform[5]);
   };
-  if (outletCell)
+  if (request.outletCell)
   {
-    const auto [column, row] = *outletCell;
+    const auto [column, row] = *request.outletCell;
     const int64_t c = outlet % w, r = outlet / w;
     const double dx = double(c - column) * raster.cellWidth[size_t(row)];
     const double dy = double(r - row) * raster.cellHeight[size_t(row)];
     feedback->pushInfo(
       QObject::tr("Outlet: the point (%1, %2) falls in column %3, row %4; snapped within %5 m to the cell of "
                   "highest accumulation, column %6, row %7 (%8 m away; centre %9, %10), where %11 cells drain.")
-        .arg(number(outletInDem.x()), number(outletInDem.y()))
+        .arg(number(request.outletPoint->x()), number(request.outletPoint->y()))
         .arg(column)
         .arg(row)
-        .arg(number(snapDistance))
+        .arg(number(request.snapDistance))
         .arg(c)
         .arg(r)
         .arg(number(std::sqrt(dx * dx + dy * dy)))
         .arg(number(centre(outlet).x()), number(centre(outlet).y()))
-        .arg(chain.outletCells));
+        .arg(outcome.outletCells));
   }
   else
     feedback->pushInfo(QObject::tr("Outlet (automatic): where the largest basin drains out of the grid, column %1, "
@@ -632,122 +797,32 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
                          .arg(outlet % w)
                          .arg(outlet / w)
                          .arg(number(centre(outlet).x()), number(centre(outlet).y()))
-                         .arg(chain.outletCells));
-
-  // --- The bands' cells and areas ------------------------------------------------------------------
-  double minTime = std::numeric_limits<double>::infinity(), maxTime = 0.0;
-  for (const double t : travel.minutes)
-    if (!std::isnan(t))
-    {
-      minTime = std::min(minTime, t);
-      maxTime = std::max(maxTime, t);
-    }
-  const int bands = chain.bands;
-  std::vector<int64_t> bandCells(static_cast<size_t>(bands), 0);
-  std::vector<double> bandArea(static_cast<size_t>(bands), 0.0);  // m²
-  for (int64_t y = 0; y < h; ++y)
-  {
-    const double cellArea = raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)];
-    for (int64_t i = y * w; i < (y + 1) * w; ++i)
-    {
-      const double t = travel.minutes[size_t(i)];
-      if (std::isnan(t))
-        continue;
-      const size_t k = size_t(dem::detail::bandOfTime(t, interval));
-      ++bandCells[k];
-      bandArea[k] += cellArea;
-    }
-  }
-  const double watershedKm2 = travel.watershedArea * 1e-6;
+                         .arg(outcome.outletCells));
+  const double watershedKm2 = outcome.watershedArea * 1e-6;
+  const int bands = outcome.bands;
+  const double interval = outcome.interval;
   feedback->pushInfo(QObject::tr("Watershed: %1 cells, %2 km². Travel times from %3 to %4 minutes: %5 bands of %6 "
                                  "minutes%7.")
-                       .arg(travel.watershedCells)
-                       .arg(number(watershedKm2), number(minTime), number(maxTime))
+                       .arg(outcome.watershedCells)
+                       .arg(number(watershedKm2), number(outcome.minTime), number(outcome.maxTime))
                        .arg(bands)
                        .arg(number(interval))
-                       .arg(requestedInterval > 0 ? QString() : QObject::tr(" (the automatic interval)")));
-  feedback->pushInfo(QObject::tr("Speeds from %1 to %2 m/s.").arg(number(chain.minSpeed), number(chain.maxSpeed)));
-  const std::vector<float>& filled = chain.filled;
-  const std::vector<uint8_t>& directions = chain.directions;
-  const dem::Accumulation& accumulation = chain.accumulation;
+                       .arg(request.interval > 0 ? QString() : QObject::tr(" (the automatic interval)")));
+  feedback->pushInfo(QObject::tr("Speeds from %1 to %2 m/s.").arg(number(outcome.minSpeed), number(outcome.maxSpeed)));
 
-  // --- Rasters -------------------------------------------------------------------------------------
-  steps.setCurrentStep(6);
-  feedback->setProgressText(QObject::tr("Writing the rasters"));
-  FinishedRasters finished;
   QVariantMap outputs;
-  {
-    ScopedStage stage(times, "write");
-    writeDemRaster(
-      timePath, raster, GDT_Float64, kTimeNoData,
-      [&](int64_t row0, int64_t rows, void* buffer) {
-        double* out = static_cast<double*>(buffer);
-        const double* in = travel.minutes.data() + row0 * w;
-        for (int64_t i = 0; i < rows * w; ++i)
-          out[i] = std::isnan(in[i]) ? kTimeNoData : in[i];
-      },
-      finished, &steps);
-    outputs.insert(QStringLiteral("TRAVEL_TIME"), timePath);
-    if (!filledPath.isEmpty())
-    {
-      // The input's nodata value where float32 holds it and no elevation collides with it, else NaN.
-      float noData = std::numeric_limits<float>::quiet_NaN();
-      if (raster.noData && std::isfinite(static_cast<float>(*raster.noData)) && elevations.roundedToNoData == 0)
-        noData = static_cast<float>(*raster.noData);
-      writeDemRaster(
-        filledPath, raster, GDT_Float32, double(noData),
-        [&](int64_t row0, int64_t rows, void* buffer) {
-          float* out = static_cast<float*>(buffer);
-          const float* in = filled.data() + row0 * w;
-          for (int64_t i = 0; i < rows * w; ++i)
-            out[i] = std::isnan(in[i]) ? noData : in[i];
-        },
-        finished, &steps);
-      outputs.insert(QStringLiteral("FILLED"), filledPath);
-    }
-    if (!directionPath.isEmpty())
-    {
-      writeDemRaster(
-        directionPath, raster, GDT_Byte, 255.0,
-        [&](int64_t row0, int64_t rows, void* buffer) {
-          uint8_t* out = static_cast<uint8_t*>(buffer);
-          const uint8_t* in = directions.data() + row0 * w;
-          for (int64_t i = 0; i < rows * w; ++i)
-            out[i] = FlowDirectionAlgorithm::encode(in[i], FlowDirectionAlgorithm::Esri);
-        },
-        finished, &steps);
-      outputs.insert(QStringLiteral("FLOWDIR"), directionPath);
-    }
-    if (!accumulationPath.isEmpty())
-    {
-      writeDemRaster(
-        accumulationPath, raster, GDT_Int32, double(kCellsNoData),
-        [&](int64_t row0, int64_t rows, void* buffer) {
-          int32_t* out = static_cast<int32_t*>(buffer);
-          for (int64_t i = 0; i < rows * w; ++i)
-          {
-            const size_t c = size_t(row0 * w + i);
-            out[i] = directions[c] == dem::kNoData ? kCellsNoData : int32_t(accumulation.cells[c]);
-          }
-        },
-        finished, &steps);
-      outputs.insert(QStringLiteral("ACCUMULATION"), accumulationPath);
-    }
-  }
-  // The rasters are written: the large buffers go.
-  chain.filled = std::vector<float>();
-  chain.directions = std::vector<uint8_t>();
-  chain.accumulation = dem::Accumulation();
-  travel.minutes = std::vector<double>();
-  if (!manning.empty())
-    std::vector<float>().swap(manning);
-  const BandPolygons& watershedPolygons = chain.watershed;
-  const BandPolygons& bandPolygons = chain.bandPolygons;
+  outputs.insert(QStringLiteral("TRAVEL_TIME"), request.timePath);
+  if (!request.filledPath.isEmpty())
+    outputs.insert(QStringLiteral("FILLED"), request.filledPath);
+  if (!request.directionPath.isEmpty())
+    outputs.insert(QStringLiteral("FLOWDIR"), request.directionPath);
+  if (!request.accumulationPath.isEmpty())
+    outputs.insert(QStringLiteral("ACCUMULATION"), request.accumulationPath);
   // Cell corners to map coordinates (the DEM is north-up, so shells stay counter-clockwise).
   const AxisMap toMap{raster.geoTransform[0], raster.geoTransform[1], raster.geoTransform[3], -raster.geoTransform[5]};
 
   // --- Features and the table ----------------------------------------------------------------------
-  if (wantWatershed)
+  if (request.wantWatershed)
   {
     QgsFields fields;
     fields.append(QgsField(QStringLiteral("area_km2"), QVariant::Double));
@@ -757,13 +832,14 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("WATERSHED"), context, id, fields,
                                                       QgsWkbTypes::MultiPolygon, raster.crs);
     QgsFeature feature(fields);
-    feature.setGeometry(QgsGeometry(bandMultiPolygon(watershedPolygons, 0, false, toMap).release()));
-    feature.setAttributes(QgsAttributes() << watershedKm2 << QVariant::fromValue<qlonglong>(travel.watershedCells) << maxTime);
+    feature.setGeometry(QgsGeometry(bandMultiPolygon(outcome.watershed, 0, false, toMap).release()));
+    feature.setAttributes(QgsAttributes() << watershedKm2 << QVariant::fromValue<qlonglong>(outcome.watershedCells)
+                                          << outcome.maxTime);
     if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
       throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("WATERSHED")));
     outputs.insert(QStringLiteral("WATERSHED"), id);
   }
-  if (wantIsochrones)
+  if (request.wantIsochrones)
   {
     QgsFields fields = bandFields();
     QString id;
@@ -774,20 +850,20 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     {
       if (feedback->isCanceled())
         throw Canceled();
-      std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(bandPolygons, size_t(k), false, toMap);
+      std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(outcome.bandPolygons, size_t(k), false, toMap);
       if (!multi)
         continue;
       QgsFeature feature(fields);
       feature.setGeometry(QgsGeometry(multi.release()));
       feature.setAttributes(QgsAttributes() << k + 1 << double(k) * interval << double(k + 1) * interval
-                                          << QVariant::fromValue<qlonglong>(bandCells[size_t(k)])
-                                          << bandArea[size_t(k)] * 1e-6);
+                                            << QVariant::fromValue<qlonglong>(outcome.bandCells[size_t(k)])
+                                            << outcome.bandArea[size_t(k)] * 1e-6);
       if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
         throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("ISOCHRONES")));
     }
     outputs.insert(QStringLiteral("ISOCHRONES"), id);
   }
-  if (wantTable)
+  if (request.wantTable)
   {
     QgsFields fields = bandFields();
     fields.append(QgsField(QStringLiteral("cumulative_share"), QVariant::Double));
@@ -796,35 +872,33 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
                                                       QgsWkbTypes::NoGeometry, QgsCoordinateReferenceSystem());
     // The shares against the bands' own total, summed in the same order: the last is exactly 1.
     double total = 0.0;
-    for (const double a : bandArea)
+    for (const double a : outcome.bandArea)
       total += a;
     double cumulative = 0.0;
     for (int k = 0; k < bands; ++k)
     {
-      cumulative += bandArea[size_t(k)];
+      cumulative += outcome.bandArea[size_t(k)];
       QgsFeature feature(fields);
       feature.setAttributes(QgsAttributes() << k + 1 << double(k) * interval << double(k + 1) * interval
-                                          << QVariant::fromValue<qlonglong>(bandCells[size_t(k)])
-                                          << bandArea[size_t(k)] * 1e-6 << cumulative / total);
+                                            << QVariant::fromValue<qlonglong>(outcome.bandCells[size_t(k)])
+                                            << outcome.bandArea[size_t(k)] * 1e-6 << cumulative / total);
       if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))
         throw QgsProcessingException(writeFeatureError(sink.get(), parameters, QStringLiteral("TIME_AREA")));
     }
     outputs.insert(QStringLiteral("TIME_AREA"), id);
   }
   outputs.insert(QStringLiteral("WATERSHED_AREA_KM2"), watershedKm2);
-  outputs.insert(QStringLiteral("MAX_TIME_MIN"), maxTime);
+  outputs.insert(QStringLiteral("MAX_TIME_MIN"), outcome.maxTime);
   outputs.insert(QStringLiteral("INTERVAL_MIN"), interval);
   outputs.insert(QStringLiteral("OUTLET_X"), centre(outlet).x());
   outputs.insert(QStringLiteral("OUTLET_Y"), centre(outlet).y());
-  logStageTimes(times, feedback);
-  finished.keep();
-  mTimePath = timePath;
-  mFilledPath = filledPath;
-  mDirectionPath = directionPath;
-  mAccumulationPath = accumulationPath;
+  mTimePath = request.timePath;
+  mFilledPath = request.filledPath;
+  mDirectionPath = request.directionPath;
+  mAccumulationPath = request.accumulationPath;
   mWatershedId = outputs.value(QStringLiteral("WATERSHED")).toString();
   mBandsId = outputs.value(QStringLiteral("ISOCHRONES")).toString();
-  mMaxTime = std::max(maxTime, 1e-9);
+  mMaxTime = std::max(outcome.maxTime, 1e-9);
   mInterval = interval;
   mBands = bands;
   return outputs;

@@ -4,12 +4,24 @@
 // the GPU or all processor cores; the travel times on the CPU.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include <QString>
 
+#include <qgspointxy.h>
+
 #include "adapters/dem_reader.h"
+#include "core/polygon_rings.h"
+#include "core/stage_times.h"
+#include "dem/travel_time.h"
 #include "gpugeo_algorithm.h"
 
 namespace gpugeo {
+
+struct TilingPlan;
 
 class IsochronesAlgorithm : public Algorithm
 {
@@ -48,8 +60,64 @@ protected:
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
+  // The parameters, read once.
+  struct Request
+  {
+    int band = 1;
+    double interval = 0, snapDistance = 0;
+    dem::VelocityModel model;  // without the Manning raster (each path reads its own)
+    QString timePath, filledPath, directionPath, accumulationPath;
+    bool wantWatershed = false, wantIsochrones = false, wantTable = false;
+    std::optional<QgsPointXY> outletPoint;  // in the DEM's CRS
+    std::optional<std::pair<int64_t, int64_t>> outletCell;  // column, row
+  };
+  // What either path found: for the log, the features and the table.
+  struct Outcome
+  {
+    int64_t outlet = -1, outletCells = 0, raisedCells = 0, validCells = 0;
+    double interval = 0;
+    int32_t bands = 0;
+    std::vector<int64_t> bandCells;
+    std::vector<double> bandArea;  // m²
+    int64_t watershedCells = 0;
+    double watershedArea = 0;  // m²
+    double minTime = 0, maxTime = 0, minSpeed = 0, maxSpeed = 0;
+    BandPolygons bandPolygons, watershed;
+  };
+
+  static constexpr double kTimeNoData = -1.0;
+  static constexpr int32_t kCellsNoData = -1;
+  // What the in-memory CPU chain holds per cell (the DEM, the filled copy, the flats' arrays, the
+  // directions, the accumulation, the times, the labels), and a tiled run per cell of a tile in flight
+  // (its most demanding stage, the flats).
+  static constexpr int64_t kInMemoryBytesPerCell = 64;
+  static constexpr int64_t kTiledBytesPerCell = 48;
+
   // An empty string when the numeric parameters are fine, else what is wrong.
   QString numericProblem(const QVariantMap& parameters, QgsProcessingContext& context) const;
+  Request readRequest(const QVariantMap& parameters, QgsProcessingContext& context) const;
+  // The first point of OUTLET in the DEM's CRS (none when OUTLET is empty), and its cell.
+  void readOutlet(const QVariantMap& parameters, QgsProcessingContext& context, const DemRaster& raster,
+                  Request& request, QgsProcessingFeedback* feedback) const;
+  // The MANNING raster, checked against the DEM's grid (none when not used).
+  std::optional<DemRaster> openManning(const Request& request, const DemRaster& raster,
+                                       QgsProcessingFeedback* feedback) const;
+  // The error for an outlet point on nodata with no valid cell within the snap distance.
+  static QString outletOffDataError(const Request& request);
+  static QString overflowError();
+  // Adds the bands' cells and areas of `rows` rows of times from row0 on to the outcome.
+  static void countBands(const double* minutes, int64_t row0, int64_t rows, const DemRaster& raster, Outcome& outcome);
+  // The filled DEM's nodata value: the input's where float32 holds it and no elevation collides with it.
+  static float filledNoData(const DemRaster& raster, int64_t roundedToNoData);
+  Outcome executeInMemory(const Request& request, const DemRaster& raster, const QVariantMap& parameters,
+                          QgsProcessingContext& context, QgsProcessingFeedback* feedback, StageTimes& times,
+                          FinishedRasters& finished);
+  Outcome executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
+                       QgsProcessingFeedback* feedback, StageTimes& times, FinishedRasters& finished);
+  // The log of the outlet, the watershed and the bands; the features and the table; the outputs.
+  QVariantMap writeResults(const Request& request, const DemRaster& raster, const Outcome& outcome,
+                           const QVariantMap& parameters, QgsProcessingContext& context,
+                           QgsProcessingFeedback* feedback, StageTimes& times);
 
   DemSource mSource;
   bool mHasManning = false;

@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include <QDir>
 #include <QFile>
 
 #include <cpl_string.h>
@@ -24,6 +25,7 @@
 #include <qgscoordinatetransform.h>
 #include <qgsfeature.h>
 #include <qgsgeometry.h>
+#include <qgsprocessingutils.h>
 #include <qgsrasterlayer.h>
 #include <qgsvectordataprovider.h>
 #include <qgsvectorlayer.h>
@@ -681,4 +683,112 @@ TEST_F(IsochronesAlgorithmTest, CancelLeavesNoOutputBehind)
   EXPECT_TRUE(result.error.contains(QStringLiteral("Canceled"))) << result.error.toStdString();
   for (const QVariant& output : allOutputs(QStringLiteral("c")))
     EXPECT_FALSE(QFile::exists(output.toString())) << output.toString().toStdString();
+}
+
+// Tile by tile (a budget of 1 MiB, far below the in-memory run's ~4 MiB, and TILED): the rasters bit
+// for bit (travel times within 1e-12 relative), the watershed, the bands' polygons and the table
+// identical to the in-memory run's; with the slope model and the automatic outlet, and with the
+// Manning model, a MANNING raster and a snapped outlet point. The scratch folder is gone after.
+TEST_F(IsochronesAlgorithmTest, TiledRunsGiveTheInMemoryOutputs)
+{
+  // The hills in a valley running north: large basins whose paths cross many tiles.
+  TestDem d = randomDem(300, 260, 21, 6);
+  for (int y = 0; y < d.height; ++y)
+    for (int x = 0; x < d.width; ++x)
+      d.z[size_t(y * d.width + x)] += 1.5f * float(std::abs(x - 150)) + 0.3f * float(y);
+  writeTiff(path("dem.tif"), d);
+  std::vector<float> roughness(d.z.size(), 0.1f);
+  for (size_t i = 0; i < roughness.size(); i += 5)
+    roughness[i] = i % 3 ? kNaN : 0.4f;
+  writeTiff(path("manning.tif"), d, roughness);
+  QVariantMap manning{{QStringLiteral("VELOCITY_MODEL"), 2}, {QStringLiteral("RAINFALL"), 60.0},
+                      {QStringLiteral("MIXED_THRESHOLD"), 1.0}, {QStringLiteral("CHANNEL_THRESHOLD_MANNING"), 5.0},
+                      {QStringLiteral("INTERVAL"), 3.0}};
+  const QVariantMap slope{{QStringLiteral("CHANNEL_THRESHOLD"), 0.02}};
+  for (const bool withManning : {false, true})
+    for (const QVariantMap& tiling : {QVariantMap{{QStringLiteral("MEMORY_BUDGET"), 1}},
+                                      QVariantMap{{QStringLiteral("TILED"), true}}})
+    {
+      SCOPED_TRACE(std::string(withManning ? "Manning" : "slope") +
+                   (tiling.contains(QStringLiteral("TILED")) ? ", TILED" : ", MEMORY_BUDGET=1"));
+      const auto runBoth = [&](const QString& prefix, const QVariantMap& extra) {
+        QVariantMap parameters = allOutputs(prefix);
+        for (auto it = (withManning ? manning : slope).begin(); it != (withManning ? manning : slope).end(); ++it)
+          parameters.insert(it.key(), it.value());
+        for (auto it = extra.begin(); it != extra.end(); ++it)
+          parameters.insert(it.key(), it.value());
+        QgsVectorLayer* outlet = withManning ? pointLayer({d.centre(151, 30)}) : nullptr;
+        if (withManning)
+          parameters.insert(QStringLiteral("SNAP_DISTANCE"), 60.0);
+        if (!withManning)
+          return run(path("dem.tif"), parameters, outlet);
+        QgsProcessingContext context;
+        auto* layer = new QgsRasterLayer(path("manning.tif"), QStringLiteral("n"), QStringLiteral("gdal"));
+        context.temporaryLayerStore()->addMapLayer(layer);
+        context.temporaryLayerStore()->addMapLayer(outlet);
+        parameters.insert(QStringLiteral("MANNING"), layer->id());
+        parameters.insert(QStringLiteral("OUTLET"), outlet->id());
+        parameters.insert(QStringLiteral("DEVICE"), 1);
+        auto dem = std::make_unique<QgsRasterLayer>(path("dem.tif"), QStringLiteral("dem"), QStringLiteral("gdal"));
+        return runAlgorithm(kIsochrones, dem.get(), parameters, context);
+      };
+      const RunResult memory = runBoth(QStringLiteral("m"), {});
+      ASSERT_TRUE(memory.ok) << memory.error.toStdString();
+      EXPECT_TRUE(memory.logContains(QStringLiteral("In memory: the run needs about")));
+      const RunResult tiled = runBoth(QStringLiteral("t"), tiling);
+      ASSERT_TRUE(tiled.ok) << tiled.error.toStdString() << tiled.log.join('\n').toStdString();
+      EXPECT_TRUE(tiled.logContains(QStringLiteral("Tile by tile: the in-memory run would need about")))
+        << tiled.log.join('\n').toStdString();
+      EXPECT_TRUE(tiled.logContains(QStringLiteral("Scratch space: "))) << tiled.log.join('\n').toStdString();
+      // The same log lines: raised cells, the outlet, the watershed and bands, the speeds.
+      for (const QString& line : memory.log)
+        if (line.startsWith(QStringLiteral("Filling raised")) || line.startsWith(QStringLiteral("Outlet")) ||
+            line.startsWith(QStringLiteral("Speeds from")))
+          EXPECT_TRUE(tiled.logContains(line)) << line.toStdString();
+      for (const QString& key : {QStringLiteral("OUTLET_X"), QStringLiteral("OUTLET_Y"), QStringLiteral("INTERVAL_MIN"),
+                                 QStringLiteral("WATERSHED_AREA_KM2")})
+        EXPECT_EQ(tiled.outputs.value(key).toDouble(), memory.outputs.value(key).toDouble()) << key.toStdString();
+      EXPECT_NEAR(tiled.outputs.value(QStringLiteral("MAX_TIME_MIN")).toDouble(),
+                  memory.outputs.value(QStringLiteral("MAX_TIME_MIN")).toDouble(),
+                  1e-12 * memory.outputs.value(QStringLiteral("MAX_TIME_MIN")).toDouble());
+
+      // Rasters.
+      EXPECT_EQ(read<float>(path("t_filled.tif"), GDT_Float32), read<float>(path("m_filled.tif"), GDT_Float32));
+      EXPECT_EQ(read<uint8_t>(path("t_dir.tif"), GDT_Byte), read<uint8_t>(path("m_dir.tif"), GDT_Byte));
+      EXPECT_EQ(read<int32_t>(path("t_acc.tif"), GDT_Int32), read<int32_t>(path("m_acc.tif"), GDT_Int32));
+      const auto a = read<double>(path("t_time.tif"), GDT_Float64), b = read<double>(path("m_time.tif"), GDT_Float64);
+      ASSERT_EQ(a.size(), b.size());
+      int64_t off = 0, inside = 0;
+      for (size_t i = 0; i < a.size(); ++i)
+      {
+        inside += b[i] >= 0;
+        off += (a[i] < 0) != (b[i] < 0) || std::fabs(a[i] - b[i]) > 1e-12 * std::fabs(b[i]);
+      }
+      EXPECT_EQ(off, 0);
+      EXPECT_GT(inside, 5000) << memory.log.join(QLatin1Char(10)).toStdString();
+
+      // Vectors: the same features, attributes and geometries.
+      for (const QString& layer : {QStringLiteral("watershed"), QStringLiteral("isochrones"), QStringLiteral("table")})
+      {
+        QgsVectorLayer m(path("m_" + layer + ".gpkg"), QStringLiteral("m"), QStringLiteral("ogr"));
+        QgsVectorLayer t(path("t_" + layer + ".gpkg"), QStringLiteral("t"), QStringLiteral("ogr"));
+        const std::vector<QgsFeature> fm = gpugeo::test::featuresOf(&m), ft = gpugeo::test::featuresOf(&t);
+        ASSERT_EQ(fm.size(), ft.size()) << layer.toStdString();
+        EXPECT_GE(fm.size(), 1u);
+        for (size_t k = 0; k < fm.size(); ++k)
+        {
+          const QgsAttributes am = fm[k].attributes(), at = ft[k].attributes();
+          ASSERT_EQ(am.size(), at.size());
+          for (int f = 1; f < am.size(); ++f)  // past the fid
+            if (layer == QLatin1String("watershed") && f == 3)  // t_max: within 1e-12
+              EXPECT_NEAR(at[f].toDouble(), am[f].toDouble(), 1e-12 * am[f].toDouble());
+            else
+              EXPECT_EQ(at[f], am[f]) << layer.toStdString() << " feature " << k << " field " << f;
+          EXPECT_EQ(ft[k].geometry().asWkt(17), fm[k].geometry().asWkt(17)) << layer.toStdString() << " " << k;
+        }
+      }
+      EXPECT_TRUE(QDir(QgsProcessingUtils::tempFolder())
+                    .entryList({QStringLiteral("gpugeo-scratch-*")}, QDir::AllEntries)
+                    .isEmpty());
+    }
 }

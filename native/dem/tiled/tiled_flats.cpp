@@ -12,6 +12,7 @@
 // joined through the perimeters by union-find, with their highest count gathered per component. A
 // last pass writes the mask.
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -170,17 +171,28 @@ std::vector<int32_t> perimeterOf(const FlatTile& f, const std::vector<int32_t>& 
 }
 
 // The state the rounds keep of every tile between its visits, in raw files in the scratch folder:
-// which cells are flat, and the two distances.
+// which cells are flat, and the two distances. The files go with it (their space for the stages after;
+// the files close as the members go, just after).
 struct FlatState
 {
+  std::string folder;
   RawFileRaster<uint8_t> flat;
   RawFileRaster<int32_t> towards, away;
-  FlatState(const std::string& folder, int64_t width, int64_t height)
-    : flat(folder + "/flat.u8", width, height),
+  FlatState(const std::string& scratch, int64_t width, int64_t height)
+    : folder(scratch),
+      flat(folder + "/flat.u8", width, height),
       towards(folder + "/towards.i32", width, height),
       away(folder + "/away.i32", width, height)
   {
   }
+  ~FlatState()
+  {
+    std::error_code ignored;
+    for (const char* name : {"/flat.u8", "/towards.i32", "/away.i32"})
+      std::filesystem::remove(folder + name, ignored);
+  }
+  FlatState(const FlatState&) = delete;
+  FlatState& operator=(const FlatState&) = delete;
 };
 
 // A padded array from a tile's own cells (the halo zero).

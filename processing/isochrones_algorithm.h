@@ -5,13 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include <QString>
 
+#include <qgsfeaturesink.h>
+#include <qgsfields.h>
 #include <qgspointxy.h>
+
+#include "adapters/band_geometry.h"
 
 #include "adapters/dem_reader.h"
 #include "core/polygon_rings.h"
@@ -83,6 +88,25 @@ private:
     double watershedArea = 0;  // m²
     double minTime = 0, maxTime = 0, minSpeed = 0, maxSpeed = 0;
     BandPolygons bandPolygons, watershed;
+    QString isochronesId;  // ISOCHRONES, when written band by band as they were traced (bandPolygons empty)
+  };
+  // ISOCHRONES: one feature per band (none for a band without cells).
+  class BandWriter
+  {
+  public:
+    BandWriter(const IsochronesAlgorithm& algorithm, const QVariantMap& parameters, QgsProcessingContext& context,
+               const DemRaster& raster);
+    ~BandWriter();
+    // Band `band` (of `interval` minutes, `cells` cells, `area` m²) from band `index` of `polygons`.
+    void write(int band, double interval, int64_t cells, double area, const BandPolygons& polygons, size_t index);
+    const QString& id() const { return mId; }
+
+  private:
+    const QVariantMap& mParameters;
+    QgsFields mFields;
+    AxisMap mToMap;
+    QString mId;
+    std::unique_ptr<QgsFeatureSink> mSink;
   };
 
   static constexpr double kTimeNoData = -1.0;
@@ -112,8 +136,10 @@ private:
   Outcome executeInMemory(const Request& request, const DemRaster& raster, const QVariantMap& parameters,
                           QgsProcessingContext& context, QgsProcessingFeedback* feedback, StageTimes& times,
                           FinishedRasters& finished);
+  // Writes ISOCHRONES as each band is traced (never holding all bands' polygons).
   Outcome executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
-                       QgsProcessingFeedback* feedback, StageTimes& times, FinishedRasters& finished);
+                       const QVariantMap& parameters, QgsProcessingContext& context, QgsProcessingFeedback* feedback,
+                       StageTimes& times, FinishedRasters& finished);
   // The log of the outlet, the watershed and the bands; the features and the table; the outputs.
   QVariantMap writeResults(const Request& request, const DemRaster& raster, const Outcome& outcome,
                            const QVariantMap& parameters, QgsProcessingContext& context,

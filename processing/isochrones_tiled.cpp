@@ -86,8 +86,10 @@ struct OptionalOutput
 }  // namespace
 
 IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& request, const DemRaster& raster,
-                                                               const TilingPlan& plan, QgsProcessingFeedback* feedback,
-                                                               StageTimes& times, FinishedRasters& finished)
+                                                               const TilingPlan& plan, const QVariantMap& parameters,
+                                                               QgsProcessingContext& context,
+                                                               QgsProcessingFeedback* feedback, StageTimes& times,
+                                                               FinishedRasters& finished)
 {
   namespace tiled = dem::tiled;
   const GdalCacheLimit cache(plan.gdalCacheBytes);
@@ -277,9 +279,22 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& re
         out[i] = std::isnan(in[i]) ? kTimeNoData : in[i];
     });
     options.onTile = tileProgress(&steps, 1);
+    // ISOCHRONES band by band as each is traced: one band's polygons in memory at a time.
+    std::unique_ptr<BandWriter> bandWriter;
+    if (request.wantIsochrones)
+      bandWriter = std::make_unique<BandWriter>(*this, parameters, context, raster);
+    tiled::BandObserver onBand;
+    if (bandWriter)
+      onBand = [&](int32_t band, int64_t cells, double area, const BandPolygons& polygons) {
+        if (feedback->isCanceled())
+          throw Canceled();
+        bandWriter->write(band, outcome.interval, cells, area, polygons, 0);
+      };
     tiled::TiledReport report;
-    tiled::TiledBands traced =
-      tiled::bandsTiled(minutes, rows, outcome.interval, outcome.bands, &sink, options, control, &report);
+    tiled::TiledBands traced = tiled::bandsTiled(minutes, rows, outcome.interval, outcome.bands, &sink, options,
+                                                 control, &report, onBand);
+    if (bandWriter)
+      outcome.isochronesId = bandWriter->id();
     merge(report);
     {
       ScopedStage stage(times, "write (finish)");

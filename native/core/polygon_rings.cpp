@@ -2,6 +2,7 @@
 // lie in.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "core/errors.h"
@@ -117,19 +118,75 @@ void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, st
   loops.push_back(std::move(rest));
 }
 
+// Whether (px, py) lies inside the ring: a ray to the right crossing its edges an odd number of times.
+inline bool crosses(const RawRings& raw, std::size_t a, std::size_t b, double px, double py)
+{
+  const double xi = raw.x[a], yi = raw.y[a], xj = raw.x[b], yj = raw.y[b];
+  return (yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi;
+}
+
 bool inside(const RawRings& raw, const Loop& ring, double px, double py)
 {
   bool in = false;
   const std::size_t n = ring.size();
   for (std::size_t i = 0, j = n - 1; i < n; j = i++)
-  {
-    const double xi = raw.x[ring.at(i)], yi = raw.y[ring.at(i)];
-    const double xj = raw.x[ring.at(j)], yj = raw.y[ring.at(j)];
-    if ((yi > py) != (yj > py) && px < (xj - xi) * (py - yi) / (yj - yi) + xi)
-      in = !in;
-  }
+    in ^= crosses(raw, ring.at(i), ring.at(j), px, py);
   return in;
 }
+
+// A ring's edges by horizontal slab of its box, for rings of many nodes that many holes are tested
+// against (a band whose one large shell holds a million small holes was quadratic): only the edges
+// whose y-range meets the point's slab are tested, each with inside()'s own test, so the answer is
+// inside()'s.
+class SlabIndex
+{
+public:
+  static constexpr std::size_t kMinNodes = 256;
+
+  SlabIndex(const RawRings& raw, const Loop& ring) : mLow(ring.box[1])
+  {
+    const std::size_t n = ring.size();
+    mSlabs = std::clamp<std::size_t>(n / 8, 1, std::size_t(1) << 20);
+    mHeight = std::max(ring.box[3] - ring.box[1], 1e-300);
+    mFirst.assign(mSlabs + 1, 0);
+    const auto forSlabsOf = [&](std::size_t i, auto visit) {
+      const std::size_t a = ring.at(i), b = ring.at(i + 1 < n ? i + 1 : 0);
+      const std::size_t s0 = slab(std::min(raw.y[a], raw.y[b])), s1 = slab(std::max(raw.y[a], raw.y[b]));
+      for (std::size_t s = s0; s <= s1; ++s)
+        visit(s);
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      forSlabsOf(i, [&](std::size_t s) { ++mFirst[s + 1]; });
+    for (std::size_t s = 0; s < mSlabs; ++s)
+      mFirst[s + 1] += mFirst[s];
+    mEdge.resize(mFirst.back());
+    std::vector<std::size_t> next(mFirst.begin(), mFirst.end() - 1);
+    for (std::size_t i = 0; i < n; ++i)
+      forSlabsOf(i, [&](std::size_t s) { mEdge[next[s]++] = i; });
+  }
+
+  bool inside(const RawRings& raw, const Loop& ring, double px, double py) const
+  {
+    const std::size_t n = ring.size(), s = slab(py);
+    bool in = false;
+    for (std::size_t k = mFirst[s]; k < mFirst[s + 1]; ++k)
+    {
+      const std::size_t i = mEdge[k];
+      in ^= crosses(raw, ring.at(i + 1 < n ? i + 1 : 0), ring.at(i), px, py);
+    }
+    return in;
+  }
+
+private:
+  std::size_t slab(double y) const
+  {
+    const double f = std::floor((y - mLow) / mHeight * double(mSlabs));
+    return std::size_t(std::clamp(f, 0.0, double(mSlabs - 1)));
+  }
+  double mLow, mHeight = 1;
+  std::size_t mSlabs = 1;
+  std::vector<std::size_t> mFirst, mEdge;
+};
 
 // For each hole, the index of the smallest shell that holds it, or -1.
 std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& shells, const std::vector<Loop>& holes)
@@ -182,6 +239,15 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
     for (const int64_t s : order)
       forCellsOf(shells[std::size_t(s)], [&](std::size_t g) { listed[std::size_t(next[g]++)] = s; });
   }
+  std::vector<std::unique_ptr<SlabIndex>> index(shells.size());  // built for a large shell when first needed
+  const auto holds = [&](int64_t s, double px, double py) {
+    const Loop& l = shells[std::size_t(s)];
+    if (l.size() < SlabIndex::kMinNodes)
+      return inside(raw, l, px, py);
+    if (!index[std::size_t(s)])
+      index[std::size_t(s)] = std::make_unique<SlabIndex>(raw, l);
+    return index[std::size_t(s)]->inside(raw, l, px, py);
+  };
   for (std::size_t i = 0; i < holes.size(); ++i)
   {
     const Loop& hole = holes[i];
@@ -194,7 +260,7 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
       const int64_t s = listed[std::size_t(k)];
       const Loop& l = shells[std::size_t(s)];
       if (l.box[0] <= hole.box[0] && hole.box[2] <= l.box[2] && l.box[1] <= hole.box[1] && hole.box[3] <= l.box[3] &&
-          inside(raw, l, px, py))
+          holds(s, px, py))
       {
         owner[i] = s;
         break;

@@ -133,7 +133,7 @@ QString GeoTiffWriter::finish()
   {
     const QString error = lastGdalError();
     deleteRaster(mPath);
-    throw QgsProcessingException(QObject::tr("Could not finish %1: %2").arg(mPath, error));
+    throw QgsProcessingException(QObject::tr("Could not finish %1 (disk full?): %2").arg(mPath, error));
   }
   return mPath;
 }

@@ -4,7 +4,10 @@
 // that the outputs are equal and printing the ratio of the times.
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
+//                        [--isochrones]
 // --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats.
+// --isochrones: also the travel times (slope model, the largest basin's outlet) and the bands traced
+// (automatic interval), on the directions without flat resolution.
 // The terrain is bench_dem's (waves and a slope on 30 m cells, noise for pits, elevations rounded to
 // 0.5 m for flats), with its noise from a hash of the cell so that any window can be generated alone.
 // Prints one JSON object: the stage times (ms), the tiles, passes, graph bytes, the scratch bytes, the
@@ -20,6 +23,11 @@
 
 #include "core/backend.h"
 #include "dem/dem.h"
+#include "dem/detail/dem_cuda.h"
+#include "dem/detail/travel_math.h"
+#include "dem/isochrone_chain.h"
+#include "dem/regions.h"
+#include "dem/travel_time.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 
@@ -77,7 +85,7 @@ int main(int argc, char** argv)
   int64_t w = 4000, h = 4000, tile = 1024;
   int threads = 0;
   std::string scratchParent = "/tmp";
-  bool compare = false, flats = false;
+  bool compare = false, flats = false, isochrones = false;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -89,6 +97,7 @@ int main(int argc, char** argv)
     else if (a == "--scratch") scratchParent = next();
     else if (a == "--compare") compare = true;
     else if (a == "--flats") flats = true;
+    else if (a == "--isochrones") isochrones = true;
   }
   const GeneratedTerrain terrain(w, h);
   const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
@@ -151,6 +160,76 @@ int main(int argc, char** argv)
                       gotDirections == memDirections && gotArea == memAcc.area;
     std::printf(",\n \"in_memory_ms\": %.1f, \"tiled_over_in_memory\": %.2f, \"identical\": %s", memMs,
                 totalMs / memMs, same ? "true" : "false");
+  }
+  if (isochrones)
+  {
+    // The directions with flats resolved (as the isochrone chain has them) and their accumulation,
+    // then the travel times to the largest basin's outlet, then the bands and their polygons.
+    RawFileRaster<int32_t> flatMask(scratch.path() + "/iso_mask.i32", w, h);
+    RawFileRaster<uint8_t> drained(scratch.path() + "/iso_dir.u8", w, h);
+    RawFileRaster<int64_t> isoCells(scratch.path() + "/iso_cells.i64", w, h), isoArea(scratch.path() + "/iso_area.i64", w, h);
+    auto t0 = std::chrono::steady_clock::now();
+    flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), options, control);
+    directionsTiled(filled, rows, drained, options, control, nullptr, &flatMask);
+    const AccumulationSummary drainedSummary = accumulationTiled(drained, rows, isoCells, isoArea, options, control);
+    const double resolvedMs = msSince(t0);
+    RawFileRaster<double> minutes(scratch.path() + "/minutes.f64", w, h);
+    dem::VelocityModel model;  // the slope model's defaults
+    TiledReport travelReport, bandsReport;
+    t0 = std::chrono::steady_clock::now();
+    const TravelSummary travel = travelTimeTiled(filled, drained, isoArea, nullptr, rows, drainedSummary.largestCell,
+                                                 model, minutes, options, control, &travelReport);
+    const double travelMs = msSince(t0);
+    dem::ChainOptions bandOptions;
+    double interval = 0;
+    const int32_t bands = dem::detail::chainBandCount(travel.maxTime, bandOptions, interval);
+    t0 = std::chrono::steady_clock::now();
+    const TiledBands traced = bandsTiled(minutes, rows, interval, bands, nullptr, options, control, &bandsReport);
+    const double bandsMs = msSince(t0);
+    std::printf(",\n \"flats_directions_accumulation_ms\": %.1f, \"travel_ms\": %.1f, \"bands_ms\": %.1f, \"watershed_cells\": %lld, \"bands\": %d,"
+                " \"band_vertices\": %lld, \"isochrones_peak_rss_mib\": %.1f",
+                resolvedMs, travelMs, bandsMs, (long long)travel.watershedCells, int(bands), (long long)traced.bands.x.size(),
+                peakResidentMiB());
+    std::printf(",\n \"isochrones_stages_ms\": {");
+    const char* between = "";
+    for (const TiledReport* r : {&travelReport, &bandsReport})
+      for (const auto& [stage, ms] : r->times.entries())
+      {
+        std::printf("%s\"%s\": %.1f", between, stage.c_str(), ms);
+        between = ", ";
+      }
+    std::printf("}");
+    if (compare)
+    {
+      // The in-memory travel times and polygons on the same arrays.
+      std::vector<float> z(std::size_t(w * h));
+      filled.read(Window{0, 0, w, h}, z.data());
+      std::vector<uint8_t> dir(z.size());
+      drained.read(Window{0, 0, w, h}, dir.data());
+      dem::Accumulation acc;
+      acc.area.resize(z.size());
+      isoArea.read(Window{0, 0, w, h}, acc.area.data());
+      const dem::Grid grid{z.data(), w, h, rows.cellWidth.data(), rows.cellHeight.data()};
+      t0 = std::chrono::steady_clock::now();
+      const dem::TravelTimes memTravel =
+        dem::travelTime(grid, dir, acc, drainedSummary.largestCell, model, threads, control, false);
+      std::vector<int32_t> labels(z.size());
+      for (std::size_t i = 0; i < z.size(); ++i)
+        labels[i] = std::isnan(memTravel.minutes[i]) ? -1 : dem::detail::bandOfTime(memTravel.minutes[i], interval);
+      const BandPolygons memBands = dem::traceRegions(Backend::Cpu, labels.data(), w, h, bands, threads, control);
+      const double memMs = msSince(t0);
+      std::vector<double> got(z.size());
+      minutes.read(Window{0, 0, w, h}, got.data());
+      int64_t off = 0;
+      for (std::size_t i = 0; i < z.size(); ++i)
+        off += std::isnan(got[i]) != std::isnan(memTravel.minutes[i]) ||
+               std::fabs(got[i] - memTravel.minutes[i]) > 1e-12 * std::fabs(memTravel.minutes[i]);
+      const bool samePolygons = traced.bands.x == memBands.x && traced.bands.y == memBands.y &&
+                                traced.bands.ringPoint == memBands.ringPoint &&
+                                traced.bands.polygonRing == memBands.polygonRing;
+      std::printf(",\n \"in_memory_isochrones_ms\": %.1f, \"times_off\": %lld, \"polygons_identical\": %s", memMs,
+                  (long long)off, samePolygons ? "true" : "false");
+    }
   }
   if (flats)
   {

@@ -34,6 +34,13 @@ for bench in "$@"; do
            sampler=$!
            ./build-gpu/tests/benchmarks/bench_dem --width 20000 --height 20000 --reps 1 --chain
            kill $sampler; echo "GPU memory in use, peak MiB: $(sort -n "$OUT/dem_memory.log" | tail -1)"; } 2>&1 | tee "$OUT/bench_dem.log" ;;
+    # The tiled engine on the host's 16 cores: 20,000^2 against the in-memory tools (outputs compared),
+    # then 40,000^2 (1.6e9 cells; raw files on the local disk), the isochrones included.
+    dem-tiled) { ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 \
+                   --compare --isochrones;
+                 df -h /tmp | tail -1;
+                 ./build-gpu/tests/benchmarks/bench_dem_tiled --width 40000 --height 40000 --tile 4096 --threads 16 \
+                   --isochrones; } 2>&1 | tee "$OUT/bench_dem_tiled.log" ;;
     voronoi-cpu) for s in 1000 100000 1000000; do ./build-gpu/tests/benchmarks/bench_voronoi --width 8192 --height 8192 --sites $s --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_voronoi_cpu16.log" ;;
   esac
 done

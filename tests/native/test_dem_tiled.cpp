@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -337,6 +338,39 @@ TEST(DemTiled, RawFilesInAScratchFolderThatGoesAway)
   EXPECT_FALSE(std::filesystem::exists(folder));
   EXPECT_THROW(RawFileRaster<float>("/proc/gpugeo-cannot-write", 3, 3), WriteFailed);
   EXPECT_THROW(ScratchFolder("/proc/gpugeo-no-such-folder"), WriteFailed);
+}
+
+// A scratch disk that fills mid-run (a 1 MiB tmpfs, where this process may mount one): the write that
+// finds no room throws WriteFailed naming the file and the full disk, and the scratch folder goes.
+TEST(DemTiled, AFullScratchDiskIsAClearError)
+{
+  const std::string mountPoint = testing::TempDir() + "gpugeo-full-disk";
+  std::filesystem::create_directories(mountPoint);
+  if (std::system(("mount -t tmpfs -o size=1m tmpfs " + mountPoint + " 2>/dev/null").c_str()) != 0)
+  {
+    std::filesystem::remove(mountPoint);
+    GTEST_SKIP() << "cannot mount a small tmpfs here (not root, or no CAP_SYS_ADMIN)";
+  }
+  std::string folder, message;
+  const TestDem d = randomDem(12, 700, 600, 1.0, 0);  // 1.6 MiB of float32: more than the disk
+  const MemoryRaster<float> dem(d.width, d.height, d.z);
+  try
+  {
+    ScratchFolder scratch(mountPoint);
+    folder = scratch.path();
+    RawFileRaster<float> filled(folder + "/filled.f32", d.width, d.height);  // sparse until written
+    fillTiled(dem, rowsOf(d), filled, tiles(64, 64), noCancel);
+  }
+  catch (const WriteFailed& e)
+  {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("filled.f32"), std::string::npos) << message;
+  EXPECT_NE(message.find("the disk is full"), std::string::npos) << message;
+  EXPECT_FALSE(folder.empty());
+  EXPECT_FALSE(std::filesystem::exists(folder));
+  EXPECT_EQ(std::system(("umount " + mountPoint).c_str()), 0);
+  std::filesystem::remove(mountPoint);
 }
 
 TEST(DemTiled, ProgressBadInputAndCancel)

@@ -150,6 +150,26 @@ void expectSameIsochrones(const TestDem& d, const ChainOptions& options, const s
     EXPECT_EQ(b.bandCells, e.bandCells) << at;
     EXPECT_EQ(b.bandArea, e.bandArea) << at;
     expectSamePolygons(b.bands, e.chain.bandPolygons, at + ", bands");
+    // One band at a time: each the in-memory band's polygons.
+    int32_t next = 0;
+    const TiledBands streamed =
+      bandsTiled(minutes, rows, e.chain.interval, e.chain.bands, nullptr, opts, noCancel, nullptr,
+                 [&](int32_t k, int64_t cells, double area, const BandPolygons& one) {
+                   ASSERT_EQ(k, next++);
+                   EXPECT_EQ(cells, e.bandCells[std::size_t(k)]);
+                   EXPECT_EQ(area, e.bandArea[std::size_t(k)]);
+                   const BandPolygons& all = e.chain.bandPolygons;
+                   const int64_t p0 = all.bandPolygon[std::size_t(k)], p1 = all.bandPolygon[std::size_t(k) + 1];
+                   ASSERT_EQ(one.bandPolygon, (std::vector<int64_t>{0, p1 - p0})) << at;
+                   if (p1 == p0)
+                     return;
+                   const int64_t r0 = all.polygonRing[std::size_t(p0)], x0 = all.ringPoint[std::size_t(r0)];
+                   const int64_t x1 = all.ringPoint[std::size_t(all.polygonRing[std::size_t(p1)])];
+                   EXPECT_EQ(one.x, std::vector<double>(all.x.begin() + x0, all.x.begin() + x1)) << at;
+                   EXPECT_EQ(one.y, std::vector<double>(all.y.begin() + x0, all.y.begin() + x1)) << at;
+                 });
+    EXPECT_EQ(next, e.chain.bands) << at;
+    EXPECT_TRUE(streamed.bands.x.empty()) << at;
     expectSamePolygons(b.watershed, e.chain.watershed, at + ", watershed");
     std::vector<double> copied(d.z.size());
     copy.read(Window{0, 0, d.width, d.height}, copied.data());

@@ -124,20 +124,27 @@ void tracePieces(const std::vector<int32_t>& labels, const Window& t, int64_t wi
       walk(q, __builtin_ctz(sides[std::size_t(q)]), false);
 }
 
-// The rings of every tile's pieces: the chains joined where one's exit is another's first edge,
-// each ring started at its lowest turning edge; sorted by label, then by that edge (regions.cpp's
-// order), as RawRings with regions.cpp's corner keys.
-RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t height, int32_t count,
-                    const RunControl& control)
+// A ring of the whole grid: its label, its lowest turning edge (where it starts), and its turning
+// edges: a ring of one tile's (tile, ring), or a ring joined from chains (joined[begin, end)).
+struct Found
 {
-  struct Found
-  {
-    int32_t label;
-    int64_t lowest;
-    std::vector<int64_t> turns;  // empty for a ring of one tile (then tile, ring)
-    int64_t tile, ring;
-  };
-  std::vector<Found> found;
+  int32_t label;
+  int64_t lowest;
+  int64_t tile, ring;
+  int64_t begin, end;
+};
+
+struct JoinedRings
+{
+  std::vector<Found> found;     // sorted by label, then lowest edge (regions.cpp's order)
+  std::vector<int64_t> joined;  // the joined rings' turning edges, each from its lowest
+};
+
+// The rings of every tile's pieces: the chains joined where one's exit is another's first edge, each
+// ring started at its lowest turning edge.
+JoinedRings joinPieces(const std::vector<TilePieces>& tiles, const RunControl& control)
+{
+  JoinedRings out;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> chainAt;  // first edge -> (tile, chain)
   for (std::size_t i = 0; i < tiles.size(); ++i)
   {
@@ -146,13 +153,14 @@ RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t
     for (std::size_t r = 0; r < tiles[i].rings.size(); ++r)
     {
       const Ring& ring = tiles[i].rings[r];
-      found.push_back(Found{ring.label, tiles[i].turns[std::size_t(ring.turnsBegin)], {}, int64_t(i), int64_t(r)});
+      out.found.push_back(Found{ring.label, tiles[i].turns[std::size_t(ring.turnsBegin)], int64_t(i), int64_t(r), 0, 0});
     }
   }
   std::vector<std::vector<uint8_t>> used(tiles.size());
   for (std::size_t i = 0; i < tiles.size(); ++i)
     used[i].assign(tiles[i].chains.size(), 0);
   const auto side = [](int64_t id) { return int(id & 3); };
+  std::vector<int64_t> turns;
   for (std::size_t i0 = 0; i0 < tiles.size(); ++i0)
     for (std::size_t c0 = 0; c0 < tiles[i0].chains.size(); ++c0)
     {
@@ -160,7 +168,7 @@ RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t
         continue;
       if (control.isCanceled())
         throw Canceled();
-      Found ring{tiles[i0].chains[c0].label, 0, {}, -1, -1};
+      turns.clear();
       int64_t i = int64_t(i0), c = int64_t(c0);
       int64_t lastBefore = -1;
       // The first chain's first edge turns from the ring's last edge: known at the end.
@@ -169,9 +177,9 @@ RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t
         used[std::size_t(i)][std::size_t(c)] = 1;
         const Chain& chain = tiles[std::size_t(i)].chains[std::size_t(c)];
         if (lastBefore >= 0 && side(chain.first) != side(lastBefore))
-          ring.turns.push_back(chain.first);
-        const std::vector<int64_t>& turns = tiles[std::size_t(i)].turns;
-        ring.turns.insert(ring.turns.end(), turns.begin() + chain.turnsBegin, turns.begin() + chain.turnsEnd);
+          turns.push_back(chain.first);
+        const std::vector<int64_t>& own = tiles[std::size_t(i)].turns;
+        turns.insert(turns.end(), own.begin() + chain.turnsBegin, own.begin() + chain.turnsEnd);
         lastBefore = chain.last;
         const auto next = chainAt.find(chain.exit);
         if (next == chainAt.end())
@@ -183,18 +191,28 @@ RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t
         throw std::logic_error("a region's boundary joins another in the middle");
       const int64_t first = tiles[i0].chains[c0].first;
       if (side(first) != side(lastBefore))
-        ring.turns.insert(ring.turns.begin(), first);
-      std::rotate(ring.turns.begin(), std::min_element(ring.turns.begin(), ring.turns.end()), ring.turns.end());
-      ring.lowest = ring.turns.front();
-      found.push_back(std::move(ring));
+        turns.insert(turns.begin(), first);
+      std::rotate(turns.begin(), std::min_element(turns.begin(), turns.end()), turns.end());
+      const int64_t begin = int64_t(out.joined.size());
+      out.joined.insert(out.joined.end(), turns.begin(), turns.end());
+      out.found.push_back(
+        Found{tiles[i0].chains[c0].label, turns.front(), -1, -1, begin, int64_t(out.joined.size())});
     }
-  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+  std::sort(out.found.begin(), out.found.end(), [](const Found& a, const Found& b) {
     return a.label != b.label ? a.label < b.label : a.lowest < b.lowest;
   });
+  return out;
+}
+
+// The polygons of one label's rings (found[begin, end)), as regions.cpp makes them from the whole
+// grid's rings: RawRings with regions.cpp's corner keys, one band.
+BandPolygons labelPolygons(const std::vector<TilePieces>& tiles, const JoinedRings& rings, std::size_t begin,
+                           std::size_t end, int64_t width, int64_t height, const RunControl& control, int threads)
+{
   RawRings raw;
   raw.vertexCount = (width + 1) * (height + 1);
-  raw.bandRing.assign(std::size_t(count) + 1, 0);
-  raw.ringNode.reserve(found.size() + 1);
+  raw.bandRing = {0, int64_t(end - begin)};
+  raw.ringNode.reserve(end - begin + 1);
   raw.ringNode.push_back(0);
   const int64_t stride = width + 1;
   const auto key = [&](int64_t id) {
@@ -202,8 +220,9 @@ RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t
     const int64_t y = cell / width, x = cell - y * width;
     return dem::detail::edgeStartRow(y, int(s)) * stride + dem::detail::edgeStartColumn(x, int(s));
   };
-  for (Found& ring : found)
+  for (std::size_t f = begin; f < end; ++f)
   {
+    const Found& ring = rings.found[f];
     if (ring.tile >= 0)
     {
       const TilePieces& tile = tiles[std::size_t(ring.tile)];
@@ -212,24 +231,61 @@ RawRings joinPieces(const std::vector<TilePieces>& tiles, int64_t width, int64_t
         raw.key.push_back(key(tile.turns[std::size_t(k)]));
     }
     else
-    {
-      for (const int64_t id : ring.turns)
-        raw.key.push_back(key(id));
-      std::vector<int64_t>().swap(ring.turns);
-    }
+      for (int64_t k = ring.begin; k < ring.end; ++k)
+        raw.key.push_back(key(rings.joined[std::size_t(k)]));
     raw.ringNode.push_back(int64_t(raw.key.size()));
-    ++raw.bandRing[std::size_t(ring.label) + 1];
   }
+  return dem::detail::polygonsFromRings(std::move(raw), width, control, threads);
+}
+
+// Appends one band's polygons (a BandPolygons of one band) to `all` as its next band.
+void appendBand(BandPolygons& all, const BandPolygons& one)
+{
+  if (all.bandPolygon.empty())
+    all.bandPolygon.push_back(0);
+  if (all.polygonRing.empty())
+    all.polygonRing.push_back(0);
+  if (all.ringPoint.empty())
+    all.ringPoint.push_back(0);
+  const int64_t polygons = all.bandPolygon.back(), rings = all.polygonRing.back(), points = all.ringPoint.back();
+  for (std::size_t q = 1; q < one.polygonRing.size(); ++q)
+    all.polygonRing.push_back(rings + one.polygonRing[q]);
+  for (std::size_t r = 1; r < one.ringPoint.size(); ++r)
+    all.ringPoint.push_back(points + one.ringPoint[r]);
+  all.bandPolygon.push_back(polygons + (one.bandPolygon.empty() ? 0 : one.bandPolygon.back()));
+  all.x.insert(all.x.end(), one.x.begin(), one.x.end());
+  all.y.insert(all.y.end(), one.y.begin(), one.y.end());
+}
+
+// The polygons of each label 0 .. count - 1 in turn: given to `onBand` (with the label's cells and
+// area from `counts`) and dropped, or, without it, gathered into one BandPolygons.
+BandPolygons labelsPolygons(const std::vector<TilePieces>& tiles, int32_t count, int64_t width, int64_t height,
+                            const RunControl& control, int threads, const TiledBands* counts,
+                            const BandObserver& onBand)
+{
+  const JoinedRings rings = joinPieces(tiles, control);
+  BandPolygons all;
+  std::size_t begin = 0;
   for (int32_t k = 0; k < count; ++k)
-    raw.bandRing[std::size_t(k) + 1] += raw.bandRing[std::size_t(k)];
-  return raw;
+  {
+    std::size_t end = begin;
+    while (end < rings.found.size() && rings.found[end].label == k)
+      ++end;
+    const BandPolygons one = labelPolygons(tiles, rings, begin, end, width, height, control, threads);
+    if (onBand)
+      onBand(k, counts->bandCells[std::size_t(k)], counts->bandArea[std::size_t(k)], one);
+    else
+      appendBand(all, one);
+    begin = end;
+  }
+  return all;
 }
 
 }  // namespace
 
 TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows, double interval, int32_t bands,
                       RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,
-                      TiledReport* report)
+                      TiledReport* report, const BandObserver& onBand)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -286,15 +342,10 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
   }
   ScopedStage timing(out.times, "bands (joined, polygons)");
   const int threads = options.threads;
-  result.bands = dem::detail::polygonsFromRings(joinPieces(bandPieces, layout.width, layout.height, bands, control),
-                                                layout.width, control, threads);
-  std::vector<TilePieces>().swap(bandPieces);
-  result.watershed = dem::detail::polygonsFromRings(joinPieces(shedPieces, layout.width, layout.height, 1, control),
-                                                    layout.width, control, threads);
-  int64_t bytes = 0;
-  for (const BandPolygons* p : {&result.bands, &result.watershed})
-    bytes += int64_t(p->x.size() + p->y.size()) * 8 + int64_t(p->ringPoint.size() + p->polygonRing.size()) * 8;
-  out.graphBytes = std::max(out.graphBytes, bytes);
+  result.watershed =
+    labelsPolygons(shedPieces, 1, layout.width, layout.height, control, threads, nullptr, nullptr);
+  std::vector<TilePieces>().swap(shedPieces);
+  result.bands = labelsPolygons(bandPieces, bands, layout.width, layout.height, control, threads, &result, onBand);
   return result;
 }
 

@@ -287,6 +287,10 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   validateModel(model);
   const TileLayout layout = detail::beginTiledRun(directions.width(), directions.height(), rows, options,
                                                   kTravelBytesPerTileCell, 1, out);
+  const auto sameSize = [&](int64_t w, int64_t h) { return w == layout.width && h == layout.height; };
+  if (!sameSize(filled.width(), filled.height()) || !sameSize(area.width(), area.height()) ||
+      (manning && !sameSize(manning->width(), manning->height())))
+    throw InvalidInput("the filled DEM, the directions, the accumulation and the Manning raster must have one size");
   if (outlet < 0 || outlet >= layout.width * layout.height)
     throw InvalidInput("the outlet lies outside the DEM");
   {

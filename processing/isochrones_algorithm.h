@@ -53,6 +53,9 @@ public:
   };
   // At most this many isochrone bands (the watershed's longest time / INTERVAL).
   static constexpr int kMaxBands = 10000;
+  // The nodata values of TRAVEL_TIME and ACCUMULATION.
+  static constexpr double kTimeNoData = -1.0;
+  static constexpr int32_t kCellsNoData = -1;
 
 protected:
   QString iconFile() const override;
@@ -109,8 +112,6 @@ private:
     std::unique_ptr<QgsFeatureSink> mSink;
   };
 
-  static constexpr double kTimeNoData = -1.0;
-  static constexpr int32_t kCellsNoData = -1;
   // What the in-memory CPU chain holds per cell (the DEM, the filled copy, the flats' arrays, the
   // directions, the accumulation, the times, the labels), and a tiled run per cell of a tile in flight
   // (its most demanding stage, the flats).

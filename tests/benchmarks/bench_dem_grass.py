@@ -15,6 +15,8 @@ is stopped; the ratio is then a lower bound (given as ">"). Peak resident memory
 The DEM is bench_dem_tiled_cpu.py's synthetic terrain.
 
 usage: bench_dem_grass.py [PLUGIN_DIR] [--size N] [--cap MiB] [--timeout S] [--work DIR] [--skip-ours]
+                          [--skip-grass] [--ours-seconds S]
+(GRASS's tools use one core: --skip-grass, then --skip-ours --ours-seconds S, runs ours alone first.)
 """
 import argparse
 import os
@@ -60,6 +62,8 @@ def main():
     parser.add_argument("--work")
     parser.add_argument("--dem")
     parser.add_argument("--skip-ours", action="store_true")
+    parser.add_argument("--skip-grass", action="store_true")
+    parser.add_argument("--ours-seconds", type=float, help="our chain's time from an earlier run, for the ratios")
     a = parser.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="gg_grass_")
     os.makedirs(work, exist_ok=True)
@@ -85,6 +89,10 @@ def main():
         results["ours"] = total
         print(f"ours, the chain: {total:.1f} s, peak {peak:.0f} MB")
 
+    if a.ours_seconds:
+        results["ours"] = a.ours_seconds
+    if a.skip_grass:
+        return
     database = os.path.join(work, "grassdb")
     shutil.rmtree(database, ignore_errors=True)
     os.makedirs(database)

@@ -4,7 +4,8 @@
 // that the outputs are equal and printing the ratio of the times.
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
-//                        [--isochrones]
+//                        [--isochrones] [--in-ram]
+// --in-ram: the rasters in host memory instead of raw files (the flats' state still in the scratch folder).
 // --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats.
 // --isochrones: also the travel times (slope model, the largest basin's outlet) and the bands traced
 // (automatic interval), on the directions without flat resolution.
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,40 @@ private:
   int64_t mW, mH;
 };
 
+// A raster of the run: in a raw file of the scratch folder, or (--in-ram) in host memory.
+template <typename T>
+class Store : public RasterSource<T>, public RasterSink<T>
+{
+public:
+  Store(bool inRam, const std::string& path, int64_t w, int64_t h)
+  {
+    if (inRam)
+      mMemory = std::make_unique<MemoryRaster<T>>(w, h);
+    else
+      mFile = std::make_unique<RawFileRaster<T>>(path, w, h);
+  }
+  int64_t width() const override { return mMemory ? mMemory->width() : mFile->width(); }
+  int64_t height() const override { return mMemory ? mMemory->height() : mFile->height(); }
+  void read(const Window& window, T* out) const override
+  {
+    if (mMemory)
+      mMemory->read(window, out);
+    else
+      mFile->read(window, out);
+  }
+  void write(const Window& window, const T* in) override
+  {
+    if (mMemory)
+      mMemory->write(window, in);
+    else
+      mFile->write(window, in);
+  }
+
+private:
+  std::unique_ptr<MemoryRaster<T>> mMemory;
+  std::unique_ptr<RawFileRaster<T>> mFile;
+};
+
 double peakResidentMiB()
 {
   struct rusage usage;
@@ -85,7 +121,7 @@ int main(int argc, char** argv)
   int64_t w = 4000, h = 4000, tile = 1024;
   int threads = 0;
   std::string scratchParent = "/tmp";
-  bool compare = false, flats = false, isochrones = false;
+  bool compare = false, flats = false, isochrones = false, inRam = false;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -98,6 +134,7 @@ int main(int argc, char** argv)
     else if (a == "--compare") compare = true;
     else if (a == "--flats") flats = true;
     else if (a == "--isochrones") isochrones = true;
+    else if (a == "--in-ram") inRam = true;
   }
   const GeneratedTerrain terrain(w, h);
   const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
@@ -107,9 +144,9 @@ int main(int argc, char** argv)
   RunControl control;
 
   ScratchFolder scratch(scratchParent);
-  RawFileRaster<float> filled(scratch.path() + "/filled.f32", w, h);
-  RawFileRaster<uint8_t> directions(scratch.path() + "/directions.u8", w, h);
-  RawFileRaster<int64_t> cells(scratch.path() + "/cells.i64", w, h), area(scratch.path() + "/area.i64", w, h);
+  Store<float> filled(inRam, scratch.path() + "/filled.f32", w, h);
+  Store<uint8_t> directions(inRam, scratch.path() + "/directions.u8", w, h);
+  Store<int64_t> cells(inRam, scratch.path() + "/cells.i64", w, h), area(inRam, scratch.path() + "/area.i64", w, h);
   TiledReport fillReport, directionsReport, accumulationReport;
   const auto start = std::chrono::steady_clock::now();
   fillTiled(terrain, rows, filled, options, control, &fillReport);
@@ -165,15 +202,15 @@ int main(int argc, char** argv)
   {
     // The directions with flats resolved (as the isochrone chain has them) and their accumulation,
     // then the travel times to the largest basin's outlet, then the bands and their polygons.
-    RawFileRaster<int32_t> flatMask(scratch.path() + "/iso_mask.i32", w, h);
-    RawFileRaster<uint8_t> drained(scratch.path() + "/iso_dir.u8", w, h);
-    RawFileRaster<int64_t> isoCells(scratch.path() + "/iso_cells.i64", w, h), isoArea(scratch.path() + "/iso_area.i64", w, h);
+    Store<int32_t> flatMask(inRam, scratch.path() + "/iso_mask.i32", w, h);
+    Store<uint8_t> drained(inRam, scratch.path() + "/iso_dir.u8", w, h);
+    Store<int64_t> isoCells(inRam, scratch.path() + "/iso_cells.i64", w, h), isoArea(inRam, scratch.path() + "/iso_area.i64", w, h);
     auto t0 = std::chrono::steady_clock::now();
     flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), options, control);
     directionsTiled(filled, rows, drained, options, control, nullptr, &flatMask);
     const AccumulationSummary drainedSummary = accumulationTiled(drained, rows, isoCells, isoArea, options, control);
     const double resolvedMs = msSince(t0);
-    RawFileRaster<double> minutes(scratch.path() + "/minutes.f64", w, h);
+    Store<double> minutes(inRam, scratch.path() + "/minutes.f64", w, h);
     dem::VelocityModel model;  // the slope model's defaults
     TiledReport travelReport, bandsReport;
     t0 = std::chrono::steady_clock::now();
@@ -234,9 +271,10 @@ int main(int argc, char** argv)
   if (flats)
   {
     // The flats of the filled DEM: the mask, D8 with it, and the raised DEM, each timed.
-    RawFileRaster<int32_t> mask(scratch.path() + "/mask.i32", w, h);
-    RawFileRaster<uint8_t> resolved(scratch.path() + "/resolved.u8", w, h);
-    RawFileRaster<float> work(scratch.path() + "/work.f32", w, h), raised(scratch.path() + "/raised.f32", w, h);
+    Store<int32_t> mask(inRam, scratch.path() + "/mask.i32", w, h);
+    Store<uint8_t> resolved(inRam, scratch.path() + "/resolved.u8", w, h);
+    RawFileRaster<float> work(scratch.path() + "/work.f32", w, h);
+    Store<float> raised(inRam, scratch.path() + "/raised.f32", w, h);
     TiledReport maskReport, raiseReport;
     auto t0 = std::chrono::steady_clock::now();
     flatMaskTiled(filled, rows, mask, dem::FlatGradient::Combined, scratch.path(), options, control, &maskReport);

@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -73,17 +74,40 @@ def run_isochrones(env, dem, out, prefix, budget, tiled):
         args += [f"MEMORY_BUDGET={budget}", "TILED=true"]
     args += [f"{k}={os.path.join(out, v)}" for k, v in outputs.items()]
     start = time.perf_counter()
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The resident memory of qgis_process (time's child) sampled every second: when the peak came.
+    samples = []
+
+    def sample():
+        while process.poll() is None:
+            try:
+                with open(f"/proc/{process.pid}/task/{process.pid}/children") as f:
+                    child = f.read().split()
+                if child:
+                    with open(f"/proc/{child[0]}/status") as f:
+                        rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024.0
+                    samples.append((time.perf_counter() - start, rss))
+            except (OSError, AttributeError):
+                pass
+            time.sleep(1.0)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = process.communicate()
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"qgis_process failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
-    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1)) / 1024.0
-    return seconds, peak, done.stdout
+    sampler.join()
+    if process.returncode != 0:
+        sys.exit(f"qgis_process failed ({process.returncode}):\n{stdout[-4000:]}\n{stderr[-4000:]}")
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr).group(1)) / 1024.0
+    if samples:
+        at, most = max(samples, key=lambda s: s[1])
+        stdout += f"\nSampled resident memory: most {most:.0f} MB at {at:.0f} s of {seconds:.0f} s\n"
+    return seconds, peak, stdout
 
 
 def log_lines(log):
     keep = ("In memory", "Tile by tile", "Tiles of", "Tiled run", "Scratch space", "Stage times", "Watershed:",
-            "Outlet", "Flats")
+            "Outlet", "Flats", "Sampled resident memory")
     return [line for line in log.splitlines() if line.startswith(keep)]
 
 

@@ -16,12 +16,14 @@ The DEM is bench_dem_tiled_cpu.py's synthetic terrain.
 
 usage: bench_dem_grass.py [PLUGIN_DIR] [--size N] [--cap MiB] [--timeout S] [--work DIR] [--skip-ours]
                           [--skip-grass] [--ours-seconds S]
+                          [--timeout-watershed S]
 (GRASS's tools use one core: --skip-grass, then --skip-ours --ours-seconds S, runs ours alone first.)
 """
 import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,18 +36,22 @@ QGIS_PROCESS = "/usr/bin/qgis_process.bin"
 
 
 def timed(args, env=None, timeout=None):
-    """(seconds, peak MB, finished, output) of a whole process under /usr/bin/time -v."""
+    """(seconds, peak MB, finished, output) of a whole process under /usr/bin/time -v; past `timeout` its
+    whole process group (GRASS's module under it included) is stopped."""
     start = time.perf_counter()
+    process = subprocess.Popen(["/usr/bin/time", "-v"] + args, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        done = subprocess.run(["/usr/bin/time", "-v"] + args, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
         return time.perf_counter() - start, float("nan"), False, ""
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{args[0]} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1)) / 1024.0
-    return seconds, peak, True, done.stdout + done.stderr
+    if process.returncode != 0:
+        sys.exit(f"{args[0]} failed ({process.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr).group(1)) / 1024.0
+    return seconds, peak, True, stdout + stderr
 
 
 def grass(database, command, timeout=None):
@@ -59,6 +65,7 @@ def main():
     parser.add_argument("--size", type=int, default=20000)
     parser.add_argument("--cap", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--timeout-watershed", type=float, help="r.watershed's own limit (default: --timeout)")
     parser.add_argument("--work")
     parser.add_argument("--dem")
     parser.add_argument("--skip-ours", action="store_true")
@@ -100,6 +107,12 @@ def main():
     s, _, _, _ = grass(database, ["r.in.gdal", f"input={dem}", "output=dem", "--overwrite"])
     grass(database, ["g.region", "raster=dem"])
     print(f"GRASS import (r.in.gdal, not counted): {s:.1f} s")
+    s, p, finished, _ = grass(database, ["r.watershed", "-m", "-s", "elevation=dem", "accumulation=ws_acc",
+                                         "drainage=ws_dir", f"memory={a.cap}", "--overwrite"],
+                                 timeout=a.timeout_watershed or a.timeout)
+    results["watershed"] = (s, finished)
+    print(f"r.watershed -m -s memory={a.cap}: " + (f"{s:.1f} s, peak {p:.0f} MB" if finished else
+                                                    f"stopped after {s:.0f} s (--timeout)"))
     tmp = os.path.join(work, "terraflow_tmp")
     os.makedirs(tmp, exist_ok=True)
     s, p, finished, _ = grass(database, ["r.terraflow", "elevation=dem", "filled=tf_filled", "direction=tf_dir",
@@ -108,11 +121,6 @@ def main():
     results["terraflow"] = (s, finished)
     print(f"r.terraflow memory={a.cap}: " + (f"{s:.1f} s, peak {p:.0f} MB" if finished else
                                               f"stopped after {s:.0f} s (--timeout)"))
-    s, p, finished, _ = grass(database, ["r.watershed", "-m", "-s", "elevation=dem", "accumulation=ws_acc",
-                                         "drainage=ws_dir", f"memory={a.cap}", "--overwrite"], timeout=a.timeout)
-    results["watershed"] = (s, finished)
-    print(f"r.watershed -m -s memory={a.cap}: " + (f"{s:.1f} s, peak {p:.0f} MB" if finished else
-                                                    f"stopped after {s:.0f} s (--timeout)"))
     if "ours" in results:
         for name in ("terraflow", "watershed"):
             s, finished = results[name]

@@ -137,8 +137,8 @@ QString Algorithm::tilingHelp()
     "memory; the result is the in-memory run's, cell for cell. The tiles are the largest squares (up to 4,096 cells "
     "a side) that fit the budget, one per thread, with the graph of their perimeters. The log says which path ran, "
     "the tiles, the passes over the input and the memory of the graph; intermediate rasters go to a scratch folder in "
-    "QGIS's processing temporary folder, removed when the run ends. The tiled path runs on the CPU; flats that cross tiles take "
-    "a few more passes (rounds until the tiles' borders agree).</p>");
+    "QGIS's processing temporary folder, removed when the run ends. The tiled path runs on the CPU; flats across "
+    "tiles take a few more passes.</p>");
 }
 
 int Algorithm::cpuThreads()

@@ -165,13 +165,9 @@ QString IsochronesAlgorithm::shortHelpString() const
            "applies.</li></ul>"
            "<p>The models' settings are advanced parameters, each named after its model.</p>"
            "<p><b>Where the defaults come from</b>: overland k = %2 m/s is the NRCS's shallow concentrated flow on "
-           "unpaved ground, V = 16.1345 &radic;s ft/s (TR-55, 1986); channel k = %3 m/s is Manning's v = "
-           "R<sup>2/3</sup> &radic;s / n for a hydraulic radius of 0.5 m and n = 0.035, a clean natural channel "
-           "(Chow 1959); channels start at %4 km&sup2;; the minimum slope %5 is the one SAGA uses. On the 303 km&sup2; "
-           "basin of the SRTM DEM shipped with the plugin (Jacksboro, Tennessee, in UTM at 90 m) they give a "
-           "longest time of 15.5 hours (median 8.7 hours); SAGA's <i>Isochrones Variable Speed</i> with its own "
-           "defaults gives 17.3 hours (median 7.2 hours). Set k from a land-cover table (NRCS NEH 630 chapter 15) "
-           "where the land cover is known.</p>"
+           "unpaved ground (TR-55, 1986); channel k = %3 m/s is Manning's v for a hydraulic radius of 0.5 m and "
+           "n = 0.035 (Chow 1959); channels start at %4 km&sup2;; the minimum slope %5 is SAGA's. Where the "
+           "land cover is known, take k from NRCS NEH 630 chapter 15.</p>"
            "<p><b>Isochrone interval</b> (minutes): band k holds the cells with (k&minus;1) &times; interval &le; t "
            "&lt; k &times; interval. 0, the default, picks the first of 1, 2, 5, 10, 15, 20, 30 minutes, 1, 2, 3, 4, "
            "6, 8, 12 hours, 1, 2, 3 days or whole weeks that gives at most %6 bands.</p>")
@@ -193,10 +189,8 @@ QString IsochronesAlgorithm::shortHelpString() const
            "<p><b>Caveats</b>: times are those of the flow paths of a filled DEM: a filled depression is a flat "
            "where water moves at the minimum slope (a lake or reservoir). Travel times depend on the DEM's "
            "resolution through the flow lengths. The GPU and the CPU sum the steps in different orders: times "
-           "agree to about 10<sup>&minus;12</sup> relative. Tile by tile (below), each path's steps within a tile "
-           "are summed before the time below it is added: times agree with the in-memory run's to about "
-           "10<sup>&minus;15</sup> relative per tile the path crosses; the polygons, the table and the other "
-           "rasters are the same.</p>") +
+           "agree to about 10<sup>&minus;12</sup> relative; tile by tile (below), with the in-memory run's to about "
+           "10<sup>&minus;15</sup> per tile a path crosses (the polygons and the table are the same).</p>") +
          cellSizeHelp() +
          QObject::tr(
            "<p><b>References</b>: USDA NRCS (1986), Urban hydrology for small watersheds, Technical Release 55, "

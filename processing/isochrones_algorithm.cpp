@@ -36,6 +36,15 @@ namespace gpugeo {
 
 namespace {
 
+// What a tiled run holds per cell of a tile in flight: its most demanding stage's.
+constexpr int64_t tiledBytesPerCell()
+{
+  namespace tiled = dem::tiled;
+  return std::max({tiled::kFillBytesPerTileCell, tiled::kFlatsBytesPerTileCell, tiled::kDirectionsBytesPerTileCell,
+                   tiled::kAccumulationBytesPerTileCell, tiled::kTravelBytesPerTileCell,
+                   tiled::kBandsBytesPerTileCell});
+}
+
 // The fields of a band, in ISOCHRONES and TIME_AREA.
 QgsFields bandFields()
 {
@@ -535,16 +544,17 @@ float IsochronesAlgorithm::filledNoData(const DemRaster& raster, int64_t rounded
   return std::numeric_limits<float>::quiet_NaN();
 }
 
-void IsochronesAlgorithm::countBands(const double* minutes, int64_t row0, int64_t rows, const DemRaster& raster,
-                                     Outcome& outcome)
+void IsochronesAlgorithm::countBands(const double* minutes, const DemRaster& raster, Outcome& outcome)
 {
   // Per row, then each band's count times the row's cell area, summed top down (as the tiled path
   // sums them: the same bits).
   std::vector<int64_t> inRow(size_t(outcome.bands), 0);
-  for (int64_t y = row0; y < row0 + rows; ++y)
+  outcome.bandCells.assign(size_t(outcome.bands), 0);
+  outcome.bandArea.assign(size_t(outcome.bands), 0.0);
+  for (int64_t y = 0; y < raster.height; ++y)
   {
     std::fill(inRow.begin(), inRow.end(), 0);
-    const double* t = minutes + (y - row0) * raster.width;
+    const double* t = minutes + y * raster.width;
     for (int64_t x = 0; x < raster.width; ++x)
       if (!std::isnan(t[x]))
         ++inRow[size_t(dem::detail::bandOfTime(t[x], outcome.interval))];
@@ -571,7 +581,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   readOutlet(parameters, context, raster, request, feedback);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
-                                     kInMemoryBytesPerCell, kTiledBytesPerCell, cpuThreads());
+                                     kInMemoryBytesPerCell, tiledBytesPerCell(), cpuThreads());
   logTilingPlan(plan, feedback);
   FinishedRasters finished;
   Outcome outcome;
@@ -699,9 +709,7 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeInMemory(const Request&
       outcome.minTime = std::min(outcome.minTime, t);
       outcome.maxTime = std::max(outcome.maxTime, t);
     }
-  outcome.bandCells.assign(size_t(outcome.bands), 0);
-  outcome.bandArea.assign(size_t(outcome.bands), 0.0);
-  countBands(minutes.data(), 0, raster.height, raster, outcome);
+  countBands(minutes.data(), raster, outcome);
 
   // --- Rasters -------------------------------------------------------------------------------------
   steps.setCurrentStep(6);

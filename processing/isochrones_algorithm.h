@@ -113,10 +113,8 @@ private:
   };
 
   // What the in-memory CPU chain holds per cell (the DEM, the filled copy, the flats' arrays, the
-  // directions, the accumulation, the times, the labels), and a tiled run per cell of a tile in flight
-  // (its most demanding stage, the flats).
+  // directions, the accumulation, the times, the labels).
   static constexpr int64_t kInMemoryBytesPerCell = 64;
-  static constexpr int64_t kTiledBytesPerCell = 48;
 
   // An empty string when the numeric parameters are fine, else what is wrong.
   QString numericProblem(const QVariantMap& parameters, QgsProcessingContext& context) const;
@@ -130,8 +128,8 @@ private:
   // The error for an outlet point on nodata with no valid cell within the snap distance.
   static QString outletOffDataError(const Request& request);
   static QString overflowError();
-  // Adds the bands' cells and areas of `rows` rows of times from row0 on to the outcome.
-  static void countBands(const double* minutes, int64_t row0, int64_t rows, const DemRaster& raster, Outcome& outcome);
+  // The bands' cells and areas of the times (a raster's worth), into the outcome.
+  static void countBands(const double* minutes, const DemRaster& raster, Outcome& outcome);
   // The filled DEM's nodata value: the input's where float32 holds it and no elevation collides with it.
   static float filledNoData(const DemRaster& raster, int64_t roundedToNoData);
   Outcome executeInMemory(const Request& request, const DemRaster& raster, const QVariantMap& parameters,

@@ -105,12 +105,7 @@ public:
   {
     begin(1, QObject::tr("Filling depressions tile by tile"));
     mFilled = raw<float>("filled.f32");
-    OptionalOutput<float> output(path, mRaster, GDT_Float32, double(noData),
-                                 [noData](const float* in, int64_t count, void* buffer) {
-                                   float* out = static_cast<float*>(buffer);
-                                   for (int64_t i = 0; i < count; ++i)
-                                     out[i] = std::isnan(in[i]) ? noData : in[i];
-                                 });
+    OptionalOutput<float> output(path, mRaster, GDT_Float32, double(noData), nanAsNoData(noData));
     TeeSink<float> sink(*mFilled, output.sink.get());
     int64_t raised = 0;
     std::mutex counting;
@@ -217,11 +212,7 @@ public:
   {
     begin(5, QObject::tr("Tracing the watershed and the isochrones tile by tile"));
     std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(timePath, mRaster, GDT_Float64, kTimeNoData);
-    TiffTileSink<double> sink(*writer, GDT_Float64, [](const double* in, int64_t n, void* buffer) {
-      double* out = static_cast<double*>(buffer);
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = std::isnan(in[i]) ? kTimeNoData : in[i];
-    });
+    TiffTileSink<double> sink(*writer, GDT_Float64, nanAsNoData(kTimeNoData));
     mOptions.onTile = tileProgress(&mSteps, 1);
     dem::tiled::TiledReport report;
     dem::tiled::TiledBands traced =

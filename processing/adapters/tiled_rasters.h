@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -108,6 +109,17 @@ private:
   int64_t mBytes;
   std::function<void(const T*, int64_t, void*)> mConvert;  // called from the tiles' threads at once
 };
+
+// A TiffTileSink conversion for an output of T's own type: NaN written as `noData`.
+template <typename T>
+std::function<void(const T*, int64_t, void*)> nanAsNoData(T noData)
+{
+  return [noData](const T* in, int64_t count, void* buffer) {
+    T* out = static_cast<T*>(buffer);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = std::isnan(in[i]) ? noData : in[i];
+  };
+}
 
 // A GeoTiffWriter for an output of the DEM's size, geotransform and CRS (writeDemRaster's file).
 std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,

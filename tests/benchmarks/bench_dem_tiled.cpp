@@ -109,6 +109,20 @@ double peakResidentMiB()
   return double(usage.ru_maxrss) / 1024.0;
 }
 
+// Prints ,\n "name": {"stage": ms, ...} for the reports' stages, in order.
+void printStages(const char* name, std::initializer_list<const TiledReport*> reports)
+{
+  std::printf(",\n \"%s\": {", name);
+  const char* between = "";
+  for (const TiledReport* r : reports)
+    for (const auto& [stage, ms] : r->times.entries())
+    {
+      std::printf("%s\"%s\": %.1f", between, stage.c_str(), ms);
+      between = ", ";
+    }
+  std::printf("}");
+}
+
 double msSince(std::chrono::steady_clock::time_point start)
 {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -162,17 +176,10 @@ int main(int argc, char** argv)
               (long long)w, (long long)h, (long long)fillReport.tileWidth, (long long)fillReport.tiles, threads);
   std::printf(" \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, \"tiled_ms\": %.1f,\n", fillMs,
               directionsMs, accumulationMs, totalMs);
-  std::printf(" \"cells_per_s\": %.4g, \"passes\": [%d, %d, %d],\n", double(w * h) / (totalMs / 1000.0),
+  std::printf(" \"cells_per_s\": %.4g, \"passes\": [%d, %d, %d]", double(w * h) / (totalMs / 1000.0),
               fillReport.passes, directionsReport.passes, accumulationReport.passes);
-  std::printf(" \"stages_ms\": {");
-  const char* sep = "";
-  for (const TiledReport* r : {&fillReport, &directionsReport, &accumulationReport})
-    for (const auto& [stage, ms] : r->times.entries())
-    {
-      std::printf("%s\"%s\": %.1f", sep, stage.c_str(), ms);
-      sep = ", ";
-    }
-  std::printf("},\n \"graph_bytes\": [%lld, %lld], \"scratch_bytes\": %lld, \"tiled_peak_rss_mib\": %.1f",
+  printStages("stages_ms", {&fillReport, &directionsReport, &accumulationReport});
+  std::printf(",\n \"graph_bytes\": [%lld, %lld], \"scratch_bytes\": %lld, \"tiled_peak_rss_mib\": %.1f",
               (long long)fillReport.graphBytes, (long long)accumulationReport.graphBytes, (long long)scratch.bytes(),
               tiledPeak);
   if (compare)
@@ -227,15 +234,7 @@ int main(int argc, char** argv)
                 " \"band_vertices\": %lld, \"isochrones_peak_rss_mib\": %.1f",
                 resolvedMs, travelMs, bandsMs, (long long)travel.watershedCells, int(bands), (long long)traced.bands.x.size(),
                 peakResidentMiB());
-    std::printf(",\n \"isochrones_stages_ms\": {");
-    const char* between = "";
-    for (const TiledReport* r : {&travelReport, &bandsReport})
-      for (const auto& [stage, ms] : r->times.entries())
-      {
-        std::printf("%s\"%s\": %.1f", between, stage.c_str(), ms);
-        between = ", ";
-      }
-    std::printf("}");
+    printStages("isochrones_stages_ms", {&travelReport, &bandsReport});
     if (compare)
     {
       // The in-memory travel times and polygons on the same arrays.
@@ -289,15 +288,7 @@ int main(int argc, char** argv)
                 " \"raise_ms\": %.1f, \"raise_passes\": %d, \"raised\": %lld, \"raised_in_turn\": %lld",
                 maskMs, maskReport.passes, resolvedMs, raiseMs, raiseReport.passes, (long long)counts.raised,
                 (long long)counts.raisedInTurn);
-    std::printf(",\n \"flats_stages_ms\": {");
-    const char* between = "";
-    for (const TiledReport* r : {&maskReport, &raiseReport})
-      for (const auto& [stage, ms] : r->times.entries())
-      {
-        std::printf("%s\"%s\": %.1f", between, stage.c_str(), ms);
-        between = ", ";
-      }
-    std::printf("}");
+    printStages("flats_stages_ms", {&maskReport, &raiseReport});
     if (compare)
     {
       std::vector<float> z(std::size_t(w * h));

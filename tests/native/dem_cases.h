@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dem/dem.h"
+#include "dem/tiled/tiled_dem.h"
 
 namespace gpugeo::dem {
 
@@ -131,6 +132,16 @@ inline TestDem spiralValley(int64_t size)
   d.cellWidth.assign(std::size_t(size), 10.0);
   d.cellHeight.assign(std::size_t(size), 10.0);
   return d;
+}
+
+// Tiles of width x height cells on `threads` threads (the tiled tests).
+inline tiled::TiledOptions tiles(int64_t width, int64_t height, int threads = 2)
+{
+  tiled::TiledOptions options;
+  options.tileWidth = width;
+  options.tileHeight = height;
+  options.threads = threads;
+  return options;
 }
 
 }  // namespace gpugeo::dem

@@ -33,15 +33,6 @@ RowSizes rowsOf(const TestDem& d)
   return RowSizes{d.cellWidth, d.cellHeight};
 }
 
-TiledOptions tiles(int64_t width, int64_t height, int threads = 2)
-{
-  TiledOptions options;
-  options.tileWidth = width;
-  options.tileHeight = height;
-  options.threads = threads;
-  return options;
-}
-
 struct TiledChain
 {
   std::vector<float> filled;

@@ -27,15 +27,6 @@ namespace {
 
 RunControl noCancel;
 
-TiledOptions tiles(int64_t width, int64_t height, int threads = 2)
-{
-  TiledOptions options;
-  options.tileWidth = width;
-  options.tileHeight = height;
-  options.threads = threads;
-  return options;
-}
-
 // A Manning coefficient per cell: 0.02 to 0.2, NaN (the model's overland n) in a band of columns.
 std::vector<float> manningOf(const TestDem& d)
 {

@@ -33,9 +33,7 @@ using detail::TileLayout;
 // A cell's area in 1e-6 m^2 per row (dem_math.h's cellArea).
 std::vector<int64_t> rowAreas(const RowSizes& rows)
 {
-  Grid grid;
-  grid.cellWidth = rows.cellWidth.data();
-  grid.cellHeight = rows.cellHeight.data();
+  const Grid grid = detail::rowGrid(rows, 0, int64_t(rows.cellWidth.size()));
   std::vector<int64_t> areas(rows.cellWidth.size());
   for (std::size_t y = 0; y < areas.size(); ++y)
     areas[y] = cellArea(grid, int64_t(y));
@@ -342,11 +340,7 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
     }
   });
   out.passes = 2;
-  Grid grid;
-  grid.width = layout.width;
-  grid.height = layout.height;
-  grid.cellWidth = rows.cellWidth.data();
-  grid.cellHeight = rows.cellHeight.data();
+  const Grid grid = detail::rowGrid(rows, layout.width, layout.height);
   if (dem::detail::upstreamAreaCanOverflow(grid))
     dem::detail::checkUpstreamArea(grid, mostCells);
   return summary;

@@ -342,13 +342,8 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
     all.maxTime = std::max(all.maxTime, stats.maxTime);
   });
   out.passes = 2;
-  Grid grid;
-  grid.width = layout.width;
-  grid.height = layout.height;
-  grid.cellWidth = rows.cellWidth.data();
-  grid.cellHeight = rows.cellHeight.data();
   TravelTimes counted;
-  dem::detail::watershedFromRows(grid, rowCells, counted);
+  dem::detail::watershedFromRows(detail::rowGrid(rows, layout.width, layout.height), rowCells, counted);
   summary.watershedCells = counted.watershedCells;
   summary.watershedArea = counted.watershedArea;
   summary.minSpeed = all.minSpeed;

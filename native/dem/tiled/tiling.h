@@ -149,6 +149,17 @@ void forEachTile(const TileLayout& layout, int pass, const std::string& stage, c
     throw Canceled();
 }
 
+// A Grid of the rows' cell sizes without elevations (for dem.h's per-row sums and checks).
+inline Grid rowGrid(const RowSizes& rows, int64_t width, int64_t height)
+{
+  Grid grid;
+  grid.width = width;
+  grid.height = height;
+  grid.cellWidth = rows.cellWidth.data();
+  grid.cellHeight = rows.cellHeight.data();
+  return grid;
+}
+
 // Checks the rows' cell sizes against the raster and dem.h's limits.
 void checkRows(const RowSizes& rows, int64_t height);
 

@@ -39,21 +39,14 @@
 #include "core/parallel.h"
 #include "core/union_find.cuh"
 #include "dem/detail/dem_cuda.h"
+#include "dem/detail/dem_cuda_common.cuh"
 #include "dem/detail/dem_math.h"
 #include "dem/detail/travel_math.h"
+#include "dem/tiled/perimeter.h"
 
 namespace gpugeo::dem::detail {
 
 namespace {
-
-// Buffers from the device's stream-ordered pool (all of this backend's work runs on the legacy
-// default stream; a call takes and frees up to a dozen grid-sized buffers), which keeps up to
-// kPoolKeep bytes between calls.
-template <typename T>
-using DeviceBuffer = cuda::PooledDeviceBuffer<T>;
-constexpr uint64_t kPoolKeep = uint64_t(1) << 30;
-
-constexpr int kTile = 32;
 
 // The most device memory each entry point holds at once, in bytes per cell (its grid-sized
 // buffers), checked before it starts so that a DEM too large for the GPU stops at once with the
@@ -65,149 +58,6 @@ constexpr std::size_t kAccumulationBytes = 45;  // directions, counts and areas 
 // chain's peak too: it lets go of the counts before the travel times, and the bands (minutes, labels
 // and the region tracing's 21) with the kept surfaces (13) stay under it.
 constexpr std::size_t kTravelBytes = 85;
-
-// Cells are indexed with 32 bits on the device (labels, receivers, exits; kFar marks "none").
-constexpr int64_t kMostCells = 0x3ffffffe;
-
-std::size_t need(int64_t cells, std::size_t bytesPerCell)
-{
-  return std::size_t(cells) * bytesPerCell + (std::size_t(64) << 20);  // + room for the small buffers
-}
-
-// work() on the device for `what` on n cells: after the memory check (cuda::withinDeviceMemory with
-// bytesPerCell), and refused if n is past the device's 32-bit cell indices.
-template <typename Work>
-auto onDevice(const std::string& what, int64_t n, std::size_t bytesPerCell, Work&& work) -> decltype(work())
-{
-  return cuda::withinDeviceMemory(what, need(n, bytesPerCell), [&] {
-    if (n > kMostCells)
-      throw InvalidInput(what + ": " + std::to_string(n) + " cells are more than the GPU path's " +
-                         std::to_string(kMostCells) + " (32-bit cell indices); run it on the CPU");
-    return work();
-  });
-}
-
-std::string sizeWhat(const char* what, int64_t w, int64_t h)
-{
-  return std::string(what) + " on a DEM of " + std::to_string(w) + " x " + std::to_string(h) + " cells";
-}
-
-using cuda::download;
-using cuda::readOne;
-using cuda::upload;
-
-unsigned blocksFor(int64_t n, int threads = 256)
-{
-  return unsigned((n + threads - 1) / threads);
-}
-
-// The grid's tiles for the 32 x 32 kernels.
-dim3 tilesOf(int64_t w, int64_t h)
-{
-  return dim3(unsigned((w + kTile - 1) / kTile), unsigned((h + kTile - 1) / kTile));
-}
-
-void useGpu()
-{
-  const GpuInfo& gpu = probeGpu();
-  if (!gpu.usable)
-    throw DeviceUnavailable(gpu.reason);
-  GPUGEO_CUDA_CHECK(cudaSetDevice(gpu.device));
-  cuda::keepPooledMemory(gpu.device, kPoolKeep);
-}
-
-// The tiles a pass of untilSettled works on. A tile that has run settles against the halo it read, so
-// it needs another run only when a neighbour changed a cell of that halo: a tile whose changed cells
-// touch its border marks the neighbours across it for the next pass, and the others are skipped.
-struct TilePass
-{
-  uint8_t* now;   // per tile: run in this pass (each tile that runs clears its own flag)
-  uint8_t* next;  // per tile: run in the next pass
-  int* changed;   // set to pass + 1 when any tile changed a cell in this pass
-  int pass;
-};
-
-// Whether this block's tile sits this pass out (uniform over the block: return before any barrier).
-__device__ bool tileIdle(const TilePass& p)
-{
-  return !p.now[int64_t(blockIdx.y) * gridDim.x + blockIdx.x];
-}
-
-// The end of a tile's run: `lowered` is whether this thread changed its cell. Every thread calls it.
-__device__ void tileDone(const TilePass& p, bool lowered)
-{
-  __shared__ int across[9];  // the 3 x 3 neighbourhood of tiles, this one in the middle
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
-  if (tid < 9)
-    across[tid] = 0;
-  __syncthreads();
-  if (lowered)
-  {
-    const int ey = ty == 0 ? -1 : (ty == kTile - 1 ? 1 : 0), ex = tx == 0 ? -1 : (tx == kTile - 1 ? 1 : 0);
-    across[4] = 1;
-    if (ey)
-      across[4 + 3 * ey] = 1;
-    if (ex)
-      across[4 + ex] = 1;
-    if (ey && ex)
-      across[4 + 3 * ey + ex] = 1;
-  }
-  __syncthreads();
-  if (tid == 0)
-    p.now[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = 0;  // so `now` is clear for its turn as `next`
-  if (tid == 0 && across[4])
-  {
-    *p.changed = p.pass + 1;
-    for (int dy = -1; dy <= 1; ++dy)
-      for (int dx = -1; dx <= 1; ++dx)
-      {
-        const int64_t by = int64_t(blockIdx.y) + dy, bx = int64_t(blockIdx.x) + dx;
-        if ((dy || dx) && across[4 + 3 * dy + dx] && by >= 0 && bx >= 0 && by < gridDim.y && bx < gridDim.x)
-          p.next[by * gridDim.x + bx] = 1;
-      }
-  }
-}
-
-// Runs launch(blocks, threads, pass) over the grid's tiles (TilePass) until a pass changes nothing.
-// A pass is one launch and one read of `changed`: the tiles clear their own flags and `changed`
-// holds a pass number, so nothing is reset between passes.
-template <typename Launch>
-void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch)
-{
-  const dim3 blocks = tilesOf(w, h), threads(kTile, kTile);
-  const std::size_t tiles = std::size_t(blocks.x) * blocks.y;
-  DeviceBuffer<int> changed(1);
-  DeviceBuffer<uint8_t> now(tiles), next(tiles);
-  GPUGEO_CUDA_CHECK(cudaMemset(now.data(), 1, tiles));
-  GPUGEO_CUDA_CHECK(cudaMemset(next.data(), 0, tiles));
-  GPUGEO_CUDA_CHECK(cudaMemset(changed.data(), 0, sizeof(int)));
-  for (int pass = 0;; ++pass)
-  {
-    if (pass == INT_MAX - 1)
-      throw std::logic_error("untilSettled: the tile passes do not settle");
-    launch(blocks, threads, TilePass{now.data(), next.data(), changed.data(), pass});
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    if (readOne(changed.data()) != pass + 1)
-      break;
-    std::swap(now, next);
-    if ((pass & 63) == 63 && control.isCanceled())
-      throw Canceled();
-  }
-}
-
-// Loads this block's tile of `from` with a one-cell halo into `to` (`outside` off the grid; from may
-// be null: all `outside`). Every thread of the block calls it; the caller synchronises after.
-template <typename T>
-__device__ void loadTile(T (*to)[kTile + 2], const T* from, int64_t w, int64_t h, T outside)
-{
-  const int tid = int(threadIdx.y) * kTile + int(threadIdx.x);
-  const int64_t x0 = int64_t(blockIdx.x) * kTile, y0 = int64_t(blockIdx.y) * kTile;
-  for (int i = tid; i < (kTile + 2) * (kTile + 2); i += kTile * kTile)
-  {
-    const int64_t hx = x0 + i % (kTile + 2) - 1, hy = y0 + i / (kTile + 2) - 1;
-    to[i / (kTile + 2)][i % (kTile + 2)] = from && hx >= 0 && hy >= 0 && hx < w && hy < h ? from[hy * w + hx] : outside;
-  }
-}
 
 __global__ void fillInitKernel(const float* z, int64_t w, int64_t h, float* W)
 {
@@ -316,12 +166,21 @@ __device__ bool inTile(int64_t x0, int64_t y0, int64_t c, int64_t w)
   return x >= x0 && y >= y0 && x < x0 + kTile && y < y0 + kTile;
 }
 
+// What flows into the grid's border cells from outside it (a tile of the tiled accumulation, whose
+// neighbours' inflows are known): per place on the border (tiled/perimeter.h), or none.
+struct BorderInflow
+{
+  const long long* cells = nullptr;
+  const long long* area = nullptr;
+};
+
 // Sums counts and areas down the paths inside one tile. With inflow, each cell starts with what
 // drains into it from exits of other tiles (their final sums, in exitCells/exitArea); without, the
-// cells' exits are also written (exitOf: the last cell of the cell's path in the tile).
+// cells' exits are also written (exitOf: the last cell of the cell's path in the tile). A border cell
+// also starts with its `border` inflow.
 __global__ void tileAccumulateKernel(const uint8_t* dirs, int64_t w, int64_t h, const long long* rowArea,
-                                     const long long* exitCells, const long long* exitArea, long long* cells,
-                                     long long* area, int32_t* exitOf, int* looped)
+                                     BorderInflow border, const long long* exitCells, const long long* exitArea,
+                                     long long* cells, long long* area, int32_t* exitOf, int* looped)
 {
   __shared__ int indegree[kTile * kTile];
   __shared__ int16_t ahead[kTile * kTile];
@@ -333,6 +192,12 @@ __global__ void tileAccumulateKernel(const uint8_t* dirs, int64_t w, int64_t h, 
   const int64_t r = valid ? receiverOf(dirs, w, h, c) : -1;
   const int lr = (r >= 0 && inTile(x0, y0, r, w)) ? int((r / w - y0) * kTile + (r % w - x0)) : -1;
   unsigned long long myCells = valid ? 1ull : 0ull, myArea = valid ? (unsigned long long)rowArea[y] : 0ull;
+  if (valid && border.cells && (x == 0 || y == 0 || x == w - 1 || y == h - 1))
+  {
+    const int64_t k = tiled::detail::perimeterPlace(w, h, x, y);
+    myCells += (unsigned long long)border.cells[k];
+    myArea += (unsigned long long)border.area[k];
+  }
   if (valid && exitCells)
     for (int d = 0; d < 8; ++d)
     {
@@ -1030,11 +895,33 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
   });
 }
 
+std::vector<uint8_t> directionsWithMaskCuda(const Grid& grid, const int32_t* mask, const RunControl&)
+{
+  useGpu();
+  const int64_t w = grid.width, h = grid.height, n = w * h;
+  return onDevice(sizeWhat("flow directions", w, h), n, kDirectionBytes, [&] {
+    DeviceBuffer<float> z;
+    DeviceBuffer<double> cw, ch;
+    DeviceBuffer<int32_t> flats;
+    upload(z, grid.z, std::size_t(n));
+    upload(cw, grid.cellWidth, std::size_t(h));
+    upload(ch, grid.cellHeight, std::size_t(h));
+    if (mask)
+      upload(flats, mask, std::size_t(n));
+    DeviceBuffer<uint8_t> out(static_cast<std::size_t>(n));
+    directionKernel<<<tilesOf(w, h), dim3(kTile, kTile)>>>(z.data(), mask ? flats.data() : nullptr, w, h, cw.data(),
+                                                           ch.data(), out.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    return download(out, std::size_t(n));
+  });
+}
+
 namespace {
 
 // Upstream counts and areas of the directions on the device (the file's header).
 void accumulateOnDevice(const DeviceBuffer<uint8_t>& dirs, int64_t w, int64_t h, const DeviceBuffer<long long>& rowArea,
-                        DeviceBuffer<long long>& cells, DeviceBuffer<long long>& area, const RunControl& control)
+                        DeviceBuffer<long long>& cells, DeviceBuffer<long long>& area, const RunControl& control,
+                        BorderInflow border = {})
 {
   const int64_t n = w * h;
   const dim3 tiles = tilesOf(w, h), threads(kTile, kTile);
@@ -1045,7 +932,7 @@ void accumulateOnDevice(const DeviceBuffer<uint8_t>& dirs, int64_t w, int64_t h,
   GPUGEO_CUDA_CHECK(cudaMemset(looped.data(), 0, sizeof(int)));
   GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, counts.bytes()));
   GPUGEO_CUDA_CHECK(cudaMemset(pending.data(), 0, pending.bytes()));
-  tileAccumulateKernel<<<tiles, threads>>>(dirs.data(), w, h, rowArea.data(), nullptr, nullptr, localCells.data(),
+  tileAccumulateKernel<<<tiles, threads>>>(dirs.data(), w, h, rowArea.data(), border, nullptr, nullptr, localCells.data(),
                                            localArea.data(), exitOf.data(), looped.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   exitPendingKernel<<<blocksFor(n), 256>>>(dirs.data(), w, h, exitOf.data(), pending.data(), counts.data());
@@ -1060,7 +947,7 @@ void accumulateOnDevice(const DeviceBuffer<uint8_t>& dirs, int64_t w, int64_t h,
   area.resize(std::size_t(n));
   GPUGEO_CUDA_CHECK(cudaMemset(cells.data(), 0, cells.bytes()));
   GPUGEO_CUDA_CHECK(cudaMemset(area.data(), 0, area.bytes()));
-  tileAccumulateKernel<<<tiles, threads>>>(dirs.data(), w, h, rowArea.data(), localCells.data(), localArea.data(),
+  tileAccumulateKernel<<<tiles, threads>>>(dirs.data(), w, h, rowArea.data(), border, localCells.data(), localArea.data(),
                                            cells.data(), area.data(), nullptr, looped.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
   unsigned long long counted[2];
@@ -1080,18 +967,27 @@ std::vector<long long> rowAreas(const Grid& grid)
 
 }  // namespace
 
-Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control)
+Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control,
+                              const int64_t* borderCells, const int64_t* borderArea)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
   return onDevice(sizeWhat("flow accumulation", w, h), n, kAccumulationBytes, [&] {
     DeviceBuffer<uint8_t> dirs;
-    DeviceBuffer<long long> rows, cells, area;
+    DeviceBuffer<long long> rows, cells, area, inCells, inArea;
     upload(dirs, directions.data(), std::size_t(n));
     const std::vector<long long> rowArea = rowAreas(grid);
     upload(rows, rowArea.data(), std::size_t(h));
-    accumulateOnDevice(dirs, w, h, rows, cells, area, control);
     static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
+    BorderInflow border;
+    if (borderCells)
+    {
+      const std::size_t places = std::size_t(tiled::detail::perimeterCount(w, h));
+      upload(inCells, reinterpret_cast<const long long*>(borderCells), places);
+      upload(inArea, reinterpret_cast<const long long*>(borderArea), places);
+      border = BorderInflow{inCells.data(), inArea.data()};
+    }
+    accumulateOnDevice(dirs, w, h, rows, cells, area, control, border);
     Accumulation out;
     out.cells = cuda::hostVector<int64_t>(std::size_t(n));
     out.area = cuda::hostVector<int64_t>(std::size_t(n));

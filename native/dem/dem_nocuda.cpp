@@ -32,7 +32,12 @@ TravelTimes travelTimeCuda(const Grid&, const std::vector<uint8_t>&, const Accum
   noCuda();
 }
 
-Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const RunControl&)
+Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const RunControl&, const int64_t*, const int64_t*)
+{
+  noCuda();
+}
+
+std::vector<uint8_t> directionsWithMaskCuda(const Grid&, const int32_t*, const RunControl&)
 {
   noCuda();
 }

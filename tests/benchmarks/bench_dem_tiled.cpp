@@ -4,7 +4,9 @@
 // that the outputs are equal and printing the ratio of the times.
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
-//                        [--isochrones] [--in-ram]
+//                        [--isochrones] [--in-ram] [--gpu]
+// --gpu: the tiles' work on the GPU where the tiled tools have a GPU path (fill, directions,
+// accumulation), and the in-memory comparison on the GPU too.
 // --in-ram: the rasters in host memory instead of raw files (the flats' state still in the scratch folder).
 // --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats.
 // --isochrones: also the travel times (slope model, the largest basin's outlet) and the bands traced
@@ -136,6 +138,7 @@ int main(int argc, char** argv)
   int threads = 0;
   std::string scratchParent = "/tmp";
   bool compare = false, flats = false, isochrones = false, inRam = false;
+  Backend backend = Backend::Cpu;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -149,12 +152,14 @@ int main(int argc, char** argv)
     else if (a == "--flats") flats = true;
     else if (a == "--isochrones") isochrones = true;
     else if (a == "--in-ram") inRam = true;
+    else if (a == "--gpu") backend = Backend::Gpu;
   }
   const GeneratedTerrain terrain(w, h);
   const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
   TiledOptions options;
   options.tileWidth = options.tileHeight = tile;
   options.threads = threads;
+  options.backend = backend;
   RunControl control;
 
   ScratchFolder scratch(scratchParent);
@@ -172,8 +177,9 @@ int main(int argc, char** argv)
   const double accumulationMs = totalMs - fillMs - directionsMs;
   const double tiledPeak = peakResidentMiB();
 
-  std::printf("{\"width\": %lld, \"height\": %lld, \"tile\": %lld, \"tiles\": %lld, \"threads\": %d,\n",
-              (long long)w, (long long)h, (long long)fillReport.tileWidth, (long long)fillReport.tiles, threads);
+  std::printf("{\"width\": %lld, \"height\": %lld, \"tile\": %lld, \"tiles\": %lld, \"threads\": %d, \"backend\": \"%s\",\n",
+              (long long)w, (long long)h, (long long)fillReport.tileWidth, (long long)fillReport.tiles, threads,
+              backend == Backend::Gpu ? "gpu" : "cpu");
   std::printf(" \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, \"tiled_ms\": %.1f,\n", fillMs,
               directionsMs, accumulationMs, totalMs);
   std::printf(" \"cells_per_s\": %.4g, \"passes\": [%d, %d, %d]", double(w * h) / (totalMs / 1000.0),
@@ -189,10 +195,10 @@ int main(int argc, char** argv)
     terrain.read(Window{0, 0, w, h}, z.data());
     const dem::Grid grid{z.data(), w, h, rows.cellWidth.data(), rows.cellHeight.data()};
     const auto memStart = std::chrono::steady_clock::now();
-    const std::vector<float> memFilled = dem::fillDepressions(Backend::Cpu, grid, threads, control);
+    const std::vector<float> memFilled = dem::fillDepressions(backend, grid, threads, control);
     const dem::Grid filledGrid{memFilled.data(), w, h, rows.cellWidth.data(), rows.cellHeight.data()};
-    const std::vector<uint8_t> memDirections = dem::flowDirections(Backend::Cpu, filledGrid, false, threads, control);
-    const dem::Accumulation memAcc = dem::flowAccumulation(Backend::Cpu, filledGrid, memDirections, threads, control);
+    const std::vector<uint8_t> memDirections = dem::flowDirections(backend, filledGrid, false, threads, control);
+    const dem::Accumulation memAcc = dem::flowAccumulation(backend, filledGrid, memDirections, threads, control);
     const double memMs = msSince(memStart);
     std::vector<float> gotFilled(z.size());
     filled.read(Window{0, 0, w, h}, gotFilled.data());

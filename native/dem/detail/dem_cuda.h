@@ -17,6 +17,8 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
 std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
 // With resolveFlats, the flat mask is made on the device too.
 std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control);
+// The directions with a given flat mask (null: none): the tiled directions' tile with its halo.
+std::vector<uint8_t> directionsWithMaskCuda(const Grid& grid, const int32_t* mask, const RunControl& control);
 // The watershed's cells and area from its cells per row (each row's count times its cell area,
 // summed from the top row down: the same bits on both backends; travel_time.cpp).
 void watershedFromRows(const Grid& grid, const std::vector<int64_t>& rowCells, TravelTimes& out);
@@ -28,7 +30,10 @@ void checkUpstreamArea(const Grid& grid, int64_t mostCells);
 // Minutes and speeds (NaN outside the watershed), and the watershed's cells and area.
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
                            int64_t outlet, const VelocityModel& model, const RunControl& control);
-Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
+// With borderCells and borderArea (per place on the grid's border, tiled/perimeter.h's order), those
+// inflows from outside the grid are added to its border cells' own (a tile of the tiled accumulation).
+Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control,
+                              const int64_t* borderCells = nullptr, const int64_t* borderArea = nullptr);
 
 // The rings of a label grid's regions (regions.h), keys only (regions_cuda.cu); and the CPU's, for
 // the same arrays (regions.cpp).

@@ -32,6 +32,15 @@ inline uint32_t levelKey(float level)
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
+// The level whose levelKey is `key`.
+inline float levelOfKey(uint32_t key)
+{
+  const uint32_t bits = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+  float level;
+  std::memcpy(&level, &bits, sizeof level);
+  return level;
+}
+
 // The open cells of a tile's Priority-Flood, lowest level first: a radix heap (Ahuja et al. 1990),
 // which needs every key pushed to be at least the last one popped. Priority-Flood keeps that (a cell
 // is pushed only when it is above the level being flooded), and it costs a few shifts per cell

@@ -25,6 +25,9 @@
 // to the outlet. Pass 2 sums each tile's times up from the cells its paths leave by. Bands: the
 // times' band labels traced tile by tile into chains of boundary edges, joined across the tiles'
 // edges into regions.h's rings (the same rings, the same polygons).
+//
+// With TiledOptions::backend the GPU takes the fill's floods, the directions and the accumulation's
+// tile sums (tile_cuda.h, dem_cuda.h); the graphs stay on the host. The outputs are the same bits.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
@@ -51,6 +55,10 @@ struct TiledOptions
 {
   int64_t tileWidth = 1024, tileHeight = 1024;  // cut to the raster where larger
   int threads = 0;                              // tiles at once (0: defaultThreadCount())
+  // Where the tiles' work runs: the CPU, or the GPU for the stages that have a GPU path (the fill's
+  // two floods, the directions, the accumulation's two passes), the tiles' threads taking turns on
+  // it. Auto counts as the CPU: the caller chooses.
+  Backend backend = Backend::Cpu;
   // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
   // time, from whichever thread finished the tile.
   std::function<void(int pass, int64_t done, int64_t tiles)> onTile;

@@ -1,5 +1,8 @@
 // The tiled fill (tiled_dem.h): Barnes's (2016) Priority-Flood in two passes over the tiles, with
-// the in-memory fill's queue, spill table and graph solution (dem/detail/priority_flood.h).
+// the in-memory fill's queue, spill table and graph solution (dem/detail/priority_flood.h). On the
+// GPU, pass 1's flood is a relaxation (tiled_cuda.cu) whose labels may differ from the queue's where
+// levels tie but give the same label levels, and pass 2 is the GPU's in-memory fill of the tile with
+// its perimeter held at those levels: the filled DEM is unique, so both give it bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +11,8 @@
 
 #include "dem/detail/dem_math.h"
 #include "dem/detail/priority_flood.h"
+#include "dem/detail/dem_cuda.h"
+#include "dem/tiled/tile_cuda.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/tiled/tiling.h"
 
@@ -101,6 +106,71 @@ void floodTile(const std::vector<float>& z, const Window& t, int32_t firstLabel,
   }
 }
 
+// The label of each perimeter cell of a tile (with its halo, as floodTile takes it): kUnlabelled on
+// nodata, the ocean for an edge cell, else its own (floodTile's seeds; floodSpillsCuda's).
+std::vector<int32_t> perimeterLabels(const std::vector<float>& z, const Window& t, int32_t firstLabel)
+{
+  const int64_t pw = t.width + 2;
+  std::vector<int32_t> labels(std::size_t(detail::perimeterSize(t)));
+  forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+    const int64_t p = (y + 1) * pw + x + 1;
+    int32_t label = kUnlabelled;
+    if (!isNoData(z[std::size_t(p)]))
+    {
+      label = firstLabel + int32_t(k);
+      for (int d = 0; d < 8; ++d)
+        if (isNoData(z[std::size_t(p + kDy[d] * pw + kDx[d])]))
+          label = kOcean;
+    }
+    labels[std::size_t(k)] = label;
+  });
+  return labels;
+}
+
+// One tile's filled cells on the GPU: the fill of the tile alone with each perimeter cell held at
+// its level (its elevation raised to its label's level), since a filled cell's level is the lowest
+// over its paths to the tile's perimeter and edge cells of their levels and the path's elevations.
+std::vector<float> fillTileOnGpu(const std::vector<float>& z, const Window& t, const std::vector<int32_t>& labels,
+                                 const std::vector<float>& labelLevel, const RunControl& control)
+{
+  std::vector<float> cells = detail::withoutHalo(z, t);
+  forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+    const int32_t label = labels[std::size_t(k)];
+    float& v = cells[std::size_t(y * t.width + x)];
+    if (label > kOcean)
+      v = std::max(v, labelLevel[std::size_t(label)]);
+  });
+  Grid grid;
+  grid.z = cells.data();
+  grid.width = t.width;
+  grid.height = t.height;
+  return dem::detail::fillCuda(grid, control);
+}
+
+// One tile's filled cells on the CPU: flooded again as in pass 1 (the same labels), each cell raised
+// to its label's level.
+std::vector<float> raisedTile(const std::vector<float>& z, const Window& t, int32_t firstLabel,
+                              const std::vector<float>& labelLevel)
+{
+  std::vector<float> level;
+  std::vector<int32_t> label;
+  floodTile(z, t, firstLabel, level, label, nullptr);
+  const int64_t pw = t.width + 2;
+  std::vector<float> cells(std::size_t(t.cells()));
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < t.width; ++x)
+    {
+      const std::size_t p = std::size_t((y + 1) * pw + x + 1);
+      float v = level[p];
+      if (label[p] > kOcean)
+        v = std::max(v, labelLevel[std::size_t(label[p])]);
+      if (!isNoData(v))
+        v += 0.0f;  // -0 as +0 (dem.h)
+      cells[std::size_t(y * t.width + x)] = v;
+    }
+  return cells;
+}
+
 // What pass 1 keeps of a tile: its perimeter cells' elevations and labels (kUnlabelled on nodata)
 // and the spills between its labels.
 struct TilePerimeter
@@ -138,19 +208,24 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
   std::vector<TilePerimeter> perimeters(std::size_t(layout.count()));
   detail::forEachTile(layout, 1, "fill pass 1 (flood the tiles)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<float> z, level;
-    std::vector<int32_t> label;
+    std::vector<float> z;
     detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
-    SpillTable lowest;
-    floodTile(z, t, firstLabel[std::size_t(i)], level, label, &lowest);
     TilePerimeter& mine = perimeters[std::size_t(i)];
-    const int64_t size = detail::perimeterSize(t), pw = t.width + 2;
-    mine.z.resize(std::size_t(size));
-    mine.label.resize(std::size_t(size));
+    const int32_t first = firstLabel[std::size_t(i)];
+    mine.label = perimeterLabels(z, t, first);
+    mine.z.resize(mine.label.size());
     forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-      mine.z[std::size_t(k)] = z[std::size_t((y + 1) * pw + x + 1)];
-      mine.label[std::size_t(k)] = label[std::size_t((y + 1) * pw + x + 1)];
+      mine.z[std::size_t(k)] = z[std::size_t((y + 1) * (t.width + 2) + x + 1)];
     });
+    if (options.backend == Backend::Gpu)
+    {
+      mine.spills = detail::floodSpillsCuda(z.data(), t.width, t.height, first, control);
+      return;
+    }
+    std::vector<float> level;
+    std::vector<int32_t> label;
+    SpillTable lowest;
+    floodTile(z, t, first, level, label, &lowest);
     lowest.forEach([&](uint64_t key, float spill) {
       mine.spills.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), spill});
     });
@@ -201,23 +276,12 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
   std::mutex observing;
   detail::forEachTile(layout, 2, "fill pass 2 (raise and write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<float> z, level;
-    std::vector<int32_t> label;
+    std::vector<float> z;
     detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
-    floodTile(z, t, firstLabel[std::size_t(i)], level, label, nullptr);
-    const int64_t pw = t.width + 2;
-    std::vector<float> cells(std::size_t(t.cells()));
-    for (int64_t y = 0; y < t.height; ++y)
-      for (int64_t x = 0; x < t.width; ++x)
-      {
-        const std::size_t p = std::size_t((y + 1) * pw + x + 1);
-        float v = level[p];
-        if (label[p] > kOcean)
-          v = std::max(v, labelLevel[std::size_t(label[p])]);
-        if (!isNoData(v))
-          v += 0.0f;  // -0 as +0 (dem.h)
-        cells[std::size_t(y * t.width + x)] = v;
-      }
+    const std::vector<float> cells =
+      options.backend == Backend::Gpu
+        ? fillTileOnGpu(z, t, perimeterLabels(z, t, firstLabel[std::size_t(i)]), labelLevel, control)
+        : raisedTile(z, t, firstLabel[std::size_t(i)], labelLevel);
     if (observe)
     {
       const std::vector<float> input = detail::withoutHalo(z, t);

@@ -53,11 +53,28 @@ struct TileSums
   std::vector<int64_t> cells, area;
 };
 
+// Each cell's receiver in the tile (its place y * width + x), kNone or kExit.
+void tileReceivers(const std::vector<uint8_t>& dir, const Window& t, std::vector<int32_t>& receiver)
+{
+  const int64_t tw = t.width, pw = tw + 2;
+  receiver.assign(std::size_t(t.cells()), kNone);
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < tw; ++x)
+    {
+      const int64_t p = (y + 1) * pw + x + 1;
+      const uint8_t d = dir[std::size_t(p)];
+      if (d >= 8 || dir[std::size_t(p + kDy[d] * pw + kDx[d])] == kNoData)
+        continue;
+      const int64_t nx = x + kDx[d], ny = y + kDy[d];
+      receiver[std::size_t(y * tw + x)] = nx >= 0 && ny >= 0 && nx < tw && ny < t.height ? int32_t(ny * tw + nx) : kExit;
+    }
+}
+
 void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std::vector<int64_t>& rowArea,
                     const int64_t* extraCells, const int64_t* extraArea, TileSums& s)
 {
   const int64_t tw = t.width, pw = tw + 2, n = t.cells();
-  s.receiver.assign(std::size_t(n), kNone);
+  tileReceivers(dir, t, s.receiver);
   s.cells.assign(std::size_t(n), 0);
   s.area.assign(std::size_t(n), 0);
   std::vector<uint8_t> inflow(std::size_t(n), 0);
@@ -66,17 +83,11 @@ void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std:
     for (int64_t x = 0; x < tw; ++x)
     {
       const int64_t p = (y + 1) * pw + x + 1, q = y * tw + x;
-      const uint8_t d = dir[std::size_t(p)];
-      if (d == kNoData)
+      if (dir[std::size_t(p)] == kNoData)
         continue;
       ++valid;
       s.cells[std::size_t(q)] = 1;
       s.area[std::size_t(q)] = rowArea[std::size_t(t.y0 + y)];
-      if (d < 8 && dir[std::size_t(p + kDy[d] * pw + kDx[d])] != kNoData)
-      {
-        const int64_t nx = x + kDx[d], ny = y + kDy[d];
-        s.receiver[std::size_t(q)] = nx >= 0 && ny >= 0 && nx < tw && ny < t.height ? int32_t(ny * tw + nx) : kExit;
-      }
       for (int k = 0; k < 8; ++k)
       {
         const int64_t mx = x + kDx[k], my = y + kDy[k];
@@ -113,6 +124,67 @@ void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std:
     throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
 }
 
+// accumulateTile on the GPU (dem_cuda.h's accumulation of the tile alone, the inflows at its
+// border); the receivers only when `withReceivers` (pass 1's links need them).
+void accumulateTileOnGpu(const std::vector<uint8_t>& dir, const Window& t, const RowSizes& rows,
+                         const int64_t* extraCells, const int64_t* extraArea, bool withReceivers, TileSums& s,
+                         const RunControl& control)
+{
+  if (withReceivers)
+    tileReceivers(dir, t, s.receiver);
+  Grid grid;
+  grid.width = t.width;
+  grid.height = t.height;
+  grid.cellWidth = rows.cellWidth.data() + t.y0;
+  grid.cellHeight = rows.cellHeight.data() + t.y0;
+  Accumulation sums = dem::detail::accumulationCuda(grid, detail::withoutHalo(dir, t), control, extraCells, extraArea);
+  s.cells = std::move(sums.cells);
+  s.area = std::move(sums.area);
+}
+
+// One tile's directions (without its halo) from its elevations and flat mask (null: none) with a
+// one-cell halo.
+std::vector<uint8_t> tileDirections(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
+                                    const RowSizes& rows)
+{
+  const int64_t pw = t.width + 2;
+  std::vector<uint8_t> cells(std::size_t(t.cells()));
+  for (int64_t y = 0; y < t.height; ++y)
+  {
+    const double width = rows.cellWidth[std::size_t(t.y0 + y)], height = rows.cellHeight[std::size_t(t.y0 + y)];
+    for (int64_t x = 0; x < t.width; ++x)
+    {
+      const float* zc = z.data() + (y + 1) * pw + x + 1;
+      const int32_t* maskC = mask ? mask->data() + (y + 1) * pw + x + 1 : nullptr;
+      cells[std::size_t(y * t.width + x)] = dem::detail::d8DirectionAround(*zc, InnerAround{zc, maskC, pw}, mask != nullptr,
+                                                                           maskC ? *maskC : 0, width, height);
+    }
+  }
+  return cells;
+}
+
+// The same on the GPU: dem_cuda.h's directions over the tile with its halo (the halo's own
+// directions, which see the padded grid's border as the raster's, are dropped).
+std::vector<uint8_t> tileDirectionsOnGpu(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
+                                         const RowSizes& rows, const RunControl& control)
+{
+  const int64_t ph = t.height + 2;
+  std::vector<double> width(static_cast<std::size_t>(ph)), height(static_cast<std::size_t>(ph));
+  for (int64_t y = 0; y < ph; ++y)
+  {
+    const std::size_t row = std::size_t(std::clamp<int64_t>(t.y0 + y - 1, 0, int64_t(rows.cellWidth.size()) - 1));
+    width[std::size_t(y)] = rows.cellWidth[row];
+    height[std::size_t(y)] = rows.cellHeight[row];
+  }
+  Grid grid;
+  grid.z = z.data();
+  grid.width = t.width + 2;
+  grid.height = ph;
+  grid.cellWidth = width.data();
+  grid.cellHeight = height.data();
+  return detail::withoutHalo(dem::detail::directionsWithMaskCuda(grid, mask ? mask->data() : nullptr, control), t);
+}
+
 // The global graph of the perimeter cells (Barnes 2017), a node per perimeter cell of every tile.
 struct PerimeterGraph
 {
@@ -146,25 +218,20 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
     if (mask)
       detail::readWithHalo(*mask, t, int32_t(0), flats);
     const int64_t pw = t.width + 2;
-    std::vector<uint8_t> cells(std::size_t(t.cells()));
+    const std::vector<uint8_t> cells = options.backend == Backend::Gpu
+                                         ? tileDirectionsOnGpu(z, mask ? &flats : nullptr, t, rows, control)
+                                         : tileDirections(z, mask ? &flats : nullptr, t, rows);
     DirectionCounts mine;
     for (int64_t y = 0; y < t.height; ++y)
-    {
-      const double width = rows.cellWidth[std::size_t(t.y0 + y)], height = rows.cellHeight[std::size_t(t.y0 + y)];
       for (int64_t x = 0; x < t.width; ++x)
       {
-        const float* zc = z.data() + (y + 1) * pw + x + 1;
-        const int32_t* maskC = mask ? flats.data() + (y + 1) * pw + x + 1 : nullptr;
-        const uint8_t d = dem::detail::d8DirectionAround(*zc, InnerAround{zc, maskC, pw}, mask != nullptr,
-                                                         maskC ? *maskC : 0, width, height);
-        cells[std::size_t(y * t.width + x)] = d;
+        const uint8_t d = cells[std::size_t(y * t.width + x)];
         if (d == kNoData)
           continue;
         ++mine.perDirection[d < 8 ? d : 8];
         // Off the grid or onto nodata: a NaN in the halo, as the grid's edge is.
-        mine.drainingOut += d < 8 && dem::detail::isNoData(zc[kDy[d] * pw + kDx[d]]);
+        mine.drainingOut += d < 8 && dem::detail::isNoData(z[std::size_t((y + 1 + kDy[d]) * pw + x + 1 + kDx[d])]);
       }
-    }
     directions.write(t, cells.data());
     std::lock_guard<std::mutex> lock(counting);
     for (int d = 0; d < 9; ++d)
@@ -206,7 +273,10 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
     std::vector<uint8_t> dir;
     detail::readWithHalo(directions, t, kNoData, dir);
     TileSums s;
-    accumulateTile(dir, t, rowArea, nullptr, nullptr, s);
+    if (options.backend == Backend::Gpu)
+      accumulateTileOnGpu(dir, t, rows, nullptr, nullptr, true, s, control);
+    else
+      accumulateTile(dir, t, rowArea, nullptr, nullptr, s);
     const int64_t first = g.firstNode[std::size_t(i)];
     std::vector<int32_t> exitOf(std::size_t(t.cells()), -3);  // -3: not yet known
     std::vector<int32_t> path;
@@ -300,7 +370,10 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
     detail::readWithHalo(directions, t, kNoData, dir);
     TileSums s;
     const int64_t first = g.firstNode[std::size_t(i)];
-    accumulateTile(dir, t, rowArea, g.inCells.data() + first, g.inArea.data() + first, s);
+    if (options.backend == Backend::Gpu)
+      accumulateTileOnGpu(dir, t, rows, g.inCells.data() + first, g.inArea.data() + first, false, s, control);
+    else
+      accumulateTile(dir, t, rowArea, g.inCells.data() + first, g.inArea.data() + first, s);
     AccumulationSummary mine;
     int64_t tileMost = 0;
     const int64_t pw = t.width + 2;

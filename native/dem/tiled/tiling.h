@@ -13,6 +13,7 @@
 #include "core/run_control.h"
 #include "core/stage_times.h"
 #include "dem/dem.h"
+#include "dem/tiled/perimeter.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 
@@ -62,7 +63,7 @@ struct TileLayout
 // column (each cell once, for tiles one cell wide or high too).
 inline int64_t perimeterSize(const Window& t)
 {
-  return t.width == 1 || t.height == 1 ? t.width * t.height : 2 * t.width + 2 * t.height - 4;
+  return perimeterCount(t.width, t.height);
 }
 
 // visit(x, y, k) for the perimeter cells in that order (x, y within the tile).
@@ -85,13 +86,7 @@ void forPerimeter(const Window& t, Visit visit)
 // The place k of perimeter cell (x, y) (within the tile) in that order.
 inline int64_t perimeterIndex(const Window& t, int64_t x, int64_t y)
 {
-  if (y == 0)
-    return x;
-  if (y == t.height - 1)
-    return t.width + x;
-  if (x == 0)
-    return 2 * t.width + (y - 1);
-  return 2 * t.width + (t.height - 2) + (y - 1);
+  return perimeterPlace(t.width, t.height, x, y);
 }
 
 // The tile `t` with a halo of `pad` cells into `out`, (t.width + 2 pad) x (t.height + 2 pad) cells;

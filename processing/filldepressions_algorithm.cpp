@@ -204,17 +204,24 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
   const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
   const int flats = parameterAsEnum(parameters, QStringLiteral("FLATS"), context);
   const DemRaster raster = openDemRaster(mSource, band);
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan =
     planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
                flats == 0 ? kInMemoryBytesPerCell : kInMemoryBytesPerCellWithFlats,
-               flats == 0 ? dem::tiled::kFillBytesPerTileCell : dem::tiled::kFlatsBytesPerTileCell, cpuThreads());
+               flats == 0 ? dem::tiled::kFillBytesPerTileCell : dem::tiled::kFlatsBytesPerTileCell, cpuThreads(),
+               device.backend, flats == 0 ? dem::kGpuFillBytesPerCell : dem::kGpuDirectionBytesPerCell);
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
-    return executeInMemory(parameters, context, feedback, times);
-  warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
-  return executeTiled(raster, plan, flats, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context),
-                      feedback, times);
+    return executeInMemory(device, parameters, context, feedback, times);
+  QVariantMap outputs;
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    TilingPlan on = plan;
+    on.options.backend = backend;
+    outputs = executeTiled(raster, on, flats, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context),
+                           feedback, times);
+  });
+  return outputs;
 }
 
 QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan, int flats,
@@ -301,7 +308,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
   return {{QStringLiteral("OUTPUT"), outputPath}};
 }
 
-QVariantMap FillDepressionsAlgorithm::executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+QVariantMap FillDepressionsAlgorithm::executeInMemory(const BackendChoice& device, const QVariantMap& parameters, QgsProcessingContext& context,
                                                       QgsProcessingFeedback* feedback, StageTimes& times)
 {
   QgsProcessingMultiStepFeedback steps(3, feedback);
@@ -312,7 +319,6 @@ QVariantMap FillDepressionsAlgorithm::executeInMemory(const QVariantMap& paramet
   const DemRaster& raster = loaded.raster;
   Elevations& dem = loaded.elevations;
 
-  const BackendChoice device = resolveDevice(parameters, context, feedback);
   steps.setCurrentStep(1);
   feedback->setProgressText(QObject::tr("Filling depressions"));
   const RunControl control = runControl(feedback);

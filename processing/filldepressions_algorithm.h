@@ -33,7 +33,7 @@ protected:
 
 private:
   // The in-memory run: the whole DEM read, filled (and its flats raised), written.
-  QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+  QVariantMap executeInMemory(const BackendChoice& device, const QVariantMap& parameters, QgsProcessingContext& context,
                               QgsProcessingFeedback* feedback, StageTimes& times);
   // The tiled run (adapters/tiled_rasters.h): the DEM counted, then filled tile by tile in two passes;
   // with FLATS, the filled DEM, its flat mask and its raised flats through the scratch folder.

@@ -270,14 +270,21 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
   if (outputRequested(parameters, QStringLiteral("OUTPUT_AREA")))
     request.areaPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_AREA"), context);
   const DemRaster raster = openDemRaster(mSource, request.band);
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
-                                     kInMemoryBytesPerCell, dem::tiled::kAccumulationBytesPerTileCell, cpuThreads());
+                                     kInMemoryBytesPerCell, dem::tiled::kAccumulationBytesPerTileCell, cpuThreads(),
+                                     device.backend, dem::kGpuAccumulationBytesPerCell);
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
-    return executeInMemory(request, parameters, context, feedback, times);
-  warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
-  return executeTiled(request, raster, plan, feedback, times);
+    return executeInMemory(device, request, feedback, times);
+  QVariantMap outputs;
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    TilingPlan on = plan;
+    on.options.backend = backend;
+    outputs = executeTiled(request, raster, on, feedback, times);
+  });
+  return outputs;
 }
 
 QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, const DemRaster& raster,
@@ -393,9 +400,8 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, cons
   return outputs;
 }
 
-QVariantMap FlowAccumulationAlgorithm::executeInMemory(const Request& request, const QVariantMap& parameters,
-                                                       QgsProcessingContext& context, QgsProcessingFeedback* feedback,
-                                                       StageTimes& times)
+QVariantMap FlowAccumulationAlgorithm::executeInMemory(const BackendChoice& device, const Request& request,
+                                                       QgsProcessingFeedback* feedback, StageTimes& times)
 {
   const int band = request.band;
   const int encoding = request.encoding;
@@ -461,7 +467,6 @@ QVariantMap FlowAccumulationAlgorithm::executeInMemory(const Request& request, c
                                    .arg(raster.band));
 
   // --- Accumulate ---------------------------------------------------------------------------
-  const BackendChoice device = resolveDevice(parameters, context, feedback);
   steps.setCurrentStep(1);
   feedback->setProgressText(QObject::tr("Accumulating flow"));
   const RunControl control = runControl(feedback);

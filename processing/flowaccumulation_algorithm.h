@@ -40,8 +40,8 @@ private:
     bool squareKilometres = false;
     QString cellsPath, areaPath;  // areaPath empty: OUTPUT_AREA not asked for
   };
-  QVariantMap executeInMemory(const Request& request, const QVariantMap& parameters, QgsProcessingContext& context,
-                              QgsProcessingFeedback* feedback, StageTimes& times);
+  QVariantMap executeInMemory(const BackendChoice& device, const Request& request, QgsProcessingFeedback* feedback,
+                              StageTimes& times);
   // The tiled run (adapters/tiled_rasters.h): the directions checked, then accumulated tile by tile.
   QVariantMap executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
                            QgsProcessingFeedback* feedback, StageTimes& times);

@@ -159,18 +159,24 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
   const int band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
   const bool resolveFlats = parameterAsBool(parameters, QStringLiteral("RESOLVE_FLATS"), context);
   const DemRaster raster = openDemRaster(mSource, band);
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan =
     planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
                resolveFlats ? kInMemoryBytesPerCellWithFlats : kInMemoryBytesPerCell,
                resolveFlats ? dem::tiled::kFlatsBytesPerTileCell : dem::tiled::kDirectionsBytesPerTileCell,
-               cpuThreads());
+               cpuThreads(), device.backend, dem::kGpuDirectionBytesPerCell);
   logTilingPlan(plan, feedback);
   if (!plan.tiled)
-    return executeInMemory(parameters, context, feedback, times);
-  warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
-  return executeTiled(raster, plan, resolveFlats, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
-                      parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback, times);
+    return executeInMemory(device, parameters, context, feedback, times);
+  QVariantMap outputs;
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    TilingPlan on = plan;
+    on.options.backend = backend;
+    outputs = executeTiled(raster, on, resolveFlats, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
+                           parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback, times);
+  });
+  return outputs;
 }
 
 QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan, bool resolveFlats,
@@ -266,7 +272,7 @@ void FlowDirectionAlgorithm::reportDirections(const int64_t perDirection[9], int
   std::sort(mCodes.begin(), mCodes.end());
 }
 
-QVariantMap FlowDirectionAlgorithm::executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+QVariantMap FlowDirectionAlgorithm::executeInMemory(const BackendChoice& device, const QVariantMap& parameters, QgsProcessingContext& context,
                                                     QgsProcessingFeedback* feedback, StageTimes& times)
 {
   QgsProcessingMultiStepFeedback steps(3, feedback);
@@ -279,7 +285,6 @@ QVariantMap FlowDirectionAlgorithm::executeInMemory(const QVariantMap& parameter
   const DemRaster& raster = loaded.raster;
   Elevations& dem = loaded.elevations;
 
-  const BackendChoice device = resolveDevice(parameters, context, feedback);
   steps.setCurrentStep(1);
   feedback->setProgressText(resolveFlats ? QObject::tr("Resolving flats and computing flow directions")
                                          : QObject::tr("Computing flow directions"));

@@ -46,7 +46,7 @@ protected:
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
-  QVariantMap executeInMemory(const QVariantMap& parameters, QgsProcessingContext& context,
+  QVariantMap executeInMemory(const BackendChoice& device, const QVariantMap& parameters, QgsProcessingContext& context,
                               QgsProcessingFeedback* feedback, StageTimes& times);
   // The tiled run (adapters/tiled_rasters.h): the DEM counted, the flat mask tile by tile (into the
   // scratch folder) when flats are resolved, then D8 tile by tile.

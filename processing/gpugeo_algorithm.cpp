@@ -131,14 +131,14 @@ void Algorithm::addTilingParameters()
 QString Algorithm::tilingHelp()
 {
   return QObject::tr(
-    "<p><b>Memory budget</b> (advanced, MiB; 0, the default: half the memory available when the run starts) and "
-    "<b>Process tile by tile</b> (advanced): a DEM whose in-memory run would need more than the budget is processed "
-    "tile by tile, reading and writing the rasters window by window, so its size is limited by the disk, not the "
-    "memory; the result is the in-memory run's, cell for cell. The tiles are the largest squares (up to 4,096 cells "
-    "a side) that fit the budget, one per thread, with the graph of their perimeters. The log says which path ran, "
-    "the tiles, the passes over the input and the memory of the graph; intermediate rasters go to a scratch folder in "
-    "QGIS's processing temporary folder, removed when the run ends. The tiled path runs on the CPU; flats across "
-    "tiles take a few more passes.</p>");
+    "<p><b>Memory budget</b> (advanced, MiB; 0, the default: half the memory available at the start) and "
+    "<b>Process tile by tile</b> (advanced): a DEM whose in-memory run would need more than the budget runs tile by "
+    "tile, reading and writing the rasters window by window, so its size is limited by the disk, not the memory; "
+    "the result is the in-memory run's, cell for cell. Tiles: the largest squares (up to 4,096 cells) that fit the "
+    "budget, one per thread. On the GPU, tiles take turns on the device for the fill, directions and accumulation "
+    "(the rest on the CPU), and a DEM whose GPU run would pass half the free GPU memory is tiled too. The log says "
+    "which path ran, the tiles and the passes; scratch rasters go to QGIS's processing temporary folder and are "
+    "removed when the run ends.</p>");
 }
 
 int Algorithm::cpuThreads()

@@ -579,21 +579,24 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     raster = openDemRaster(mSource, request.band);
   }
   readOutlet(parameters, context, raster, request, feedback);
+  const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
-                                     kInMemoryBytesPerCell, tiledBytesPerCell(), cpuThreads());
+                                     kInMemoryBytesPerCell, tiledBytesPerCell(), cpuThreads(), device.backend,
+                                     dem::kGpuChainBytesPerCell + (mHasManning ? 4 : 0));
   logTilingPlan(plan, feedback);
   FinishedRasters finished;
   Outcome outcome;
   try
   {
     if (plan.tiled)
-    {
-      warnTiledRunsOnCpu(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context), feedback);
-      outcome = executeTiled(request, raster, plan, parameters, context, feedback, times, finished);
-    }
+      runWithCpuFallback(device, feedback, [&](Backend backend) {
+        TilingPlan on = plan;
+        on.options.backend = backend;
+        outcome = executeTiled(request, raster, on, parameters, context, feedback, times, finished);
+      });
     else
-      outcome = executeInMemory(request, raster, parameters, context, feedback, times, finished);
+      outcome = executeInMemory(device, request, raster, feedback, times, finished);
   }
   catch (const dem::TravelTimesOverflow&)
   {
@@ -605,9 +608,8 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   return outputs;
 }
 
-IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeInMemory(const Request& request, const DemRaster& raster,
-                                                                  const QVariantMap& parameters,
-                                                                  QgsProcessingContext& context,
+IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeInMemory(const BackendChoice& device, const Request& request,
+                                                                  const DemRaster& raster,
                                                                   QgsProcessingFeedback* feedback, StageTimes& times,
                                                                   FinishedRasters& finished)
 {
@@ -656,7 +658,6 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeInMemory(const Request&
 
   // --- The chain on the resolved backend: fill, flats and D8, accumulation, the outlet, travel times,
   // the bands' and the watershed's polygons (on the GPU without a round trip between the stages) -----
-  const BackendChoice device = resolveDevice(parameters, context, feedback);
   const RunControl control = runControl(feedback);
   dem::ChainOptions options;
   options.automaticOutlet = !request.outletCell;

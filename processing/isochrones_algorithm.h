@@ -132,9 +132,8 @@ private:
   static void countBands(const double* minutes, const DemRaster& raster, Outcome& outcome);
   // The filled DEM's nodata value: the input's where float32 holds it and no elevation collides with it.
   static float filledNoData(const DemRaster& raster, int64_t roundedToNoData);
-  Outcome executeInMemory(const Request& request, const DemRaster& raster, const QVariantMap& parameters,
-                          QgsProcessingContext& context, QgsProcessingFeedback* feedback, StageTimes& times,
-                          FinishedRasters& finished);
+  Outcome executeInMemory(const BackendChoice& device, const Request& request, const DemRaster& raster,
+                          QgsProcessingFeedback* feedback, StageTimes& times, FinishedRasters& finished);
   // Writes ISOCHRONES as each band is traced (never holding all bands' polygons).
   Outcome executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
                        const QVariantMap& parameters, QgsProcessingContext& context, QgsProcessingFeedback* feedback,

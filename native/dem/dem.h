@@ -45,6 +45,16 @@ namespace gpugeo::dem {
 // The largest grid (cells) one call takes: int64 indices, int32 per-cell labels.
 constexpr int64_t kMaxCells = (int64_t(1) << 31) - 1;
 
+// The most device memory the GPU path holds at once, in bytes per cell of the DEM (its grid-sized
+// buffers; dem_cuda.cu checks them before it starts): the fill, the directions (with the flat mask),
+// the accumulation, and the isochrone chain (a Manning raster adds 4). And the most cells it takes
+// (32-bit cell indices on the device).
+constexpr int64_t kGpuFillBytesPerCell = 8;
+constexpr int64_t kGpuDirectionBytesPerCell = 27;
+constexpr int64_t kGpuAccumulationBytesPerCell = 45;
+constexpr int64_t kGpuChainBytesPerCell = 85;
+constexpr int64_t kGpuMostCells = 0x3ffffffe;
+
 // The cell sizes (width and height, metres) the tools take: from a millimetre (a flume's DEM) to
 // 1,000 km (a global DEM of 1 degree has 111 km). Beyond them the arithmetic breaks down: a cell's
 // fixed-point area (1e-6 m²) leaves int64 past about 3,000 km, and the diagonal's square underflows

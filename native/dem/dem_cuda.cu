@@ -51,13 +51,13 @@ namespace {
 // The most device memory each entry point holds at once, in bytes per cell (its grid-sized
 // buffers), checked before it starts so that a DEM too large for the GPU stops at once with the
 // limit named (cuda::withinDeviceMemory). A Manning raster adds 4 to the travel times.
-constexpr std::size_t kFillBytes = 8;           // elevations, filled
-constexpr std::size_t kDirectionBytes = 27;     // elevations, the flat mask's seven arrays, directions
-constexpr std::size_t kAccumulationBytes = 45;  // directions, counts and areas and their tile sums, exits, waits
+constexpr std::size_t kFillBytes = kGpuFillBytesPerCell;                  // elevations, filled
+constexpr std::size_t kDirectionBytes = kGpuDirectionBytesPerCell;        // elevations, the flat mask's seven arrays, directions
+constexpr std::size_t kAccumulationBytes = kGpuAccumulationBytesPerCell;  // directions, counts and areas and their tile sums, exits, waits
 // Elevations, directions, areas, and travelOnDevice's minutes, speeds and jumping arrays (72). The
 // chain's peak too: it lets go of the counts before the travel times, and the bands (minutes, labels
 // and the region tracing's 21) with the kept surfaces (13) stay under it.
-constexpr std::size_t kTravelBytes = 85;
+constexpr std::size_t kTravelBytes = kGpuChainBytesPerCell;
 
 __global__ void fillInitKernel(const float* z, int64_t w, int64_t h, float* W)
 {

@@ -276,7 +276,7 @@ void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& ras
 }
 
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
-                      int64_t tileBytesPerCell, int threads)
+                      int64_t tileBytesPerCell, int threads, Backend backend, int64_t gpuInMemoryBytesPerCell)
 {
   TilingPlan plan;
   threads = std::max(1, threads);
@@ -295,6 +295,14 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
   const int64_t cells = raster.width * raster.height;
   plan.inMemoryBytes = cells * inMemoryBytesPerCell + std::min(kReadBuffer, cells * kReadBytesPerCell);
   plan.tiled = forceTiled || plan.inMemoryBytes > plan.budgetBytes;
+  plan.options.backend = backend;
+  if (backend == Backend::Gpu)
+  {
+    plan.gpuFreeBytes = dem::tiled::freeGpuMemory();
+    plan.gpuBudgetBytes = std::min(plan.budgetBytes, plan.gpuFreeBytes / 2);
+    plan.gpuInMemoryBytes = cells * gpuInMemoryBytesPerCell + 64 * kMiB;
+    plan.tiled = plan.tiled || plan.gpuInMemoryBytes > plan.gpuBudgetBytes || cells > dem::kGpuMostCells;
+  }
   if (!plan.tiled)
     return plan;
   plan.gdalCacheBytes = std::clamp(plan.budgetBytes / 8, kMiB / 8, 256 * kMiB);  // (a block of 256 x 256 float32 is 256 KiB)
@@ -306,6 +314,21 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
   for (int64_t s = 240; s >= 16 && side == 0; s -= 16)
     if (tiledBytes(raster, s, tileBytesPerCell, threads) <= forTiles)
       side = s;
+  if (backend == Backend::Gpu)
+  {
+    // One tile at a time on the GPU: the largest side (a multiple of 256, else of 16) that fits its budget.
+    const auto fitsGpu = [&](int64_t s) { return (s + 2) * (s + 2) * dem::tiled::kGpuBytesPerTileCell <= plan.gpuBudgetBytes; };
+    while (side > 256 && !fitsGpu(side))
+      side -= 256;
+    while (side > 16 && !fitsGpu(side))
+      side -= 16;
+    if (side > 0 && !fitsGpu(side))
+      throw QgsProcessingException(
+        QObject::tr("The GPU's budget of %1 MiB (half its %2 MiB free, at most the memory budget) cannot hold even a "
+                    "tile of 16 x 16 cells; run it on the CPU (DEVICE=1).")
+          .arg(mib(plan.gpuBudgetBytes))
+          .arg(mib(plan.gpuFreeBytes)));
+  }
   if (side == 0)
     throw QgsProcessingException(
       QObject::tr("A memory budget of %1 MiB cannot hold even tiles of 16 x 16 cells (%2 threads) with the graph of "
@@ -317,6 +340,9 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
         .arg(mib(tiledBytes(raster, 16, tileBytesPerCell, threads) + plan.gdalCacheBytes)));
   plan.options.tileWidth = plan.options.tileHeight = side;
   plan.options.threads = threads;
+  if (backend == Backend::Gpu)
+    plan.options.gpuTiles = int(std::clamp<int64_t>(
+      plan.gpuBudgetBytes / ((side + 2) * (side + 2) * dem::tiled::kGpuBytesPerTileCell), 1, threads));
   return plan;
 }
 
@@ -337,15 +363,27 @@ void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)
   {
     feedback->pushInfo(QObject::tr("In memory: the run needs about %1 MiB, within the budget of %2 MiB (%3).")
                          .arg(mib(plan.inMemoryBytes), mib(plan.budgetBytes), plan.budgetSource));
+    if (plan.options.backend == Backend::Gpu)
+      feedback->pushInfo(QObject::tr("On the GPU: about %1 MiB, within its budget of %2 MiB (half its %3 MiB free, at "
+                                     "most the memory budget).")
+                           .arg(mib(plan.gpuInMemoryBytes), mib(plan.gpuBudgetBytes), mib(plan.gpuFreeBytes)));
     return;
   }
+  const bool gpu = plan.options.backend == Backend::Gpu;
   feedback->pushInfo(QObject::tr("Tile by tile: the in-memory run would need about %1 MiB; the budget is %2 MiB (%3). "
-                                 "Tiles of %4 x %5 cells, %6 at a time, on the CPU; GDAL's block cache held at %7 MiB.")
+                                 "Tiles of %4 x %5 cells, %6 at a time on the CPU; GDAL's block cache held at %7 MiB.")
                        .arg(mib(plan.inMemoryBytes), mib(plan.budgetBytes), plan.budgetSource)
                        .arg(plan.options.tileWidth)
                        .arg(plan.options.tileHeight)
                        .arg(plan.options.threads)
                        .arg(mib(plan.gdalCacheBytes)));
+  if (gpu)
+    feedback->pushInfo(QObject::tr("On the GPU, %4 tiles at a time: the fill, the directions and the accumulation "
+                                   "(the in-memory GPU run would need about %1 MiB; the GPU's budget is %2 MiB, half "
+                                   "its %3 MiB free, at most the memory budget). The flats, travel times and bands "
+                                   "run on the CPU.")
+                         .arg(mib(plan.gpuInMemoryBytes), mib(plan.gpuBudgetBytes), mib(plan.gpuFreeBytes))
+                         .arg(plan.options.gpuTiles));
 }
 
 void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback)
@@ -358,12 +396,6 @@ void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProc
                        .arg(report.passes + extraPasses)
                        .arg(mib(report.graphBytes))
                        .arg(mib(report.tileBytes)));
-}
-
-void warnTiledRunsOnCpu(int deviceOption, QgsProcessingFeedback* feedback)
-{
-  if (deviceOption == 2)
-    feedback->pushWarning(QObject::tr("DEVICE=GPU: the tiled run works on the CPU (GPU tiles are not there yet)."));
 }
 
 std::string scratchParent()

@@ -136,7 +136,10 @@ struct TilingPlan
   int64_t inMemoryBytes = 0;   // what the in-memory run would hold
   QString budgetSource;        // where the budget came from, for the log
   int64_t gdalCacheBytes = 0;  // GDAL's block cache during a tiled run (GdalCacheLimit)
-  dem::tiled::TiledOptions options;
+  // On the GPU: its memory free at the start, its budget (half of that, at most the budget), and
+  // what the in-memory GPU run would hold.
+  int64_t gpuFreeBytes = 0, gpuBudgetBytes = 0, gpuInMemoryBytes = 0;
+  dem::tiled::TiledOptions options;  // options.backend: the resolved device
 };
 
 // Holds GDAL's block cache (process-wide) at most at `bytes` while it lives, then gives back the
@@ -162,15 +165,17 @@ private:
 // `forceTiled` or the in-memory need passes the budget, with the largest square tiles (a multiple of 256 cells a side, GeoTIFF's
 // blocks, up to 4,096; smaller budgets: multiples of 16, down to 16) that fit. Throws
 // QgsProcessingException when not even 16 x 16 tiles fit, naming the budget needed.
+// On the GPU (`backend`), also tiled where the in-memory GPU run (`gpuInMemoryBytesPerCell`) would pass
+// the GPU's budget, half its free memory (at most the budget), or its 2^30 cells; the tiles then also
+// fit that budget, as many at a time on the GPU as it holds (dem::tiled::kGpuBytesPerTileCell), at
+// most one a thread.
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
-                      int64_t tileBytesPerCell, int threads);
+                      int64_t tileBytesPerCell, int threads, Backend backend = Backend::Cpu,
+                      int64_t gpuInMemoryBytesPerCell = 0);
 
 // The log lines of a plan and of a finished tiled run (tiles, passes, graph and peak bytes).
 void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback);
 void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback);
-
-// The warning a tiled run gives for DEVICE=GPU (option 2): it works on the CPU.
-void warnTiledRunsOnCpu(int deviceOption, QgsProcessingFeedback* feedback);
 
 // Where tiled runs put their scratch folders: QGIS's processing temporary folder.
 std::string scratchParent();

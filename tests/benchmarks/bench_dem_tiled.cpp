@@ -4,9 +4,11 @@
 // that the outputs are equal and printing the ratio of the times.
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
-//                        [--isochrones] [--in-ram] [--gpu]
+//                        [--isochrones] [--in-ram] [--gpu] [--gpu-tiles N] [--input-in-ram]
+// --gpu-tiles N: tiles on the GPU at once (default: the threads).
 // --gpu: the tiles' work on the GPU where the tiled tools have a GPU path (fill, directions,
 // accumulation), and the in-memory comparison on the GPU too.
+// --input-in-ram: the DEM generated into host memory before the clock starts (its time printed apart).
 // --in-ram: the rasters in host memory instead of raw files (the flats' state still in the scratch folder).
 // --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats.
 // --isochrones: also the travel times (slope model, the largest basin's outlet) and the bands traced
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/parallel.h"
 #include "dem/dem.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/travel_math.h"
@@ -139,6 +142,8 @@ int main(int argc, char** argv)
   std::string scratchParent = "/tmp";
   bool compare = false, flats = false, isochrones = false, inRam = false;
   Backend backend = Backend::Cpu;
+  bool inputInRam = false;
+  int gpuTiles = 0;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -153,13 +158,38 @@ int main(int argc, char** argv)
     else if (a == "--isochrones") isochrones = true;
     else if (a == "--in-ram") inRam = true;
     else if (a == "--gpu") backend = Backend::Gpu;
+    else if (a == "--input-in-ram") inputInRam = true;
+    else if (a == "--gpu-tiles") gpuTiles = std::stoi(next());
   }
-  const GeneratedTerrain terrain(w, h);
+  const GeneratedTerrain generated(w, h);
+  // --input-in-ram: the DEM generated into host memory first (timed apart), so that the run reads
+  // staged tiles instead of making each one as it reads it.
+  std::unique_ptr<MemoryRaster<float>> staged;
+  double generateMs = 0;
+  if (inputInRam)
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    staged = std::make_unique<MemoryRaster<float>>(w, h);
+    const int64_t band = 256;
+    parallelFor((h + band - 1) / band, 1, threads, [&](int64_t b, int64_t e) {
+      std::vector<float> rowsOfBand;
+      for (int64_t i = b; i < e; ++i)
+      {
+        const Window rowsWindow{0, i * band, w, std::min(band, h - i * band)};
+        rowsOfBand.resize(std::size_t(rowsWindow.cells()));
+        generated.read(rowsWindow, rowsOfBand.data());
+        staged->write(rowsWindow, rowsOfBand.data());
+      }
+    });
+    generateMs = msSince(t0);
+  }
+  const RasterSource<float>& terrain = staged ? static_cast<const RasterSource<float>&>(*staged) : generated;
   const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
   TiledOptions options;
   options.tileWidth = options.tileHeight = tile;
   options.threads = threads;
   options.backend = backend;
+  options.gpuTiles = gpuTiles > 0 ? gpuTiles : std::max(1, threads);
   RunControl control;
 
   ScratchFolder scratch(scratchParent);
@@ -177,13 +207,15 @@ int main(int argc, char** argv)
   const double accumulationMs = totalMs - fillMs - directionsMs;
   const double tiledPeak = peakResidentMiB();
 
-  std::printf("{\"width\": %lld, \"height\": %lld, \"tile\": %lld, \"tiles\": %lld, \"threads\": %d, \"backend\": \"%s\",\n",
+  std::printf("{\"width\": %lld, \"height\": %lld, \"tile\": %lld, \"tiles\": %lld, \"threads\": %d, \"backend\": \"%s\","
+              " \"gpu_tiles\": %d,\n",
               (long long)w, (long long)h, (long long)fillReport.tileWidth, (long long)fillReport.tiles, threads,
-              backend == Backend::Gpu ? "gpu" : "cpu");
+              backend == Backend::Gpu ? "gpu" : "cpu", options.gpuTiles);
   std::printf(" \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, \"tiled_ms\": %.1f,\n", fillMs,
               directionsMs, accumulationMs, totalMs);
-  std::printf(" \"cells_per_s\": %.4g, \"passes\": [%d, %d, %d]", double(w * h) / (totalMs / 1000.0),
-              fillReport.passes, directionsReport.passes, accumulationReport.passes);
+  std::printf(" \"cells_per_s\": %.4g, \"passes\": [%d, %d, %d], \"input_generated_ahead_ms\": %.1f",
+              double(w * h) / (totalMs / 1000.0), fillReport.passes, directionsReport.passes,
+              accumulationReport.passes, generateMs);
   printStages("stages_ms", {&fillReport, &directionsReport, &accumulationReport});
   std::printf(",\n \"graph_bytes\": [%lld, %lld], \"scratch_bytes\": %lld, \"tiled_peak_rss_mib\": %.1f",
               (long long)fillReport.graphBytes, (long long)accumulationReport.graphBytes, (long long)scratch.bytes(),

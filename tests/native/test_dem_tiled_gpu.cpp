@@ -57,6 +57,7 @@ TiledOptions onGpu(int64_t w, int64_t h, int threads)
 {
   TiledOptions options = tiles(w, h, threads);
   options.backend = Backend::Gpu;
+  options.gpuTiles = threads;  // the threads' tiles on the device together
   return options;
 }
 

@@ -299,3 +299,29 @@ TEST_F(DemAlgorithmsTest, TiledRunsOnAFullDiskLeaveNothing)
                 .isEmpty());
   EXPECT_EQ(std::system(QStringLiteral("umount %1").arg(disk).toUtf8().constData()), 0);
 }
+
+// The device of a tiled run: DEVICE=GPU without a GPU is refused with the reason, as in memory, and
+// nothing is written; Auto runs the tiles on the CPU and says so. (With a GPU, the GPU's tiles are
+// checked against the CPU's in the native GPU tests.)
+TEST_F(DemAlgorithmsTest, TiledRunsResolveTheDevice)
+{
+  if (gpugeo::probeGpu().usable)
+    GTEST_SKIP() << "a GPU is present";
+  const TestDem d = randomDem(60, 50, 21, 3);
+  writeTiff(path("dem.tif"), d);
+  for (const QString& id : {kFill, kDirection})
+  {
+    SCOPED_TRACE(id.toStdString());
+    const RunResult gpu = run(id, path("dem.tif"),
+                              {{QStringLiteral("TILED"), true}, {QStringLiteral("DEVICE"), 2}, {QStringLiteral("OUTPUT"), path("gpu.tif")}});
+    EXPECT_FALSE(gpu.ok);
+    EXPECT_TRUE(gpu.error.contains(QString::fromStdString(gpugeo::probeGpu().reason))) << gpu.error.toStdString();
+    EXPECT_FALSE(QFile::exists(path("gpu.tif")));
+    const RunResult automatic = run(id, path("dem.tif"),
+                                    {{QStringLiteral("TILED"), true}, {QStringLiteral("DEVICE"), 0}, {QStringLiteral("OUTPUT"), path("auto.tif")}});
+    ASSERT_TRUE(automatic.ok) << automatic.error.toStdString();
+    EXPECT_TRUE(automatic.logContains(QStringLiteral("Backend: CPU"))) << automatic.log.join('\n').toStdString();
+    EXPECT_TRUE(automatic.logContains(QStringLiteral("at a time on the CPU"))) << automatic.log.join('\n').toStdString();
+    EXPECT_FALSE(automatic.logContains(QStringLiteral("On the GPU,")));
+  }
+}

@@ -16,6 +16,7 @@
 #include "core/device_buffer.h"
 #include "core/errors.h"
 #include "core/run_control.h"
+#include "dem/dem.h"
 
 namespace gpugeo::dem::detail {
 
@@ -29,7 +30,7 @@ constexpr uint64_t kPoolKeep = uint64_t(1) << 30;
 constexpr int kTile = 32;
 
 // Cells are indexed with 32 bits on the device (labels, receivers, exits; kFar marks "none").
-constexpr int64_t kMostCells = 0x3ffffffe;
+constexpr int64_t kMostCells = kGpuMostCells;
 
 inline std::size_t need(int64_t cells, std::size_t bytesPerCell)
 {

@@ -4,12 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "core/run_control.h"
 #include "dem/detail/priority_flood.h"
 
 namespace gpugeo::dem::tiled::detail {
+
+// Holds one of `slots` places on the GPU for one tile's work while it lives (TiledOptions::gpuTiles):
+// the tiles' threads take turns, so that the device's memory holds at most that many tiles' work.
+class GpuTurn
+{
+public:
+  explicit GpuTurn(int slots);
+  ~GpuTurn();
+  GpuTurn(const GpuTurn&) = delete;
+  GpuTurn& operator=(const GpuTurn&) = delete;
+};
 
 // Pass 1 of the tiled fill for one tile of width x height cells, given with a one-cell halo
 // (zPadded, (width + 2) x (height + 2), NaN off the raster): the lowest spill between each pair of

@@ -4,11 +4,12 @@
 // (priority_flood.h's levelKey) above the label, so that one unsigned comparison orders keys by
 // level, then label. The tile's perimeter cells and edge cells are its sinks and keep their own keys
 // (their elevation; their own label, or the ocean's); every other valid cell starts at the largest key
-// and relaxes, key(c) = the least over its neighbours n of (max(z(c), level(n)), label(n)), in
-// 32 x 32 blocks in shared memory, passes over the blocks until nothing changes (dem_cuda.cu's
-// fill). Keys only fall and each is the level of a real path from the cell to its label's sink, so
-// the levels settle at the cells' minimax levels to the sinks (Priority-Flood's), and each label is a
-// sink reached at that level: what Barnes's (2016) graph needs, whichever sink a tie picks. The
+// and relaxes: it takes the least over its neighbours n of (max(z(c), level(n)), label(n)) where that
+// level is below its own, in 32 x 32 blocks in shared memory, passes over the blocks until nothing
+// changes (dem_cuda.cu's fill). Levels only fall and each key is the level of a real path from the
+// cell to its label's sink, so the levels settle at the cells' minimax levels to the sinks
+// (Priority-Flood's), and each label is a sink reached at that level: what Barnes's (2016) graph
+// needs, whichever sink a tie picks (which one may differ from run to run; the levels do not). The
 // spills are then the lowest max(level(a), level(b)) over neighbours of different labels, reduced by
 // pair of labels with CUB's sort and reduce-by-key.
 #include <cub/cub.cuh>
@@ -17,6 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 #include "dem/detail/dem_cuda_common.cuh"
@@ -24,6 +27,7 @@
 #include "dem/detail/priority_flood.h"
 #include "dem/tiled/perimeter.h"
 #include "dem/tiled/tile_cuda.h"
+#include "dem/tiled/tiled_dem.h"
 
 namespace gpugeo::dem::tiled::detail {
 
@@ -105,7 +109,9 @@ __global__ void floodTileKernel(const float* z, int64_t pw, int64_t ph, unsigned
           v = (static_cast<unsigned long long>(zk) << 32) | (v & 0xffffffffull);
         m = v < m ? v : m;
       }
-      if (m < mine)
+      // Only a lower level is taken: a tie keeps the label the cell has (any sink reached at the
+      // cell's level will do), so that labels do not sweep the tile again for every tie.
+      if ((m >> 32) < (mine >> 32))
       {
         mine = m;
         step = true;
@@ -177,7 +183,39 @@ struct MinLevel
   __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a < b ? a : b; }
 };
 
+// The places on the GPU in use, across the process's tiled runs.
+struct Places
+{
+  std::mutex lock;
+  std::condition_variable freed;
+  int inUse = 0;
+};
+
+Places& gpuPlaces()
+{
+  static Places places;
+  return places;
+}
+
 }  // namespace
+
+GpuTurn::GpuTurn(int slots)
+{
+  Places& p = gpuPlaces();
+  std::unique_lock<std::mutex> lock(p.lock);
+  p.freed.wait(lock, [&] { return p.inUse < std::max(1, slots); });
+  ++p.inUse;
+}
+
+GpuTurn::~GpuTurn()
+{
+  Places& p = gpuPlaces();
+  {
+    std::lock_guard<std::mutex> lock(p.lock);
+    --p.inUse;
+  }
+  p.freed.notify_all();
+}
 
 std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t width, int64_t height,
                                                 int32_t firstLabel, const RunControl& control)
@@ -234,3 +272,17 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t wi
 }
 
 }  // namespace gpugeo::dem::tiled::detail
+
+namespace gpugeo::dem::tiled {
+
+int64_t freeGpuMemory()
+{
+  if (!probeGpu().usable)
+    return 0;
+  GPUGEO_CUDA_CHECK(cudaSetDevice(probeGpu().device));
+  std::size_t available = 0, total = 0;
+  GPUGEO_CUDA_CHECK(cudaMemGetInfo(&available, &total));
+  return int64_t(available);
+}
+
+}  // namespace gpugeo::dem::tiled

@@ -59,6 +59,9 @@ struct TiledOptions
   // two floods, the directions, the accumulation's two passes), the tiles' threads taking turns on
   // it. Auto counts as the CPU: the caller chooses.
   Backend backend = Backend::Cpu;
+  // Tiles on the GPU at once (each holds up to kGpuBytesPerTileCell a cell of the tile with its halo
+  // there); the other threads read, prepare and write tiles meanwhile.
+  int gpuTiles = 1;
   // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
   // time, from whichever thread finished the tile.
   std::function<void(int pass, int64_t done, int64_t tiles)> onTile;
@@ -73,6 +76,13 @@ struct TiledReport
   int64_t tileBytes = 0;     // the working memory of one tile in flight
   StageTimes times;          // wall time of each pass and of the graph
 };
+
+// On the GPU the tiles take turns, TiledOptions::gpuTiles at a time: its memory holds that many tiles'
+// work, each at most this many bytes per cell of the tile with its halo (the fill's flood with its
+// spills, the largest).
+constexpr int64_t kGpuBytesPerTileCell = 108;
+// The device memory free now (0 without a usable GPU), for choosing the GPU's tile size.
+int64_t freeGpuMemory();
 
 // Bytes of working memory per cell of a tile in flight, for choosing the tile size from a budget.
 constexpr int64_t kFillBytesPerTileCell = 24;

@@ -131,7 +131,7 @@ std::vector<int32_t> perimeterLabels(const std::vector<float>& z, const Window& 
 // its level (its elevation raised to its label's level), since a filled cell's level is the lowest
 // over its paths to the tile's perimeter and edge cells of their levels and the path's elevations.
 std::vector<float> fillTileOnGpu(const std::vector<float>& z, const Window& t, const std::vector<int32_t>& labels,
-                                 const std::vector<float>& labelLevel, const RunControl& control)
+                                 const std::vector<float>& labelLevel, int gpuTiles, const RunControl& control)
 {
   std::vector<float> cells = detail::withoutHalo(z, t);
   forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
@@ -144,6 +144,7 @@ std::vector<float> fillTileOnGpu(const std::vector<float>& z, const Window& t, c
   grid.z = cells.data();
   grid.width = t.width;
   grid.height = t.height;
+  const detail::GpuTurn turn(gpuTiles);
   return dem::detail::fillCuda(grid, control);
 }
 
@@ -219,6 +220,7 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
     });
     if (options.backend == Backend::Gpu)
     {
+      const detail::GpuTurn turn(options.gpuTiles);
       mine.spills = detail::floodSpillsCuda(z.data(), t.width, t.height, first, control);
       return;
     }
@@ -280,7 +282,7 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
     detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
     const std::vector<float> cells =
       options.backend == Backend::Gpu
-        ? fillTileOnGpu(z, t, perimeterLabels(z, t, firstLabel[std::size_t(i)]), labelLevel, control)
+        ? fillTileOnGpu(z, t, perimeterLabels(z, t, firstLabel[std::size_t(i)]), labelLevel, options.gpuTiles, control)
         : raisedTile(z, t, firstLabel[std::size_t(i)], labelLevel);
     if (observe)
     {

@@ -7,6 +7,7 @@
 #include "dem/detail/dem_cpu.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_math.h"
+#include "dem/tiled/tile_cuda.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/tiled/tiling.h"
 
@@ -128,7 +129,7 @@ void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std:
 // border); the receivers only when `withReceivers` (pass 1's links need them).
 void accumulateTileOnGpu(const std::vector<uint8_t>& dir, const Window& t, const RowSizes& rows,
                          const int64_t* extraCells, const int64_t* extraArea, bool withReceivers, TileSums& s,
-                         const RunControl& control)
+                         int gpuTiles, const RunControl& control)
 {
   if (withReceivers)
     tileReceivers(dir, t, s.receiver);
@@ -137,7 +138,9 @@ void accumulateTileOnGpu(const std::vector<uint8_t>& dir, const Window& t, const
   grid.height = t.height;
   grid.cellWidth = rows.cellWidth.data() + t.y0;
   grid.cellHeight = rows.cellHeight.data() + t.y0;
-  Accumulation sums = dem::detail::accumulationCuda(grid, detail::withoutHalo(dir, t), control, extraCells, extraArea);
+  const std::vector<uint8_t> cells = detail::withoutHalo(dir, t);
+  const detail::GpuTurn turn(gpuTiles);
+  Accumulation sums = dem::detail::accumulationCuda(grid, cells, control, extraCells, extraArea);
   s.cells = std::move(sums.cells);
   s.area = std::move(sums.area);
 }
@@ -166,7 +169,7 @@ std::vector<uint8_t> tileDirections(const std::vector<float>& z, const std::vect
 // The same on the GPU: dem_cuda.h's directions over the tile with its halo (the halo's own
 // directions, which see the padded grid's border as the raster's, are dropped).
 std::vector<uint8_t> tileDirectionsOnGpu(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
-                                         const RowSizes& rows, const RunControl& control)
+                                         const RowSizes& rows, int gpuTiles, const RunControl& control)
 {
   const int64_t ph = t.height + 2;
   std::vector<double> width(static_cast<std::size_t>(ph)), height(static_cast<std::size_t>(ph));
@@ -182,7 +185,12 @@ std::vector<uint8_t> tileDirectionsOnGpu(const std::vector<float>& z, const std:
   grid.height = ph;
   grid.cellWidth = width.data();
   grid.cellHeight = height.data();
-  return detail::withoutHalo(dem::detail::directionsWithMaskCuda(grid, mask ? mask->data() : nullptr, control), t);
+  std::vector<uint8_t> padded;
+  {
+    const detail::GpuTurn turn(gpuTiles);
+    padded = dem::detail::directionsWithMaskCuda(grid, mask ? mask->data() : nullptr, control);
+  }
+  return detail::withoutHalo(padded, t);
 }
 
 // The global graph of the perimeter cells (Barnes 2017), a node per perimeter cell of every tile.
@@ -219,7 +227,7 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
       detail::readWithHalo(*mask, t, int32_t(0), flats);
     const int64_t pw = t.width + 2;
     const std::vector<uint8_t> cells = options.backend == Backend::Gpu
-                                         ? tileDirectionsOnGpu(z, mask ? &flats : nullptr, t, rows, control)
+                                         ? tileDirectionsOnGpu(z, mask ? &flats : nullptr, t, rows, options.gpuTiles, control)
                                          : tileDirections(z, mask ? &flats : nullptr, t, rows);
     DirectionCounts mine;
     for (int64_t y = 0; y < t.height; ++y)
@@ -274,7 +282,7 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
     detail::readWithHalo(directions, t, kNoData, dir);
     TileSums s;
     if (options.backend == Backend::Gpu)
-      accumulateTileOnGpu(dir, t, rows, nullptr, nullptr, true, s, control);
+      accumulateTileOnGpu(dir, t, rows, nullptr, nullptr, true, s, options.gpuTiles, control);
     else
       accumulateTile(dir, t, rowArea, nullptr, nullptr, s);
     const int64_t first = g.firstNode[std::size_t(i)];
@@ -371,7 +379,8 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
     TileSums s;
     const int64_t first = g.firstNode[std::size_t(i)];
     if (options.backend == Backend::Gpu)
-      accumulateTileOnGpu(dir, t, rows, g.inCells.data() + first, g.inArea.data() + first, false, s, control);
+      accumulateTileOnGpu(dir, t, rows, g.inCells.data() + first, g.inArea.data() + first, false, s,
+                          options.gpuTiles, control);
     else
       accumulateTile(dir, t, rowArea, g.inCells.data() + first, g.inArea.data() + first, s);
     AccumulationSummary mine;

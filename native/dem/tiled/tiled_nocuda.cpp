@@ -1,6 +1,7 @@
 // The tiled tools' GPU work where this build has no CUDA backend.
 #include "core/errors.h"
 #include "dem/tiled/tile_cuda.h"
+#include "dem/tiled/tiled_dem.h"
 
 namespace gpugeo::dem::tiled::detail {
 
@@ -9,4 +10,16 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float*, int64_t, int64_t, 
   throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
 }
 
+GpuTurn::GpuTurn(int) {}
+GpuTurn::~GpuTurn() = default;
+
 }  // namespace gpugeo::dem::tiled::detail
+
+namespace gpugeo::dem::tiled {
+
+int64_t freeGpuMemory()
+{
+  return 0;
+}
+
+}  // namespace gpugeo::dem::tiled

@@ -127,6 +127,7 @@ bool FillDepressionsAlgorithm::prepareInputs(const QVariantMap& parameters, QgsP
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
+  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
   return true;
 }
 

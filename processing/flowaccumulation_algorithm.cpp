@@ -255,6 +255,7 @@ bool FlowAccumulationAlgorithm::prepareInputs(const QVariantMap& parameters, Qgs
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
+  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
   return true;
 }
 

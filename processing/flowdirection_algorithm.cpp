@@ -140,6 +140,7 @@ bool FlowDirectionAlgorithm::prepareInputs(const QVariantMap& parameters, QgsPro
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
+  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
   return true;
 }
 

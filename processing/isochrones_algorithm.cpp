@@ -346,6 +346,7 @@ bool IsochronesAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProces
     throw QgsProcessingException(problem);
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
+  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
   mHasManning = parameterGiven(parameters, QStringLiteral("MANNING"));
   if (mHasManning)
     mManningSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("MANNING"), context),

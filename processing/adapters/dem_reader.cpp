@@ -173,6 +173,7 @@ DemRaster openDemRaster(const DemSource& source, int band)
   raster.gdalName = source.gdalName;
   raster.band = band;
   raster.crs = source.crs;
+  raster.cogOutputs = source.cogOutputs;
   Dataset dataset = openQuietly(source.gdalName, GA_ReadOnly);
   if (!dataset)
     throw QgsProcessingException(QObject::tr("Could not open %1: %2").arg(source.gdalName, lastGdalError()));
@@ -403,8 +404,14 @@ void writeDemRaster(const QString& path, const DemRaster& raster, GDALDataType t
     if (feedback)
       feedback->setProgress(100.0 * double(row0 + rows) / double(raster.height));
   }
-  finished.add(writer->finish());
-  // GeoTiffWriter writes square pixels; a DEM's may not be: its geotransform goes in as it was.
+  finishDemRaster(std::move(writer), raster, finished);
+}
+
+void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished)
+{
+  const QString path = writer->finish();
+  finished.add(path);
+  const double* gt = raster.geoTransform;
   if (gt[5] != -gt[1])
   {
     Dataset dataset = openQuietly(path, GA_Update);
@@ -415,6 +422,8 @@ void writeDemRaster(const QString& path, const DemRaster& raster, GDALDataType t
     if (CPLGetLastErrorType() == CE_Failure)
       throw QgsProcessingException(QObject::tr("Could not finish %1: %2").arg(path, lastGdalError()));
   }
+  if (raster.cogOutputs)
+    makeCloudOptimized(path);
 }
 
 LoadedDem loadDem(const DemSource& source, int band, gpugeo::StageTimes& times, QgsFeedback* progress,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct DemSource
 {
   QString gdalName;
   QgsCoordinateReferenceSystem crs;
+  bool cogOutputs = false;  // the tool's COG parameter: its rasters written as Cloud Optimized GeoTIFFs
 };
 
 // Throws QgsProcessingException when the layer is missing or not a raster GDAL reads (a file).
@@ -61,6 +63,7 @@ struct DemRaster
   std::vector<double> cellHeight;
   QString cellSizeNote;  // how the cell sizes were found, for the log
   QStringList warnings;  // for the log (e.g. no CRS)
+  bool cogOutputs = false;  // the source's: the rasters written for this DEM (finishDemRaster) as COG
 
   // The grid the native core takes, over `z` (width x height values).
   dem::Grid grid(const float* z) const { return {z, width, height, cellWidth.data(), cellHeight.data()}; }
@@ -114,6 +117,12 @@ LoadedDem loadDem(const DemSource& source, int band, gpugeo::StageTimes& times, 
 void writeDemRaster(const QString& path, const DemRaster& raster, GDALDataType type, std::optional<double> noData,
                     const std::function<void(int64_t, int64_t, void*)>& fill, FinishedRasters& finished,
                     QgsFeedback* feedback);
+
+class GeoTiffWriter;
+// Finishes a raster written for this DEM (writeDemRaster's, or a tiled run's writer): GeoTiffWriter
+// writes square pixels, so a DEM's non-square geotransform is set afterwards, then the file is made
+// a Cloud Optimized GeoTIFF where the DEM's outputs are (cogOutputs); the file is added to `finished`.
+void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished);
 
 // One line for the log: the raster's size, cell sizes, nodata and how many cells hold a value.
 QString describeDem(const DemRaster& raster, int64_t validCells);

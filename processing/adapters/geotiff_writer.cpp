@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <QByteArray>
+#include <QFile>
 #include <QFileInfo>
 #include <QObject>
 
@@ -143,6 +144,52 @@ void GeoTiffWriter::discard()
   GDALClose(mDataset);
   mDataset = nullptr;
   deleteRaster(mPath);
+}
+
+void makeCloudOptimized(const QString& path)
+{
+  GDALAllRegister();
+  GDALDriverH cog = GDALGetDriverByName("COG");
+  if (!cog)
+    throw QgsProcessingException(QObject::tr("This GDAL (%1) has no COG driver (GDAL 3.1 or later); write plain "
+                                             "GeoTIFFs (COG=false).")
+                                   .arg(QString::fromUtf8(GDALVersionInfo("RELEASE_NAME"))));
+  CPLErrorReset();
+  GDALDatasetH source = GDALOpen(path.toUtf8().constData(), GA_ReadOnly);
+  if (!source)
+    throw QgsProcessingException(QObject::tr("Could not reopen %1: %2").arg(path, lastGdalError()));
+  const GDALDataType type = GDALGetRasterDataType(GDALGetRasterBand(source, 1));
+  const bool floating = type == GDT_Float32 || type == GDT_Float64;
+  char** options = nullptr;
+  options = CSLSetNameValue(options, "BLOCKSIZE", QByteArray::number(GeoTiffWriter::kBlockSizeForCog).constData());
+  options = CSLSetNameValue(options, "COMPRESS", "DEFLATE");
+  options = CSLSetNameValue(options, "PREDICTOR", "YES");
+  options = CSLSetNameValue(options, "NUM_THREADS", "ALL_CPUS");
+  options = CSLSetNameValue(options, "BIGTIFF", "IF_SAFER");
+  options = CSLSetNameValue(options, "RESAMPLING", floating ? "AVERAGE" : "NEAREST");
+  const QString copy = path + QStringLiteral(".cog.tif");
+  GDALDatasetH written = GDALCreateCopy(cog, copy.toUtf8().constData(), source, FALSE, options, nullptr, nullptr);
+  CSLDestroy(options);
+  GDALClose(source);
+  bool ok = written != nullptr;
+  if (written)
+  {
+    GDALClose(written);
+    ok = CPLGetLastErrorType() != CE_Failure;
+  }
+  if (!ok)
+  {
+    const QString error = lastGdalError();
+    deleteRaster(copy);
+    throw QgsProcessingException(QObject::tr("Could not write %1 as a Cloud Optimized GeoTIFF (disk full?): %2")
+                                   .arg(path, error));
+  }
+  deleteRaster(path);
+  if (!QFile::rename(copy, path))
+  {
+    deleteRaster(copy);
+    throw QgsProcessingException(QObject::tr("Could not move the Cloud Optimized GeoTIFF into place at %1.").arg(path));
+  }
 }
 
 FinishedRasters::~FinishedRasters()

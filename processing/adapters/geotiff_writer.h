@@ -49,6 +49,8 @@ public:
   // largest floating raster (cells) written compressed.
   static constexpr int kBlockSize = 256;
   static constexpr int64_t kSmallRaster = 1 << 20;
+  // The blocks of the Cloud Optimized GeoTIFFs written (makeCloudOptimized).
+  static constexpr int kBlockSizeForCog = 256;
 
 private:
   void discard();
@@ -58,6 +60,12 @@ private:
   GDALDataType mType;
   int64_t mWidth = 0;
 };
+
+// Rewrites the finished GeoTIFF at `path` as a Cloud Optimized GeoTIFF through GDAL's COG driver
+// (blocks of 256, DEFLATE with a predictor on all cores, BigTIFF when needed, overviews: nearest
+// for integer rasters, average for floating ones), reading it block by block; the file is replaced
+// only once the copy is whole. Throws QgsProcessingException (the copy deleted) when GDAL cannot.
+void makeCloudOptimized(const QString& path);
 
 // The rasters a run has finished writing. Unless keep() is called (the run succeeded), they are
 // deleted when the guard goes: a run that fails or is canceled after a raster was complete leaves

@@ -256,25 +256,6 @@ std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRas
   return std::make_unique<GeoTiffWriter>(path, geometry, type, noData, raster.crs);
 }
 
-void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished)
-{
-  const QString path = writer->finish();
-  finished.add(path);
-  const double* gt = raster.geoTransform;
-  if (gt[5] != -gt[1])
-  {
-    CPLErrorReset();
-    GDALDatasetH dataset = GDALOpen(path.toUtf8().constData(), GA_Update);
-    if (!dataset || GDALSetGeoTransform(dataset, const_cast<double*>(gt)) != CE_None)
-    {
-      if (dataset)
-        GDALClose(dataset);
-      throw QgsProcessingException(QObject::tr("Could not set the geotransform of %1: %2").arg(path, lastGdalError()));
-    }
-    GDALClose(dataset);
-  }
-}
-
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
                       int64_t tileBytesPerCell, int threads, Backend backend, int64_t gpuInMemoryBytesPerCell)
 {

@@ -124,10 +124,6 @@ std::function<void(const T*, int64_t, void*)> nanAsNoData(T noData)
 // A GeoTiffWriter for an output of the DEM's size, geotransform and CRS (writeDemRaster's file).
 std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,
                                                std::optional<double> noData);
-// Finishes the writer (and sets a non-square geotransform, as writeDemRaster does); adds the file to
-// `finished`.
-void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished);
-
 // Whether a DEM tool runs in memory or tile by tile, and with which tiles.
 struct TilingPlan
 {

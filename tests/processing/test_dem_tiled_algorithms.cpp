@@ -325,3 +325,66 @@ TEST_F(DemAlgorithmsTest, TiledRunsResolveTheDevice)
     EXPECT_FALSE(automatic.logContains(QStringLiteral("On the GPU,")));
   }
 }
+
+namespace {
+
+// GDAL's word on a file: its layout (COG or none) and band 1's overview count.
+std::pair<QString, int> layoutOf(const QString& file)
+{
+  GDALDatasetH dataset = GDALOpen(file.toUtf8().constData(), GA_ReadOnly);
+  if (!dataset)
+    return {QStringLiteral("(does not open)"), 0};
+  const char* layout = GDALGetMetadataItem(dataset, "LAYOUT", "IMAGE_STRUCTURE");
+  const std::pair<QString, int> out{QString::fromUtf8(layout ? layout : ""),
+                                    GDALGetOverviewCount(GDALGetRasterBand(dataset, 1))};
+  GDALClose(dataset);
+  return out;
+}
+
+}  // namespace
+
+// COG: the outputs of the four tools, in memory and tile by tile, are Cloud Optimized GeoTIFFs with
+// overviews holding the plain run's values bit for bit, the geographic DEM's non-square cells
+// included; nothing is left beside them.
+TEST_F(DemAlgorithmsTest, CogOutputsHoldThePlainRunsValues)
+{
+  const TestDem d = randomDem(300, 260, 13, 7);
+  writeTiff(path("dem.tif"), d);
+  TestDem geographic = d;
+  const double step = 1.0 / 1200.0, gt[6] = {10.0, step, 0.0, 60.05, 0.0, -step};
+  std::copy(gt, gt + 6, geographic.geoTransform);
+  writeTiff(path("geo.tif"), geographic, GDT_Float32, -9999.0, "EPSG:4326");
+  for (const QString& input : {QStringLiteral("dem"), QStringLiteral("geo")})
+    for (const bool tiled : {false, true})
+    {
+      SCOPED_TRACE(input.toStdString() + (tiled ? " tiled" : " in memory"));
+      const QString plain = path(input + "_plain.tif"), cog = path(input + QStringLiteral("_cog%1.tif").arg(tiled));
+      ASSERT_TRUE(run(kFill, path(input + ".tif"), {{QStringLiteral("OUTPUT"), plain}}).ok);
+      const RunResult result = run(kFill, path(input + ".tif"),
+                                   {{QStringLiteral("OUTPUT"), cog}, {QStringLiteral("COG"), true}, {QStringLiteral("TILED"), tiled}});
+      ASSERT_TRUE(result.ok) << result.error.toStdString();
+      const auto [layout, overviews] = layoutOf(cog);
+      EXPECT_EQ(layout, QStringLiteral("COG"));
+      EXPECT_GE(overviews, 1);
+      double plainTransform[6], cogTransform[6], plainNoData = 0, cogNoData = 0;
+      const auto a = read<float>(plain, GDT_Float32, &plainNoData, plainTransform);
+      const auto b = read<float>(cog, GDT_Float32, &cogNoData, cogTransform);
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+      EXPECT_EQ(cogNoData, plainNoData);
+      for (int i = 0; i < 6; ++i)
+        EXPECT_EQ(cogTransform[i], plainTransform[i]) << i;
+      EXPECT_FALSE(QFile::exists(cog + ".cog.tif"));
+    }
+  // Directions and accumulation as COG too (integer rasters: overviews by nearest).
+  const RunResult directions = run(kDirection, path("dem_plain.tif"),
+                                   {{QStringLiteral("OUTPUT"), path("dir_cog.tif")}, {QStringLiteral("COG"), true}});
+  ASSERT_TRUE(directions.ok) << directions.error.toStdString();
+  EXPECT_EQ(layoutOf(path("dir_cog.tif")).first, QStringLiteral("COG"));
+  const RunResult accumulation = run(kAccumulation, path("dir_cog.tif"),
+                                     {{QStringLiteral("OUTPUT_CELLS"), path("cells_cog.tif")},
+                                      {QStringLiteral("COG"), true},
+                                      {QStringLiteral("TILED"), true}});
+  ASSERT_TRUE(accumulation.ok) << accumulation.error.toStdString();
+  EXPECT_EQ(layoutOf(path("cells_cog.tif")).first, QStringLiteral("COG"));
+}

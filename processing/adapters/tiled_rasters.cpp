@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__unix__)
+#include <sys/resource.h>
+#endif
+
 #include <QObject>
 
 #include <cpl_error.h>
@@ -377,6 +381,13 @@ void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProc
                        .arg(report.passes + extraPasses)
                        .arg(mib(report.graphBytes))
                        .arg(mib(report.tileBytes)));
+#if defined(__unix__)
+  // The whole process's (QGIS's own memory and earlier runs included): what the budget is checked against.
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0)
+    feedback->pushInfo(QObject::tr("Peak resident memory of this process so far: %1 MiB.")
+                         .arg(double(usage.ru_maxrss) / 1024.0, 0, 'f', 0));
+#endif
 }
 
 std::string scratchParent()

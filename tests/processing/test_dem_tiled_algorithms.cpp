@@ -40,6 +40,8 @@ TEST_F(DemAlgorithmsTest, TiledRunsGiveTheInMemoryRastersBitForBit)
         EXPECT_TRUE(result.logContains(QStringLiteral("Tiles of 96 x 96 cells"))) << result.log.join('\n').toStdString();
         EXPECT_TRUE(result.logContains(QStringLiteral("Tiled run: 12 tiles of up to 96 x 96 cells; 3 passes")))
           << result.log.join('\n').toStdString();
+        EXPECT_TRUE(result.logContains(QStringLiteral("Peak resident memory of this process so far: ")))
+          << result.log.join('\n').toStdString();
       }
       double noDataMemory = 0, noDataTiled = 0, transformMemory[6], transformTiled[6];
       const auto expected = read<float>(memory, GDT_Float32, &noDataMemory, transformMemory);

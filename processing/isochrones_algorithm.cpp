@@ -784,7 +784,20 @@ void IsochronesAlgorithm::BandWriter::write(int band, double interval, int64_t c
                                             const BandPolygons& polygons, size_t index)
 {
   // Cell corners to map coordinates (the DEM is north-up, so shells stay counter-clockwise).
-  std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(polygons, index, false, mToMap);
+  addBand(band, interval, cells, area, bandMultiPolygon(polygons, index, false, mToMap));
+}
+
+void IsochronesAlgorithm::BandWriter::writeAndFree(int band, double interval, int64_t cells, double area,
+                                                   BandPolygons& polygons)
+{
+  std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(polygons, 0, false, mToMap);
+  polygons = BandPolygons();  // their memory back before the sink copies the geometry
+  addBand(band, interval, cells, area, std::move(multi));
+}
+
+void IsochronesAlgorithm::BandWriter::addBand(int band, double interval, int64_t cells, double area,
+                                              std::unique_ptr<QgsMultiPolygon> multi)
+{
   if (!multi)
     return;
   QgsFeature feature(mFields);

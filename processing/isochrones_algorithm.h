@@ -102,9 +102,13 @@ private:
     ~BandWriter();
     // Band `band` (of `interval` minutes, `cells` cells, `area` m²) from band `index` of `polygons`.
     void write(int band, double interval, int64_t cells, double area, const BandPolygons& polygons, size_t index);
+    // The same from one band's polygons, freed once they are a geometry (before the sink copies it).
+    void writeAndFree(int band, double interval, int64_t cells, double area, BandPolygons& polygons);
     const QString& id() const { return mId; }
 
   private:
+    void addBand(int band, double interval, int64_t cells, double area, std::unique_ptr<QgsMultiPolygon> multi);
+
     const QVariantMap& mParameters;
     QgsFields mFields;
     AxisMap mToMap;

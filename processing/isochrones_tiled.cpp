@@ -361,10 +361,10 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& re
   if (request.wantIsochrones)
   {
     bandWriter = std::make_unique<BandWriter>(*this, parameters, context, raster);
-    onBand = [&](int32_t band, int64_t cells, double area, const BandPolygons& polygons) {
+    onBand = [&](int32_t band, int64_t cells, double area, BandPolygons& polygons) {
       if (feedback->isCanceled())
         throw Canceled();
-      bandWriter->write(band, outcome.interval, cells, area, polygons, 0);
+      bandWriter->writeAndFree(band, outcome.interval, cells, area, polygons);
     };
   }
   dem::tiled::TiledBands traced = chain.bands(outcome.interval, outcome.bands, request.timePath, onBand);

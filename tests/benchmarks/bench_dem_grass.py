@@ -3,8 +3,8 @@
 same memory cap, in one run:
 
   ours        gpugeo:filldepressions, gpugeo:flowdirection (flats resolved) and gpugeo:flowaccumulation
-              (cells and m²) through qgis_process with MEMORY_BUDGET=CAP, each a whole process; the chain
-              is their sum. GeoTIFF in and out.
+              (the cells, as the peers give them; with --area the m² too) through qgis_process with
+              MEMORY_BUDGET=CAP, each a whole process; the chain is their sum. GeoTIFF in and out.
   terraflow   GRASS r.terraflow (fill, directions, flow accumulation, plus its watershed and TCI outputs,
               which it always writes) with memory=CAP, on the DEM imported into a GRASS database
   watershed   GRASS r.watershed -m -s (segmented, out of core; single flow direction: D8) with
@@ -15,7 +15,7 @@ is stopped; the ratio is then a lower bound (given as ">"). Peak resident memory
 The DEM is bench_dem_tiled_cpu.py's synthetic terrain.
 
 usage: bench_dem_grass.py [PLUGIN_DIR] [--size N] [--cap MiB] [--timeout S] [--work DIR] [--skip-ours]
-                          [--skip-grass] [--ours-seconds S]
+                          [--skip-grass] [--skip-terraflow] [--ours-seconds S] [--area]
                           [--timeout-watershed S]
 (GRASS's tools use one core: --skip-grass, then --skip-ours --ours-seconds S, runs ours alone first.)
 """
@@ -71,6 +71,8 @@ def main():
     parser.add_argument("--skip-ours", action="store_true")
     parser.add_argument("--skip-grass", action="store_true")
     parser.add_argument("--ours-seconds", type=float, help="our chain's time from an earlier run, for the ratios")
+    parser.add_argument("--skip-terraflow", action="store_true")
+    parser.add_argument("--area", action="store_true", help="our accumulation writes the m² raster too")
     a = parser.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="gg_grass_")
     os.makedirs(work, exist_ok=True)
@@ -85,8 +87,8 @@ def main():
         peak = 0.0
         for name, extra in (("filldepressions", [f"INPUT={dem}", f"OUTPUT={work}/o_filled.tif"]),
                             ("flowdirection", [f"INPUT={work}/o_filled.tif", f"OUTPUT={work}/o_dir.tif"]),
-                            ("flowaccumulation", [f"INPUT={work}/o_dir.tif", f"OUTPUT_CELLS={work}/o_cells.tif",
-                                                  f"OUTPUT_AREA={work}/o_area.tif"])):
+                            ("flowaccumulation", [f"INPUT={work}/o_dir.tif", f"OUTPUT_CELLS={work}/o_cells.tif"] +
+                             ([f"OUTPUT_AREA={work}/o_area.tif"] if a.area else []))):
             s, p, _, out = timed([QGIS_PROCESS, "run", f"gpugeo:{name}", "--", "DEVICE=1",
                                   f"MEMORY_BUDGET={a.cap}"] + extra, env=env)
             tiles = re.search(r"Tiled run: [^\n]*", out)
@@ -113,19 +115,20 @@ def main():
     results["watershed"] = (s, finished)
     print(f"r.watershed -m -s memory={a.cap}: " + (f"{s:.1f} s, peak {p:.0f} MB" if finished else
                                                     f"stopped after {s:.0f} s (--timeout)"))
-    tmp = os.path.join(work, "terraflow_tmp")
-    os.makedirs(tmp, exist_ok=True)
-    s, p, finished, _ = grass(database, ["r.terraflow", "elevation=dem", "filled=tf_filled", "direction=tf_dir",
-                                         "swatershed=tf_shed", "accumulation=tf_acc", "tci=tf_tci",
-                                         f"memory={a.cap}", f"directory={tmp}", "--overwrite"], timeout=a.timeout)
-    results["terraflow"] = (s, finished)
-    print(f"r.terraflow memory={a.cap}: " + (f"{s:.1f} s, peak {p:.0f} MB" if finished else
-                                              f"stopped after {s:.0f} s (--timeout)"))
+    if not a.skip_terraflow:
+        tmp = os.path.join(work, "terraflow_tmp")
+        os.makedirs(tmp, exist_ok=True)
+        s, p, finished, _ = grass(database, ["r.terraflow", "elevation=dem", "filled=tf_filled", "direction=tf_dir",
+                                             "swatershed=tf_shed", "accumulation=tf_acc", "tci=tf_tci",
+                                             f"memory={a.cap}", f"directory={tmp}", "--overwrite"], timeout=a.timeout)
+        results["terraflow"] = (s, finished)
+        print(f"r.terraflow memory={a.cap}: " + (f"{s:.1f} s, peak {p:.0f} MB" if finished else
+                                                  f"stopped after {s:.0f} s (--timeout)"))
     if "ours" in results:
         for name in ("terraflow", "watershed"):
-            s, finished = results[name]
-            print(f"ratio {name} / ours: {'' if finished else '> '}{s / results['ours']:.1f}x")
-
+            if name in results:
+                s, finished = results[name]
+                print(f"ratio {name} / ours: {'' if finished else '> '}{s / results['ours']:.1f}x")
 
 if __name__ == "__main__":
     main()

@@ -301,7 +301,7 @@ BandPolygons labelsPolygons(std::vector<TilePieces>& tiles, int32_t count, int64
     std::size_t end = begin;
     while (end < rings.found.size() && rings.found[end].label == k)
       ++end;
-    const BandPolygons one = labelPolygons(tiles, rings, begin, end, width, height, control, threads);
+    BandPolygons one = labelPolygons(tiles, rings, begin, end, width, height, control, threads);
     if (onBand)
       onBand(k, counts->bandCells[std::size_t(k)], counts->bandArea[std::size_t(k)], one);
     else

@@ -192,14 +192,15 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
 // as regions.h's polygons, and the watershed (the cells with a time) as one set. With `copy`, the
 // times are written there too (the output raster). With `onBand`, each band's cells, area and
 // polygons (a BandPolygons of one band) are given to it in turn, after the watershed is traced, and
-// dropped, so that only one band's polygons are held at a time; TiledBands::bands is then empty.
+// dropped, so that only one band's polygons are held at a time (the observer may take them, or free
+// them as soon as it has what it needs); TiledBands::bands is then empty.
 struct TiledBands
 {
   std::vector<int64_t> bandCells;
   std::vector<double> bandArea;
   BandPolygons bands, watershed;
 };
-using BandObserver = std::function<void(int32_t band, int64_t cells, double area, const BandPolygons& polygons)>;
+using BandObserver = std::function<void(int32_t band, int64_t cells, double area, BandPolygons& polygons)>;
 constexpr int64_t kBandsBytesPerTileCell = 28;
 TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows, double interval, int32_t bands,
                       RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,

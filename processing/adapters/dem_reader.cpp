@@ -30,12 +30,6 @@ namespace {
 constexpr int64_t kBandCells = int64_t(1) << 22;
 constexpr double kPi = 3.14159265358979323846;
 
-QString lastGdalError()
-{
-  const char* message = CPLGetLastErrorMsg();
-  return message && *message ? QString::fromUtf8(message) : QObject::tr("unknown GDAL error");
-}
-
 struct DatasetCloser
 {
   void operator()(void* dataset) const

@@ -16,13 +16,13 @@
 
 namespace gpugeo {
 
-namespace {
-
 QString lastGdalError()
 {
   const char* message = CPLGetLastErrorMsg();
   return message && *message ? QString::fromUtf8(message) : QObject::tr("unknown GDAL error");
 }
+
+namespace {
 
 void deleteRaster(const QString& path)
 {

@@ -15,6 +15,9 @@ class QgsCoordinateReferenceSystem;
 
 namespace gpugeo {
 
+// GDAL's last error message, or "unknown GDAL error" (for the adapters' messages).
+QString lastGdalError();
+
 struct GridGeometry
 {
   double originX = 0.0;  // top-left corner

@@ -26,12 +26,6 @@ namespace gpugeo {
 
 namespace {
 
-QString lastGdalError()
-{
-  const char* message = CPLGetLastErrorMsg();
-  return message && *message ? QString::fromUtf8(message) : QObject::tr("unknown GDAL error");
-}
-
 constexpr int64_t kMiB = int64_t(1) << 20;
 constexpr int64_t kReadBytesPerCell = 8;       // a window read as float64
 constexpr int64_t kReadBuffer = 32 * kMiB;     // the in-memory run's band of rows read as float64

@@ -216,9 +216,7 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
   if (!plan.tiled)
     return executeInMemory(device, parameters, context, feedback, times);
   QVariantMap outputs;
-  runWithCpuFallback(device, feedback, [&](Backend backend) {
-    TilingPlan on = plan;
-    on.options.backend = backend;
+  runTiled(device, plan, feedback, [&](const TilingPlan& on) {
     outputs = executeTiled(raster, on, flats, parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context),
                            feedback, times);
   });

@@ -280,11 +280,7 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
   if (!plan.tiled)
     return executeInMemory(device, request, feedback, times);
   QVariantMap outputs;
-  runWithCpuFallback(device, feedback, [&](Backend backend) {
-    TilingPlan on = plan;
-    on.options.backend = backend;
-    outputs = executeTiled(request, raster, on, feedback, times);
-  });
+  runTiled(device, plan, feedback, [&](const TilingPlan& on) { outputs = executeTiled(request, raster, on, feedback, times); });
   return outputs;
 }
 

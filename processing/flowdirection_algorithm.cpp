@@ -171,9 +171,7 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
   if (!plan.tiled)
     return executeInMemory(device, parameters, context, feedback, times);
   QVariantMap outputs;
-  runWithCpuFallback(device, feedback, [&](Backend backend) {
-    TilingPlan on = plan;
-    on.options.backend = backend;
+  runTiled(device, plan, feedback, [&](const TilingPlan& on) {
     outputs = executeTiled(raster, on, resolveFlats, parameterAsEnum(parameters, QStringLiteral("ENCODING"), context),
                            parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context), feedback, times);
   });

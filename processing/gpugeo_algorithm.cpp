@@ -16,6 +16,7 @@
 #include <qgsprocessingutils.h>
 #include <qgswkbtypes.h>
 
+#include "adapters/tiled_rasters.h"
 #include "core/errors.h"
 #include "core/parallel.h"
 #include "parameter_checks.h"
@@ -366,6 +367,16 @@ void Algorithm::runWithCpuFallback(const BackendChoice& device, QgsProcessingFee
     feedback->pushWarning(QObject::tr("The GPU failed (%1); continuing on the CPU.").arg(e.what()));
     work(Backend::Cpu);
   }
+}
+
+void Algorithm::runTiled(const BackendChoice& device, const TilingPlan& plan, QgsProcessingFeedback* feedback,
+                         const std::function<void(const TilingPlan&)>& run)
+{
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
+    TilingPlan on = plan;
+    on.options.backend = backend;
+    run(on);
+  });
 }
 
 bool Algorithm::checkPointSource(const QVariantMap& parameters, const QString& name, QgsProcessingContext& context,

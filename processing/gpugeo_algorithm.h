@@ -15,6 +15,8 @@
 
 namespace gpugeo {
 
+struct TilingPlan;
+
 class Algorithm : public QgsProcessingAlgorithm
 {
 public:
@@ -59,6 +61,10 @@ protected:
   // which Auto never chose) runs it again on the CPU with a warning.
   static void runWithCpuFallback(const BackendChoice& device, QgsProcessingFeedback* feedback,
                                  const std::function<void(Backend)>& work);
+  // A tiled run (adapters/tiled_rasters.h) on the device: run(plan) with plan.options.backend the
+  // device's, then, as runWithCpuFallback, again on the CPU where Auto's GPU failed.
+  static void runTiled(const BackendChoice& device, const TilingPlan& plan, QgsProcessingFeedback* feedback,
+                       const std::function<void(const TilingPlan&)>& run);
 
   // Resolves DEVICE and logs the backend and device; throws QgsProcessingException when the GPU
   // was asked for and cannot be used, with the reason.

@@ -591,9 +591,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
   try
   {
     if (plan.tiled)
-      runWithCpuFallback(device, feedback, [&](Backend backend) {
-        TilingPlan on = plan;
-        on.options.backend = backend;
+      runTiled(device, plan, feedback, [&](const TilingPlan& on) {
         outcome = executeTiled(request, raster, on, parameters, context, feedback, times, finished);
       });
     else

@@ -88,33 +88,17 @@ __global__ void fillTileKernel(const float* z, int64_t w, int64_t h, float* W, T
   const bool active = inside && !isNoData(z[y * w + x]) && !isEdgeCell(z, w, h, x, y);
   const float zc = active ? z[y * w + x] : 0.f;
   float mine = s[0][ty + 1][tx + 1];
-  bool lowered = false;
-  for (int read = 0;; read ^= 1)
-  {
-    bool step = false;
-    if (active)
+  const bool lowered = settleInBlock<float>(s, active, mine, [&](const float (*r)[kTile + 2]) {
+    float m = INFINITY;
+    for (int d = 0; d < 8; ++d)
     {
-      float m = INFINITY;
-      for (int d = 0; d < 8; ++d)
-      {
-        const float v = s[read][ty + 1 + stepY(d)][tx + 1 + stepX(d)];
-        if (!isNoData(v))
-          m = fminf(m, v);
-      }
-      const float next = fmaxf(zc, m);
-      if (next < mine)
-      {
-        mine = next;
-        step = true;
-      }
-      // Every step: the other copy holds this cell as it was two steps ago. (Cells that are not
-      // active never change: both copies hold them from the load.)
-      s[read ^ 1][ty + 1][tx + 1] = mine;
+      const float v = r[ty + 1 + stepY(d)][tx + 1 + stepX(d)];
+      if (!isNoData(v))
+        m = fminf(m, v);
     }
-    lowered = lowered || step;
-    if (!__syncthreads_or(step))
-      break;
-  }
+    const float next = fmaxf(zc, m);
+    return next < mine ? next : mine;
+  });
   if (lowered)
     W[y * w + x] = mine;
   tileDone(pass, lowered);
@@ -406,31 +390,17 @@ __global__ void relaxTileKernel(const float* z, const uint8_t* cls, int64_t w, i
   const bool active = x < w && y < h && moves<R>(sk[ty + 1][tx + 1]);
   const float zc = sz[ty + 1][tx + 1];
   int32_t mine = s[0][ty + 1][tx + 1];
-  bool lowered = false;
-  for (int read = 0;; read ^= 1)
-  {
-    bool stepped = false;
-    if (active)
+  const bool lowered = settleInBlock<int32_t>(s, active, mine, [&](const int32_t (*r)[kTile + 2]) {
+    int32_t m = mine;
+    for (int d = 0; d < 8; ++d)
     {
-      int32_t m = mine;
-      for (int d = 0; d < 8; ++d)
-      {
-        const int yy = ty + 1 + stepY(d), xx = tx + 1 + stepX(d);
-        const int32_t v = s[read][yy][xx];
-        if (sz[yy][xx] == zc && links<R>(sk[yy][xx]) && v < kFar)
-          m = min(m, v + 1);
-      }
-      if (m < mine)
-      {
-        mine = m;
-        stepped = true;
-      }
-      s[read ^ 1][ty + 1][tx + 1] = mine;
+      const int yy = ty + 1 + stepY(d), xx = tx + 1 + stepX(d);
+      const int32_t v = r[yy][xx];
+      if (sz[yy][xx] == zc && links<R>(sk[yy][xx]) && v < kFar)
+        m = min(m, v + 1);
     }
-    lowered = lowered || stepped;
-    if (!__syncthreads_or(stepped))
-      break;
-  }
+    return m;
+  });
   if (lowered)
     value[y * w + x] = mine;
   tileDone(pass, lowered);

@@ -135,6 +135,18 @@ inline TestDem spiralValley(int64_t size)
 }
 
 // Tiles of width x height cells on `threads` threads (the tiled tests).
+// 8 x 8 directions, east everywhere (off the grid at the right) but for four cells that go round in a
+// loop across the corner of four 4 x 4 tiles: (3,3) east, (4,3) south, (4,4) west, (3,4) north.
+inline std::vector<uint8_t> loopAcrossTileCorners()
+{
+  std::vector<uint8_t> dirs(std::size_t(8 * 8), 0);
+  dirs[std::size_t(3 * 8 + 3)] = 0;
+  dirs[std::size_t(3 * 8 + 4)] = 2;
+  dirs[std::size_t(4 * 8 + 4)] = 4;
+  dirs[std::size_t(4 * 8 + 3)] = 6;
+  return dirs;
+}
+
 inline tiled::TiledOptions tiles(int64_t width, int64_t height, int threads = 2)
 {
   tiled::TiledOptions options;

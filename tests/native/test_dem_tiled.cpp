@@ -268,12 +268,7 @@ TEST(DemTiled, LoopsAcrossTilesAreRefused)
   // Four cells going round across the corner of four tiles, and a loop inside one tile.
   for (const int64_t tileSize : {int64_t(4), int64_t(64)})
   {
-    std::vector<uint8_t> dirs(std::size_t(8 * 8), 0);  // east everywhere: off the grid at the right
-    dirs[std::size_t(3 * 8 + 3)] = 0;                   // (3,3) east to (4,3)
-    dirs[std::size_t(3 * 8 + 4)] = 2;                   // (4,3) south to (4,4)
-    dirs[std::size_t(4 * 8 + 4)] = 4;                   // (4,4) west to (3,4)
-    dirs[std::size_t(4 * 8 + 3)] = 6;                   // (3,4) north to (3,3)
-    MemoryRaster<uint8_t> directions(8, 8, dirs);
+    MemoryRaster<uint8_t> directions(8, 8, loopAcrossTileCorners());
     MemoryRaster<int64_t> cells(8, 8), area(8, 8);
     const RowSizes rows{std::vector<double>(8, 10.0), std::vector<double>(8, 10.0)};
     EXPECT_THROW(accumulationTiled(directions, rows, cells, area, tiles(tileSize, tileSize), noCancel),

@@ -167,12 +167,7 @@ TEST(DemTiledGpu, LoopsAcrossTilesAreRefused)
     GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
   for (const int64_t tileSize : {int64_t(4), int64_t(64)})
   {
-    std::vector<uint8_t> dirs(std::size_t(8 * 8), 0);
-    dirs[std::size_t(3 * 8 + 3)] = 0;
-    dirs[std::size_t(3 * 8 + 4)] = 2;
-    dirs[std::size_t(4 * 8 + 4)] = 4;
-    dirs[std::size_t(4 * 8 + 3)] = 6;
-    MemoryRaster<uint8_t> directions(8, 8, dirs);
+    MemoryRaster<uint8_t> directions(8, 8, loopAcrossTileCorners());
     MemoryRaster<int64_t> cells(8, 8), area(8, 8);
     const RowSizes rows{std::vector<double>(8, 10.0), std::vector<double>(8, 10.0)};
     EXPECT_THROW(accumulationTiled(directions, rows, cells, area, onGpu(tileSize, tileSize, 2), noCancel),

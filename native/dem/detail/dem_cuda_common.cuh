@@ -158,6 +158,36 @@ void untilSettled(int64_t w, int64_t h, const RunControl& control, Launch launch
   }
 }
 
+// One block's relaxation in shared memory until no thread's cell changes (the fill, the flats'
+// distances, the tiled fill's flood): each step, an active thread takes step(copy) for its cell,
+// `step` reading its neighbours in that copy and giving the cell's value (its own where nothing is
+// better). Two copies of the tile: each step reads one and writes its own cell to the other, so no
+// thread reads a cell in the step its owner writes it (a data race in CUDA's memory model had they
+// shared one copy). Every thread of the block calls it; returns whether this thread's cell changed.
+template <typename T, typename Step>
+__device__ bool settleInBlock(T (*s)[kTile + 2][kTile + 2], bool active, T& mine, Step step)
+{
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  bool changed = false;
+  for (int read = 0;; read ^= 1)
+  {
+    bool stepped = false;
+    if (active)
+    {
+      const T next = step(s[read]);
+      stepped = next != mine;
+      mine = next;
+      // Every step: the other copy holds this cell as it was two steps ago. (Cells that are not
+      // active never change: both copies hold them from the load.)
+      s[read ^ 1][ty + 1][tx + 1] = mine;
+    }
+    changed = changed || stepped;
+    if (!__syncthreads_or(stepped))
+      break;
+  }
+  return changed;
+}
+
 // Loads this block's tile of `from` with a one-cell halo into `to` (`outside` off the grid; from may
 // be null: all `outside`). Every thread of the block calls it; the caller synchronises after.
 template <typename T>

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/hd.h"
+
 namespace gpugeo::dem::detail {
 
 constexpr int32_t kOcean = 0;
@@ -25,10 +27,15 @@ struct Spill
 };
 
 // A level's bits made to order as unsigned integers (negatives flipped, positives above them).
-inline uint32_t levelKey(float level)
+// (The CPU's queue and the GPU's tiled flood, tiled/tiled_cuda.cu, order levels by it alike.)
+GPUGEO_HD uint32_t levelKey(float level)
 {
+#ifdef __CUDA_ARCH__
+  const uint32_t bits = __float_as_uint(level);
+#else
   uint32_t bits;
   std::memcpy(&bits, &level, sizeof bits);
+#endif
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 

@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "core/run_control.h"
+#include "core/hd.h"
+#include "dem/detail/dem_math.h"
 #include "dem/detail/priority_flood.h"
+#include "dem/tiled/perimeter.h"
 
 namespace gpugeo::dem::tiled::detail {
 
@@ -22,6 +25,23 @@ public:
   GpuTurn(const GpuTurn&) = delete;
   GpuTurn& operator=(const GpuTurn&) = delete;
 };
+
+// What the fill's pass-1 flood (tiled_fill.cpp's on the CPU, floodSpillsCuda's) seeds cell (px, py)
+// of a tile given with a one-cell halo (pw x ph, NaN off the raster) with: kUnlabelled where it is
+// nodata, the ocean for an edge cell (a nodata neighbour, the halo's included), firstLabel + its
+// place for another perimeter cell, and kNotSeeded for any other cell.
+constexpr int32_t kNotSeeded = -2;
+GPUGEO_HD int32_t seedLabel(const float* z, int64_t pw, int64_t ph, int64_t px, int64_t py, int32_t firstLabel)
+{
+  if (dem::detail::isNoData(z[py * pw + px]))
+    return dem::detail::kUnlabelled;
+  for (int d = 0; d < 8; ++d)
+    if (dem::detail::isNoData(z[(py + dem::stepY(d)) * pw + px + dem::stepX(d)]))
+      return dem::detail::kOcean;
+  if (px == 1 || py == 1 || px == pw - 2 || py == ph - 2)
+    return firstLabel + int32_t(perimeterPlace(pw - 2, ph - 2, px - 1, py - 1));
+  return kNotSeeded;
+}
 
 // Pass 1 of the tiled fill for one tile of width x height cells, given with a one-cell halo
 // (zPadded, (width + 2) x (height + 2), NaN off the raster): the lowest spill between each pair of

@@ -40,27 +40,10 @@ using dem::detail::TilePass;
 
 constexpr unsigned long long kUnreached = ~0ull;
 
-__device__ uint32_t deviceLevelKey(float level)
-{
-  const uint32_t bits = __float_as_uint(level);
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-}
-
 // The padded tile's cell (px, py) is a cell of the tile (not its halo) with an elevation.
 __device__ bool inTileValid(const float* z, int64_t pw, int64_t ph, int64_t px, int64_t py)
 {
   return px >= 1 && py >= 1 && px < pw - 1 && py < ph - 1 && !isNoData(z[py * pw + px]);
-}
-
-// Whether a valid cell of the tile is a sink: on the tile's perimeter, or an edge cell (a NaN among
-// its neighbours, the halo included).
-__device__ bool isSink(const float* z, int64_t pw, int64_t ph, int64_t px, int64_t py, bool* edge)
-{
-  *edge = false;
-  for (int d = 0; d < 8; ++d)
-    if (isNoData(z[(py + dem::stepY(d)) * pw + px + dem::stepX(d)]))
-      *edge = true;
-  return *edge || px == 1 || py == 1 || px == pw - 2 || py == ph - 2;
 }
 
 __global__ void floodInitKernel(const float* z, int64_t pw, int64_t ph, int32_t firstLabel, unsigned long long* key)
@@ -70,11 +53,11 @@ __global__ void floodInitKernel(const float* z, int64_t pw, int64_t ph, int32_t 
     return;
   const int64_t px = c % pw, py = c / pw;
   unsigned long long k = kUnreached;
-  bool edge;
-  if (inTileValid(z, pw, ph, px, py) && isSink(z, pw, ph, px, py, &edge))
+  if (inTileValid(z, pw, ph, px, py))
   {
-    const uint32_t label = edge ? 0u : uint32_t(firstLabel + perimeterPlace(pw - 2, ph - 2, px - 1, py - 1));
-    k = (static_cast<unsigned long long>(deviceLevelKey(z[c])) << 32) | label;
+    const int32_t label = seedLabel(z, pw, ph, px, py, firstLabel);
+    if (label != kNotSeeded)
+      k = (static_cast<unsigned long long>(dem::detail::levelKey(z[c])) << 32) | uint32_t(label);
   }
   key[c] = k;
 }
@@ -91,37 +74,23 @@ __global__ void floodTileKernel(const float* z, int64_t pw, int64_t ph, unsigned
   dem::detail::loadTile<unsigned long long>(s[1], key, pw, ph, kUnreached);
   __syncthreads();
   const int64_t x = int64_t(blockIdx.x) * kTile + tx, y = int64_t(blockIdx.y) * kTile + ty;
-  bool edge = false;
-  const bool active = inTileValid(z, pw, ph, x, y) && !isSink(z, pw, ph, x, y, &edge);
-  const uint32_t zk = active ? deviceLevelKey(z[y * pw + x]) : 0u;
+  const bool active = inTileValid(z, pw, ph, x, y) && seedLabel(z, pw, ph, x, y, 0) == kNotSeeded;
+  const uint32_t zk = active ? dem::detail::levelKey(z[y * pw + x]) : 0u;
   unsigned long long mine = s[0][ty + 1][tx + 1];
-  bool lowered = false;
-  for (int read = 0;; read ^= 1)
-  {
-    bool step = false;
-    if (active)
-    {
+  const bool lowered =
+    dem::detail::settleInBlock<unsigned long long>(s, active, mine, [&](const unsigned long long (*r)[kTile + 2]) {
       unsigned long long m = kUnreached;
       for (int d = 0; d < 8; ++d)
       {
-        unsigned long long v = s[read][ty + 1 + dem::stepY(d)][tx + 1 + dem::stepX(d)];
+        unsigned long long v = r[ty + 1 + dem::stepY(d)][tx + 1 + dem::stepX(d)];
         if (v != kUnreached && uint32_t(v >> 32) < zk)
           v = (static_cast<unsigned long long>(zk) << 32) | (v & 0xffffffffull);
         m = v < m ? v : m;
       }
       // Only a lower level is taken: a tie keeps the label the cell has (any sink reached at the
       // cell's level will do), so that labels do not sweep the tile again for every tie.
-      if ((m >> 32) < (mine >> 32))
-      {
-        mine = m;
-        step = true;
-      }
-      s[read ^ 1][ty + 1][tx + 1] = mine;
-    }
-    lowered = lowered || step;
-    if (!__syncthreads_or(step))
-      break;
-  }
+      return (m >> 32) < (mine >> 32) ? m : mine;
+    });
   if (lowered)
     key[y * pw + x] = mine;
   dem::detail::tileDone(pass, lowered);

@@ -49,26 +49,19 @@ void floodTile(const std::vector<float>& z, const Window& t, int32_t firstLabel,
   int64_t offset[8];
   for (int d = 0; d < 8; ++d)
     offset[d] = kDy[d] * pw + kDx[d];
-  const auto isEdge = [&](int64_t p) {
-    for (int d = 0; d < 8; ++d)
-      if (isNoData(z[std::size_t(p + offset[d])]))
-        return true;
-    return false;
-  };
   OpenCells open;
   std::vector<uint32_t> pit;
-  const auto seed = [&](int64_t x, int64_t y, int32_t own) {
-    const int64_t p = (y + 1) * pw + x + 1;
-    if (isNoData(z[std::size_t(p)]) || label[std::size_t(p)] != kUnlabelled)
-      return;
-    label[std::size_t(p)] = isEdge(p) ? kOcean : own;
-    open.push(level[std::size_t(p)], p);
-  };
-  forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) { seed(x, y, firstLabel + int32_t(k)); });
-  for (int64_t y = 1; y < t.height - 1; ++y)
-    for (int64_t x = 1; x < t.width - 1; ++x)
-      if (!isNoData(z[std::size_t((y + 1) * pw + x + 1)]) && isEdge((y + 1) * pw + x + 1))
-        seed(x, y, kOcean);
+  // The seeds: the perimeter cells (their own labels, or the ocean's) and the edge cells inside.
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < t.width; ++x)
+    {
+      const int64_t p = (y + 1) * pw + x + 1;
+      const int32_t own = detail::seedLabel(z.data(), pw, t.height + 2, x + 1, y + 1, firstLabel);
+      if (own == kUnlabelled || own == detail::kNotSeeded)
+        continue;
+      label[std::size_t(p)] = own;
+      open.push(level[std::size_t(p)], p);
+    }
   while (!open.empty() || !pit.empty())
   {
     int64_t p;
@@ -110,19 +103,9 @@ void floodTile(const std::vector<float>& z, const Window& t, int32_t firstLabel,
 // nodata, the ocean for an edge cell, else its own (floodTile's seeds; floodSpillsCuda's).
 std::vector<int32_t> perimeterLabels(const std::vector<float>& z, const Window& t, int32_t firstLabel)
 {
-  const int64_t pw = t.width + 2;
   std::vector<int32_t> labels(std::size_t(detail::perimeterSize(t)));
   forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-    const int64_t p = (y + 1) * pw + x + 1;
-    int32_t label = kUnlabelled;
-    if (!isNoData(z[std::size_t(p)]))
-    {
-      label = firstLabel + int32_t(k);
-      for (int d = 0; d < 8; ++d)
-        if (isNoData(z[std::size_t(p + kDy[d] * pw + kDx[d])]))
-          label = kOcean;
-    }
-    labels[std::size_t(k)] = label;
+    labels[std::size_t(k)] = detail::seedLabel(z.data(), t.width + 2, t.height + 2, x + 1, y + 1, firstLabel);
   });
   return labels;
 }

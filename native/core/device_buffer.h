@@ -25,8 +25,9 @@ struct DeviceAllocation
   static void free(void* p) { cudaFree(p); }
 };
 
-// The device's stream-ordered pool on the legacy default stream (cudaMallocAsync / cudaFreeAsync):
-// for a backend that runs all its work there and takes and frees many buffers per call, where
+// The device's stream-ordered pool on the calling thread's default stream (cudaMallocAsync /
+// cudaFreeAsync; the per-thread default stream, native/CMakeLists.txt): for a backend that runs all
+// its work there and takes and frees many buffers per call, where
 // cudaMalloc and cudaFree (which synchronises) would cost more than the kernels. How much the pool
 // keeps between calls is its release threshold (cudaMemPoolAttrReleaseThreshold).
 struct PooledAllocation

@@ -1,6 +1,6 @@
 // Device steps shared by the backends that link pieces into chains and rings (mesh isolines and
 // isobands, DEM region boundaries): CUB scans, sorts and selections on pooled buffers, and Wyllie's
-// list ranking by pointer jumping. Everything runs on the legacy default stream.
+// list ranking by pointer jumping. Everything runs on the calling thread's default stream.
 #pragma once
 
 #include <cub/cub.cuh>

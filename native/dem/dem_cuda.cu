@@ -37,10 +37,10 @@
 #include "core/device_buffer.h"
 #include "core/errors.h"
 #include "core/parallel.h"
-#include "core/union_find.cuh"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_cuda_common.cuh"
 #include "dem/detail/dem_math.h"
+#include "dem/detail/flat_cuda.cuh"
 #include "dem/detail/travel_math.h"
 #include "dem/tiled/perimeter.h"
 
@@ -291,11 +291,8 @@ __global__ void exitClimbKernel(const uint8_t* dirs, int64_t w, int64_t h, const
   }
 }
 
-// ---- flats (Barnes et al. 2014, as flatMaskCpu computes them) ----
-
-// Cell classes, one byte a cell.
-constexpr uint8_t kValid = 1, kFlat = 2, kLowEdge = 4, kHighEdge = 8, kDrained = 16;
-constexpr int32_t kFar = 0x3fffffff;
+// ---- flats (Barnes et al. 2014, as flatMaskCpu computes them; the classes, components and heights
+// in detail/flat_cuda.cuh) ----
 
 __global__ void flatClassKernel(const float* z, int64_t w, int64_t h, uint8_t* cls)
 {
@@ -415,103 +412,6 @@ void relax(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& cls, int64
   });
 }
 
-// Equal-elevation components (8-connected valid cells of one elevation), each labelled with its
-// lowest cell index, by union-find (in the manner of Playne & Hawick 2018's block-based labelling):
-// each 32 x 32 tile joins its cells in shared memory (a row of the tile is a warp: its runs of equal
-// cells are found with one ballot, then the runs join the runs above); the cells on tile borders then
-// join their components across the borders in global memory; the tiles' own roots take their final
-// roots, and every other cell its tile root's. A root always links under the lower of two roots, so
-// each component's root is its lowest index. A handful of launches and no passes, however large the
-// flats.
-constexpr uint8_t kTileRoot = 32;  // a cell class bit: the root of its component within its tile
-
-__global__ void componentTileKernel(const float* z, uint8_t* cls, int64_t w, int64_t h, int32_t* label)
-{
-  static_assert(kTile == 32, "a row of the tile is a warp");
-  __shared__ int parent[kTile * kTile];
-  __shared__ float sz[kTile * kTile];
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
-  const int64_t x = int64_t(blockIdx.x) * kTile + tx, y = int64_t(blockIdx.y) * kTile + ty, c = y * w + x;
-  const bool valid = x < w && y < h && (cls[c] & kValid);
-  const float zc = valid ? z[c] : NAN;  // NaN: equal to nothing
-  sz[tid] = zc;
-  __syncthreads();
-  // The runs of equal cells along the row: each cell links to its run's first cell.
-  const bool left = tx > 0 && sz[tid - 1] == zc;
-  const unsigned joined = __ballot_sync(0xffffffffu, left);
-  const unsigned upToMe = tx == kTile - 1 ? 0xffffffffu : (2u << tx) - 1u;
-  parent[tid] = ty * kTile + (31 - __clz(~joined & upToMe));  // lane 0 never joins its left
-  __syncthreads();
-  // The rows above: the cell above, else the two diagonals (the cell above joins them if it is
-  // equal); the neighbours above that the left cell shares need no second join.
-  if (ty > 0 && valid)
-  {
-    const int up = tid - kTile;
-    if (sz[up] == zc)
-    {
-      if (!left)
-        cuda::joinSets(parent, tid, up);
-    }
-    else
-    {
-      if (!left && tx > 0 && sz[up - 1] == zc)
-        cuda::joinSets(parent, tid, up - 1);
-      if (tx < kTile - 1 && sz[up + 1] == zc)
-        cuda::joinSets(parent, tid, up + 1);
-    }
-  }
-  __syncthreads();
-  if (!valid)
-  {
-    if (x < w && y < h)
-      label[c] = kFar;
-    return;
-  }
-  const int root = cuda::rootOf(parent, tid);  // the lowest cell of the component in the tile
-  label[c] = int32_t((int64_t(blockIdx.y) * kTile + root / kTile) * w + int64_t(blockIdx.x) * kTile + root % kTile);
-  if (root == tid)
-    cls[c] = uint8_t(cls[c] | kTileRoot);
-}
-
-// The earlier half of the eight neighbours (left, and the three above): joining with these joins
-// every 8-connected pair once.
-__constant__ int kEarlierX[4] = {-1, -1, 0, 1};
-__constant__ int kEarlierY[4] = {0, -1, -1, -1};
-
-__global__ void componentBorderKernel(const float* z, const uint8_t* cls, int64_t w, int64_t h, int32_t* label)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= w * h)
-    return;
-  const int64_t x = c % w, y = c / w;
-  if ((x % kTile != 0 && x % kTile != kTile - 1 && y % kTile != 0) || !(cls[c] & kValid))
-    return;
-  const float zc = z[c];
-  for (int k = 0; k < 4; ++k)
-  {
-    const int64_t nx = x + kEarlierX[k], ny = y + kEarlierY[k];
-    if (nx < 0 || ny < 0 || nx >= w || (nx / kTile == x / kTile && ny / kTile == y / kTile))
-      continue;
-    const int64_t m = ny * w + nx;
-    if ((cls[m] & kValid) && z[m] == zc)
-      cuda::joinSets(label, int32_t(c), int32_t(m));
-  }
-}
-
-__global__ void tileRootKernel(int64_t n, const uint8_t* cls, int32_t* label)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n && (cls[c] & kTileRoot))
-    label[c] = cuda::rootOf(label, int32_t(c));
-}
-
-__global__ void componentLabelKernel(int64_t n, const uint8_t* cls, int32_t* label)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < n && (cls[c] & kValid) && !(cls[c] & kTileRoot))
-    label[c] = label[label[c]];  // the tile root's final root
-}
-
 __global__ void drainedRootKernel(const uint8_t* cls, const int32_t* label, int64_t n, uint8_t* rootDrained)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -536,27 +436,6 @@ __global__ void distanceInitKernel(const uint8_t* cls, int64_t n, Relax mode, in
     value[c] = (k & kLowEdge) ? 0 : kFar;
   else
     value[c] = ((k & kHighEdge) && (k & kDrained)) ? 1 : kFar;
-}
-
-// Each drained flat's greatest distance from its high edges. Blocks of 256: the lanes of a warp on
-// the same flat make one atomic between them (a large flat's cells would queue on one address).
-__global__ void flatHeightKernel(const uint8_t* cls, const int32_t* label, const int32_t* away, int64_t n,
-                                 int32_t* height)
-{
-  __shared__ int32_t value[256];
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool counts = c < n && (cls[c] & kFlat) && (cls[c] & kDrained) && away[c] < kFar;
-  const int32_t flat = counts ? label[c] : -1;
-  value[threadIdx.x] = counts ? away[c] : 0;
-  __syncwarp();
-  const unsigned peers = __match_any_sync(0xffffffffu, flat);
-  const int lane = int(threadIdx.x & 31u), first = int(threadIdx.x) - lane;
-  if (!counts || lane != __ffs(peers) - 1)
-    return;
-  int32_t most = 0;
-  for (unsigned rest = peers; rest; rest &= rest - 1)
-    most = max(most, value[first + __ffs(rest) - 1]);
-  atomicMax(height + flat, most);
 }
 
 __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32_t* towards, const int32_t* away,
@@ -600,6 +479,33 @@ __global__ void travelInitKernel(const float* z, const uint8_t* dirs, const long
   speed[c] = v;
   sum[c] = flowLength(cellWidth[y], cellHeight[y], dirs[c]) / v / 60.0;
   next[c] = c == outlet ? -1 : int32_t(receiver);
+}
+
+// Whether cell c is on the border of a w x h grid (a tile's halo, for travelTileCuda).
+__device__ bool onBorder(int64_t c, int64_t w, int64_t h)
+{
+  const int64_t x = c % w, y = c / w;
+  return x == 0 || y == 0 || x == w - 1 || y == h - 1;
+}
+
+// A tile's halo (the grid's border cells): each ends the paths that enter it, with its own time to
+// the outlet as its step (haloTimes, per place in tiled/perimeter.h's order).
+__global__ void haloEndKernel(int64_t w, int64_t h, const double* haloTimes, int32_t* next, double* step, double* speed)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= w * h || !onBorder(c, w, h))
+    return;
+  next[c] = -1;
+  step[c] = haloTimes ? haloTimes[tiled::detail::perimeterPlace(w, h, c % w, c / w)] : 0.0;
+  speed[c] = NAN;
+}
+
+// Each cell's path's last cell (the chains' tails, through each cell's exit).
+__global__ void pathEndKernel(int64_t n, const int32_t* exitOf, const int32_t* tail, int32_t* end)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < n)
+    end[c] = tail[exitOf[c]];
 }
 
 // Per tile: where each cell's path (next) leaves the tile or ends (exitOf) and the sum of the steps
@@ -683,15 +589,18 @@ __global__ void exitJumpKernel(int64_t n, const int32_t* exitOf, const int32_t* 
     *going = 1;
 }
 
-__global__ void travelFinishKernel(int64_t n, const uint8_t* dirs, const int32_t* exitOf, const int32_t* tail,
-                                   const double* exitSum, const double* partial, int64_t outlet, double* minutes,
-                                   double* speed)
+// With haloEnds, a path may also end at a cell of the grid's border (a tile's halo: its time is that
+// cell's, NaN where it never reaches the outlet).
+__global__ void travelFinishKernel(int64_t w, int64_t h, const uint8_t* dirs, const int32_t* exitOf, const int32_t* tail,
+                                   const double* exitSum, const double* partial, int64_t outlet, bool haloEnds,
+                                   double* minutes, double* speed)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= n)
+  if (c >= w * h)
     return;
   const int32_t e = exitOf[c];
-  if (dirs[c] == kNoData || tail[e] != outlet)
+  const bool ends = tail[e] == outlet || (haloEnds && onBorder(tail[e], w, h) && exitSum[e] == exitSum[e]);
+  if (dirs[c] == kNoData || !ends)
   {
     minutes[c] = NAN;
     speed[c] = NAN;
@@ -981,14 +890,7 @@ DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, 
   GPUGEO_CUDA_CHECK_LAUNCH();
   flatEdgeKernel<<<blocksFor(n), 256>>>(z.data(), w, h, cls.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
-  componentTileKernel<<<tilesOf(w, h), dim3(kTile, kTile)>>>(z.data(), cls.data(), w, h, label.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  componentBorderKernel<<<blocksFor(n), 256>>>(z.data(), cls.data(), w, h, label.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  tileRootKernel<<<blocksFor(n), 256>>>(n, cls.data(), label.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
-  componentLabelKernel<<<blocksFor(n), 256>>>(n, cls.data(), label.data());
-  GPUGEO_CUDA_CHECK_LAUNCH();
+  labelComponents(z.data(), cls.data(), w, h, label.data());
   GPUGEO_CUDA_CHECK(cudaMemset(rootDrained.data(), 0, rootDrained.bytes()));
   drainedRootKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), n, rootDrained.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
@@ -1024,12 +926,20 @@ std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunC
 
 namespace {
 
+// How travelOnDevice treats a tile given with its halo (travelTileCuda): the paths end at the halo.
+struct HaloEnds
+{
+  const double* times = nullptr;  // device, per halo place (tiled/perimeter.h's order); null: 0 each
+  DeviceBuffer<int32_t>* ends = nullptr;  // if set: each cell's path's last cell
+};
+
 // Travel times (minutes, into `step`) and speeds of the chain's arrays on the device (the file's
-// header); model.manning, if set, is a device array.
+// header); model.manning, if set, is a device array. With `halo`, the grid's border cells end the
+// paths that enter them, each with its time (HaloEnds).
 void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& dirs, const DeviceBuffer<long long>& area,
                     const DeviceBuffer<double>& cw, const DeviceBuffer<double>& ch, const VelocityModel& model,
                     int64_t w, int64_t h, int64_t outlet, const RunControl& control, DeviceBuffer<double>& step,
-                    DeviceBuffer<double>& speed)
+                    DeviceBuffer<double>& speed, const HaloEnds* halo = nullptr)
 {
   const int64_t n = w * h;
   DeviceBuffer<int32_t> next(static_cast<std::size_t>(n)), tail(static_cast<std::size_t>(n)),
@@ -1041,6 +951,11 @@ void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& d
                                           model, manningNPower(model.overlandN), w, h, outlet, next.data(), tail.data(),
                                           step.data(), speed.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
+  if (halo)
+  {
+    haloEndKernel<<<blocksFor(n), 256>>>(w, h, halo->times, next.data(), step.data(), speed.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+  }
   const dim3 tiles = tilesOf(w, h), threads(kTile, kTile);
   travelTileKernel<<<tiles, threads>>>(next.data(), step.data(), w, h, partial.data(), exitOf.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
@@ -1069,9 +984,15 @@ void travelOnDevice(const DeviceBuffer<float>& z, const DeviceBuffer<uint8_t>& d
   }
   if (control.isCanceled())
     throw Canceled();
-  travelFinishKernel<<<blocksFor(n), 256>>>(n, dirs.data(), exitOf.data(), tail.data(), sum.data(), partial.data(),
-                                            outlet, step.data(), speed.data());
+  travelFinishKernel<<<blocksFor(n), 256>>>(w, h, dirs.data(), exitOf.data(), tail.data(), sum.data(), partial.data(),
+                                            outlet, halo != nullptr, step.data(), speed.data());
   GPUGEO_CUDA_CHECK_LAUNCH();
+  if (halo && halo->ends)
+  {
+    halo->ends->resize(std::size_t(n));
+    pathEndKernel<<<blocksFor(n), 256>>>(n, exitOf.data(), tail.data(), halo->ends->data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace
@@ -1103,6 +1024,86 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
     watershedOnDevice(grid, minutes, out);
     out.minutes = download(minutes, std::size_t(n));
     out.speed = download(speed, std::size_t(n));
+    return out;
+  });
+}
+
+namespace {
+
+// The tile cells on the perimeter of a padded grid's inner tile: their values and ends, per perimeter
+// place (tiled/perimeter.h's order).
+__global__ void tilePerimeterKernel(int64_t pw, int64_t ph, const double* minutes, const int32_t* end,
+                                    double* outMinutes, int32_t* outEnd)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= pw * ph)
+    return;
+  const int64_t x = c % pw - 1, y = c / pw - 1, w = pw - 2, h = ph - 2;
+  if (x < 0 || y < 0 || x >= w || y >= h || (x > 0 && y > 0 && x < w - 1 && y < h - 1))
+    return;
+  const int64_t k = tiled::detail::perimeterPlace(w, h, x, y);
+  outMinutes[k] = minutes[c];
+  outEnd[k] = end[c];
+}
+
+}  // namespace
+
+TileTravel travelTileCuda(const Grid& padded, const uint8_t* directions, const int64_t* area, const VelocityModel& model,
+                          int64_t outlet, const double* haloTimes, bool perimeterOnly, const RunControl& control)
+{
+  useGpu();
+  const int64_t pw = padded.width, ph = padded.height, n = pw * ph, w = pw - 2, h = ph - 2;
+  return onDevice(sizeWhat("the tiled travel times", w, h), n, kTravelBytes + 4 + (model.manning ? 4 : 0), [&] {
+    DeviceBuffer<float> z, manning;
+    DeviceBuffer<uint8_t> dirs;
+    DeviceBuffer<long long> areas;
+    DeviceBuffer<double> cw, ch, minutes, speed, times;
+    upload(z, padded.z, std::size_t(n));
+    upload(dirs, directions, std::size_t(n));
+    static_assert(sizeof(long long) == sizeof(int64_t), "accumulated areas are 64-bit");
+    upload(areas, reinterpret_cast<const long long*>(area), std::size_t(n));
+    upload(cw, padded.cellWidth, std::size_t(ph));
+    upload(ch, padded.cellHeight, std::size_t(ph));
+    VelocityModel deviceModel = model;
+    if (model.manning)
+    {
+      upload(manning, model.manning, std::size_t(n));
+      deviceModel.manning = manning.data();
+    }
+    if (haloTimes)
+      upload(times, haloTimes, std::size_t(tiled::detail::perimeterCount(pw, ph)));
+    DeviceBuffer<int32_t> ends;
+    HaloEnds halo{haloTimes ? times.data() : nullptr, perimeterOnly ? &ends : nullptr};
+    travelOnDevice(z, dirs, areas, cw, ch, deviceModel, pw, ph, outlet, control, minutes, speed, &halo);
+    TileTravel out;
+    if (perimeterOnly)
+    {
+      const std::size_t places = std::size_t(tiled::detail::perimeterCount(w, h));
+      DeviceBuffer<double> perimeterMinutes(places);
+      DeviceBuffer<int32_t> perimeterEnds(places);
+      tilePerimeterKernel<<<blocksFor(n), 256>>>(pw, ph, minutes.data(), ends.data(), perimeterMinutes.data(),
+                                                 perimeterEnds.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      out.minutes = download(perimeterMinutes, places);
+      out.end = download(perimeterEnds, places);
+      return out;
+    }
+    out.minutes.resize(std::size_t(w * h));
+    GPUGEO_CUDA_CHECK(cudaMemcpy2D(out.minutes.data(), std::size_t(w) * sizeof(double), minutes.data() + pw + 1,
+                                   std::size_t(pw) * sizeof(double), std::size_t(w) * sizeof(double), std::size_t(h),
+                                   cudaMemcpyDeviceToHost));
+    DeviceBuffer<unsigned long long> range(2);
+    const unsigned long long start[2] = {~0ull, 0ull};
+    GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
+    speedRangeKernel<<<blocksFor(n), 256>>>(speed.data(), n, range.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    unsigned long long bits[2];
+    GPUGEO_CUDA_CHECK(cudaMemcpy(bits, range.data(), sizeof bits, cudaMemcpyDeviceToHost));
+    if (bits[1] != 0)
+    {
+      std::memcpy(&out.minSpeed, &bits[0], sizeof(double));
+      std::memcpy(&out.maxSpeed, &bits[1], sizeof(double));
+    }
     return out;
   });
 }

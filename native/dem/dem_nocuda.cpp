@@ -26,6 +26,12 @@ std::vector<uint8_t> directionsCuda(const Grid&, bool, const RunControl&)
   noCuda();
 }
 
+TileTravel travelTileCuda(const Grid&, const uint8_t*, const int64_t*, const VelocityModel&, int64_t, const double*, bool,
+                          const RunControl&)
+{
+  noCuda();
+}
+
 TravelTimes travelTimeCuda(const Grid&, const std::vector<uint8_t>&, const Accumulation&, int64_t, const VelocityModel&,
                            const RunControl&)
 {

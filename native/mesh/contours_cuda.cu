@@ -31,7 +31,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Buffers from the device's stream-ordered pool: all of this backend's work runs on the legacy
+// Buffers from the device's stream-ordered pool: all of this backend's work runs on the calling thread's
 // default stream, and a contour call takes and frees some forty buffers. The pool keeps up to
 // kPoolKeep bytes between calls.
 template <typename T>

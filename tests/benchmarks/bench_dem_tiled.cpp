@@ -4,13 +4,14 @@
 // that the outputs are equal and printing the ratio of the times.
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
-//                        [--isochrones] [--in-ram] [--gpu] [--gpu-tiles N] [--input-in-ram]
+//                        [--no-raise] [--isochrones] [--in-ram] [--gpu] [--gpu-tiles N] [--input-in-ram]
 // --gpu-tiles N: tiles on the GPU at once (default: the threads).
-// --gpu: the tiles' work on the GPU where the tiled tools have a GPU path (fill, directions,
+// --gpu: the tiles' work on the GPU where the tiled tools have a GPU path (fill, flat mask, directions,
 // accumulation), and the in-memory comparison on the GPU too.
 // --input-in-ram: the DEM generated into host memory before the clock starts (its time printed apart).
 // --in-ram: the rasters in host memory instead of raw files (the flats' state still in the scratch folder).
-// --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats.
+// --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats
+// (--no-raise: not the raised flats).
 // --isochrones: also the travel times (slope model, the largest basin's outlet) and the bands traced
 // (automatic interval), on the directions without flat resolution.
 // The terrain is bench_dem's (waves and a slope on 30 m cells, noise for pits, elevations rounded to
@@ -140,7 +141,7 @@ int main(int argc, char** argv)
   int64_t w = 4000, h = 4000, tile = 1024;
   int threads = 0;
   std::string scratchParent = "/tmp";
-  bool compare = false, flats = false, isochrones = false, inRam = false;
+  bool compare = false, flats = false, isochrones = false, inRam = false, raise = true;
   Backend backend = Backend::Cpu;
   bool inputInRam = false;
   int gpuTiles = 0;
@@ -155,6 +156,7 @@ int main(int argc, char** argv)
     else if (a == "--scratch") scratchParent = next();
     else if (a == "--compare") compare = true;
     else if (a == "--flats") flats = true;
+    else if (a == "--no-raise") raise = false;
     else if (a == "--isochrones") isochrones = true;
     else if (a == "--in-ram") inRam = true;
     else if (a == "--gpu") backend = Backend::Gpu;
@@ -250,8 +252,10 @@ int main(int argc, char** argv)
     Store<int32_t> flatMask(inRam, scratch.path() + "/iso_mask.i32", w, h);
     Store<uint8_t> drained(inRam, scratch.path() + "/iso_dir.u8", w, h);
     Store<int64_t> isoCells(inRam, scratch.path() + "/iso_cells.i64", w, h), isoArea(inRam, scratch.path() + "/iso_area.i64", w, h);
+    TiledReport isoMaskReport;
     auto t0 = std::chrono::steady_clock::now();
-    flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), options, control);
+    flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), options, control, &isoMaskReport);
+    const double isoMaskMs = msSince(t0);
     directionsTiled(filled, rows, drained, options, control, nullptr, &flatMask);
     const AccumulationSummary drainedSummary = accumulationTiled(drained, rows, isoCells, isoArea, options, control);
     const double resolvedMs = msSince(t0);
@@ -268,6 +272,7 @@ int main(int argc, char** argv)
     t0 = std::chrono::steady_clock::now();
     const TiledBands traced = bandsTiled(minutes, rows, interval, bands, nullptr, options, control, &bandsReport);
     const double bandsMs = msSince(t0);
+    std::printf(",\n \"flat_mask_ms\": %.1f, \"flat_mask_passes\": %d", isoMaskMs, isoMaskReport.passes);
     std::printf(",\n \"flats_directions_accumulation_ms\": %.1f, \"travel_ms\": %.1f, \"bands_ms\": %.1f, \"watershed_cells\": %lld, \"bands\": %d,"
                 " \"band_vertices\": %lld, \"isochrones_peak_rss_mib\": %.1f",
                 resolvedMs, travelMs, bandsMs, (long long)travel.watershedCells, int(bands), (long long)traced.bands.x.size(),
@@ -320,7 +325,8 @@ int main(int argc, char** argv)
     directionsTiled(filled, rows, resolved, options, control, nullptr, &mask);
     const double resolvedMs = msSince(t0);
     t0 = std::chrono::steady_clock::now();
-    const RaisedCounts counts = raiseFlatsTiled(filled, mask, rows, work, raised, options, control, &raiseReport);
+    const RaisedCounts counts =
+      raise ? raiseFlatsTiled(filled, mask, rows, work, raised, options, control, &raiseReport) : RaisedCounts{};
     const double raiseMs = msSince(t0);
     std::printf(",\n \"flat_mask_ms\": %.1f, \"flat_mask_passes\": %d, \"resolved_directions_ms\": %.1f,\n"
                 " \"raise_ms\": %.1f, \"raise_passes\": %d, \"raised\": %lld, \"raised_in_turn\": %lld",

@@ -147,6 +147,16 @@ inline std::vector<uint8_t> loopAcrossTileCorners()
   return dirs;
 }
 
+// A Manning coefficient per cell: 0.02 to 0.2, NaN (the model's overland n) in a band of columns.
+inline std::vector<float> manningOf(const TestDem& d)
+{
+  std::vector<float> n(d.z.size());
+  for (int64_t y = 0; y < d.height; ++y)
+    for (int64_t x = 0; x < d.width; ++x)
+      n[std::size_t(y * d.width + x)] = x % 11 == 3 ? std::nanf("") : float(0.02 + 0.18 * double((x * 7 + y * 3) % 13) / 12.0);
+  return n;
+}
+
 inline tiled::TiledOptions tiles(int64_t width, int64_t height, int threads = 2)
 {
   tiled::TiledOptions options;

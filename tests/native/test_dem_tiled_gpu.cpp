@@ -1,6 +1,7 @@
 // The tiled DEM tools with their tiles on the GPU (TiledOptions::backend) against the in-memory CPU
-// tools, bit for bit: the fill (the GPU's flood of pass 1 and its fill of pass 2), the directions
-// with and without a flat mask, and the accumulation's two passes, on the tiled CPU tests' cases
+// tools, bit for bit: the fill (the GPU's flood of pass 1 and its fill of pass 2), the flat masks,
+// the directions with and without a flat mask, the travel times (within 1e-12 relative of the
+// in-memory chain's, the three velocity models), and the accumulation's two passes, on the tiled CPU tests' cases
 // and tile sizes, and on tiles of hundreds of cells a side (many 32 x 32 blocks relaxing across each
 // other). Each test skips itself where no GPU can be used.
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "core/backend.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/isochrone_chain.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem_cases.h"
@@ -35,7 +37,7 @@ struct Expected
 {
   std::vector<float> filled;
   std::vector<uint8_t> directions, resolved;
-  std::vector<int32_t> mask;
+  std::vector<int32_t> mask, towards;
   std::vector<int64_t> cells, area;
 };
 
@@ -47,6 +49,7 @@ Expected inMemory(const TestDem& d)
   e.directions = flowDirections(Backend::Cpu, filled, false, 2, noCancel);
   e.resolved = flowDirections(Backend::Cpu, filled, true, 2, noCancel);
   e.mask = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::Combined);
+  e.towards = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::TowardsOutlet);
   const Accumulation acc = flowAccumulation(Backend::Cpu, filled, e.resolved, 2, noCancel);
   e.cells = acc.cells;
   e.area = acc.area;
@@ -61,8 +64,8 @@ TiledOptions onGpu(int64_t w, int64_t h, int threads)
   return options;
 }
 
-// The GPU's tiled fill, directions (plain, and with the in-memory flat mask) and accumulation (along
-// the in-memory resolved directions) against `e`.
+// The GPU's tiled fill, flat masks (both gradients), directions (plain, and with the in-memory flat
+// mask) and accumulation (along the in-memory resolved directions) against `e`.
 void expectTheCpus(const TestDem& d, const Expected& e, const TiledOptions& options)
 {
   const RowSizes rows{d.cellWidth, d.cellHeight};
@@ -70,6 +73,12 @@ void expectTheCpus(const TestDem& d, const Expected& e, const TiledOptions& opti
   fillTiled(dem, rows, filled, options, noCancel);
   EXPECT_TRUE(sameBits(filled.cells(), e.filled));
   MemoryRaster<float> expectedFilled(d.width, d.height, e.filled);
+  ScratchFolder scratch(testing::TempDir());
+  MemoryRaster<int32_t> combined(d.width, d.height), towards(d.width, d.height);
+  flatMaskTiled(expectedFilled, rows, combined, FlatGradient::Combined, scratch.path(), options, noCancel);
+  EXPECT_EQ(combined.cells(), e.mask);
+  flatMaskTiled(expectedFilled, rows, towards, FlatGradient::TowardsOutlet, scratch.path(), options, noCancel);
+  EXPECT_EQ(towards.cells(), e.towards);
   MemoryRaster<uint8_t> directions(d.width, d.height), resolved(d.width, d.height);
   directionsTiled(expectedFilled, rows, directions, options, noCancel);
   EXPECT_EQ(directions.cells(), e.directions);
@@ -117,7 +126,78 @@ std::vector<std::pair<std::string, TestDem>> cases()
   return all;
 }
 
+// The GPU's tiled travel times from the in-memory CPU chain's filled DEM, directions and accumulation
+// against its times (within 1e-12 relative), watershed and speeds, on each tile size.
+void expectTheChainsTimes(const TestDem& d, VelocityModel::Kind kind, const std::string& what,
+                          const std::vector<std::pair<int64_t, int64_t>>& sizes)
+{
+  const std::vector<float> manning = manningOf(d);
+  ChainOptions o;
+  o.model.kind = kind;
+  o.model.channelArea = 0.05;
+  o.model.mixedArea = 2e4;
+  o.model.channelAreaManning = 8e4;
+  o.model.rainfall = 30;
+  o.model.manning = kind == VelocityModel::Kind::Manning ? manning.data() : nullptr;
+  o.maxBands = 100000;
+  o.keepFilled = o.keepDirections = o.keepAccumulation = true;
+  const ChainResult e = isochroneChain(Backend::Cpu, d.grid(), o, 2, noCancel);
+  ASSERT_GT(e.travel.watershedCells, 1) << what;
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<float> filled(d.width, d.height, e.filled), n(d.width, d.height, manning);
+  const MemoryRaster<uint8_t> directions(d.width, d.height, e.directions);
+  const MemoryRaster<int64_t> area(d.width, d.height, e.accumulation.area);
+  for (const auto& [tw, th] : sizes)
+  {
+    const std::string at = what + ", tiles " + std::to_string(tw) + " x " + std::to_string(th);
+    MemoryRaster<double> minutes(d.width, d.height);
+    const TravelSummary s = travelTimeTiled(filled, directions, area, o.model.manning ? &n : nullptr, rows, e.outlet,
+                                            o.model, minutes, onGpu(tw, th, 3), noCancel);
+    EXPECT_EQ(s.watershedCells, e.travel.watershedCells) << at;
+    EXPECT_EQ(s.watershedArea, e.travel.watershedArea) << at;
+    EXPECT_EQ(s.minSpeed, e.minSpeed) << at;
+    EXPECT_EQ(s.maxSpeed, e.maxSpeed) << at;
+    int64_t off = 0;
+    double longest = 0;
+    for (std::size_t i = 0; i < d.z.size(); ++i)
+    {
+      const double want = e.travel.minutes[i], got = minutes.cells()[i];
+      if (std::isnan(want) != std::isnan(got) || (!std::isnan(want) && !(std::fabs(got - want) <= 1e-12 * want)))
+        ++off;
+      if (!std::isnan(want))
+        longest = std::max(longest, want);
+    }
+    EXPECT_EQ(off, 0) << at;
+    EXPECT_NEAR(s.maxTime, longest, 1e-12 * longest) << at;
+  }
+}
+
 }  // namespace
+
+TEST(DemTiledGpu, TravelTimesAreTheInMemoryChains)
+{
+  if (!gpuUsable())
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  for (const uint64_t seed : {1u, 2u, 3u})
+  {
+    const TestDem d = randomDem(seed, 53 + int64_t(seed) * 7, 41 + int64_t(seed) * 5, seed == 2 ? 0.0 : 1.0,
+                                int(5 * seed), 30, 30, seed == 3);
+    for (const VelocityModel::Kind kind :
+         {VelocityModel::Kind::Constant, VelocityModel::Kind::Slope, VelocityModel::Kind::Manning})
+      expectTheChainsTimes(d, kind, "seed " + std::to_string(seed) + " model " + std::to_string(int(kind)),
+                           {{7, 5}, {1, d.height}, {d.width, 1}, {16, 16}, {d.width + 3, d.height + 3}});
+  }
+  // The spiral valley's one path through every tile; nodata tiles the watershed runs round; tiles of
+  // many 32 x 32 blocks.
+  expectTheChainsTimes(spiralValley(57), VelocityModel::Kind::Slope, "spiral", {{7, 5}, {1, 57}, {57, 1}, {20, 13}});
+  TestDem holes = randomDem(5, 64, 48, 0.0, 0, 30, 30);
+  for (int64_t y = 16; y < 32; ++y)
+    for (int64_t x = 16; x < 48; ++x)
+      holes.z[std::size_t(y * holes.width + x)] = std::nanf("");
+  expectTheChainsTimes(holes, VelocityModel::Kind::Slope, "nodata tiles", {{16, 16}, {8, 16}, {7, 5}});
+  const TestDem large = randomDem(14, 700, 520, 0.5, 20, 25, 25, true);
+  expectTheChainsTimes(large, VelocityModel::Kind::Manning, "700 x 520", {{256, 200}, {333, 520}, {37, 23}});
+}
 
 TEST(DemTiledGpu, SmallCasesOnEveryTileSizeAreTheCpus)
 {

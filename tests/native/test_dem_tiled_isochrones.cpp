@@ -27,16 +27,6 @@ namespace {
 
 RunControl noCancel;
 
-// A Manning coefficient per cell: 0.02 to 0.2, NaN (the model's overland n) in a band of columns.
-std::vector<float> manningOf(const TestDem& d)
-{
-  std::vector<float> n(d.z.size());
-  for (int64_t y = 0; y < d.height; ++y)
-    for (int64_t x = 0; x < d.width; ++x)
-      n[std::size_t(y * d.width + x)] = x % 11 == 3 ? std::nanf("") : float(0.02 + 0.18 * double((x * 7 + y * 3) % 13) / 12.0);
-  return n;
-}
-
 void expectSamePolygons(const BandPolygons& a, const BandPolygons& b, const std::string& what)
 {
   EXPECT_EQ(a.bandPolygon, b.bandPolygon) << what;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/polygon_rings.h"
@@ -30,6 +31,22 @@ void checkUpstreamArea(const Grid& grid, int64_t mostCells);
 // Minutes and speeds (NaN outside the watershed), and the watershed's cells and area.
 TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation,
                            int64_t outlet, const VelocityModel& model, const RunControl& control);
+// The travel times of one tile of the tiled tools (tiled_travel.cpp), given with a one-cell halo:
+// `padded` the tile's elevations and its rows' cell sizes with the halo's, `directions` and `area` on
+// the same cells (the halo's areas unused), `outlet` a cell of the padded grid or -1. A path that
+// enters a halo cell ends there with that cell's time to the outlet (haloTimes, per place on the
+// padded grid's border, tiled/perimeter.h's order; NaN: it never gets there; null: 0 for each). With
+// perimeterOnly, `minutes` and `end` (the padded cell its path ends at) per perimeter place of the
+// tile; else `minutes` per tile cell (NaN outside the watershed) and the speeds' range over the cells
+// with a time (NaN where none has one).
+struct TileTravel
+{
+  std::vector<double> minutes;
+  std::vector<int32_t> end;
+  double minSpeed = std::numeric_limits<double>::quiet_NaN(), maxSpeed = std::numeric_limits<double>::quiet_NaN();
+};
+TileTravel travelTileCuda(const Grid& padded, const uint8_t* directions, const int64_t* area, const VelocityModel& model,
+                          int64_t outlet, const double* haloTimes, bool perimeterOnly, const RunControl& control);
 // With borderCells and borderArea (per place on the grid's border, tiled/perimeter.h's order), those
 // inflows from outside the grid are added to its border cells' own (a tile of the tiled accumulation).
 Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control,

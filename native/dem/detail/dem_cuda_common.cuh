@@ -20,8 +20,8 @@
 
 namespace gpugeo::dem::detail {
 
-// Buffers from the device's stream-ordered pool (all of this backend's work runs on the legacy
-// default stream; a call takes and frees up to a dozen grid-sized buffers), which keeps up to
+// Buffers from the device's stream-ordered pool (all of this backend's work runs on the calling
+// thread's default stream; a call takes and frees up to a dozen grid-sized buffers), which keeps up to
 // kPoolKeep bytes between calls.
 template <typename T>
 using DeviceBuffer = cuda::PooledDeviceBuffer<T>;

@@ -1,6 +1,7 @@
 // The GPU's share of the tiled tools' work on one tile (tiled_cuda.cu; tiled_nocuda.cpp where the
-// build has no CUDA). The rest of their GPU work uses dem_cuda.h's entry points on the tile: the fill
-// of pass 2 (the tile with its perimeter held at its levels), the directions and the accumulation.
+// build has no CUDA): the fill's pass-1 flood and the flat mask's visits. The rest of their GPU work
+// uses dem_cuda.h's entry points on the tile: the fill of pass 2 (the tile with its perimeter held at
+// its levels), the directions and the accumulation.
 #pragma once
 
 #include <cstdint>
@@ -50,5 +51,24 @@ GPUGEO_HD int32_t seedLabel(const float* z, int64_t pw, int64_t ph, int64_t px, 
 // reaches at its flooded level.
 std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t width, int64_t height,
                                                 int32_t firstLabel, const RunControl& control);
+
+// One visit of the tiled flat mask (tiled_flats.cpp) to a tile on the GPU. The tile of width x height
+// cells comes with a halo of two (zPadded, (width + 4) x (height + 4), NaN off the raster), and with
+// the distances its neighbours' perimeters hold on the ring of cells around it (ringTowards,
+// ringAway: one per ring cell, in the perimeter order of the (width + 2) x (height + 2) window around
+// the tile; 0: not reached). The tile's two distances are then the shortest ways through its flat
+// cells from its own sources and from the ring's (as tiled_flats.cpp's rounds compute them on the
+// CPU). Returned per perimeter place of the tile: the two distances (0: not reached; `away` all 0
+// without withAway), and with withAway the cell's equal-elevation component within the tile (its
+// lowest cell, a padded index; -1 on nodata) and that component's greatest distance from higher
+// ground within the tile. With `joinedHighest` (per perimeter place: the greatest distance of the
+// component it joins across the tiles), the tile's mask (width x height cells) is written to `mask`.
+struct FlatTileResult
+{
+  std::vector<int32_t> towards, away, component, highest;
+};
+FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height, const int32_t* ringTowards,
+                            const int32_t* ringAway, bool withAway, const int32_t* joinedHighest, int32_t* mask,
+                            const RunControl& control);
 
 }  // namespace gpugeo::dem::tiled::detail

@@ -24,6 +24,7 @@
 
 #include "dem/detail/dem_cuda_common.cuh"
 #include "dem/detail/dem_math.h"
+#include "dem/detail/flat_cuda.cuh"
 #include "dem/detail/priority_flood.h"
 #include "dem/tiled/perimeter.h"
 #include "dem/tiled/tile_cuda.h"
@@ -152,6 +153,166 @@ struct MinLevel
   __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a < b ? a : b; }
 };
 
+// ---- the flat mask's visits to a tile (flatTileCuda) ----
+//
+// The tile's cells are classed as dem_cuda.cu's (kValid, and kFlat | kDrained for flat cells: which
+// flats drain does not matter here, as undrained flats' cells are never reached from a low edge). The
+// distances are relaxed as dem_cuda.cu's: each flat cell of the tile takes the least over its
+// neighbours of the same elevation of their distance plus one. The sources hold theirs: the tile's
+// cells that are not flat (0 towards the outlet: they are the low edges of the flats of their
+// elevation beside them), the flat cells beside higher ground (1 away from it), and the ring's cells
+// (those of its flat cells from the neighbours' perimeters, 0 for its cells that are not flat).
+
+constexpr int64_t kFlatPad = 2;
+
+__device__ bool inFlatTile(int64_t pw, int64_t ph, int64_t px, int64_t py)
+{
+  return px >= kFlatPad && py >= kFlatPad && px < pw - kFlatPad && py < ph - kFlatPad;
+}
+
+// dem.h's flat cell: valid, and no neighbour lower or nodata (off the raster is NaN too).
+__device__ bool isFlatCell(const float* z, int64_t pw, int64_t px, int64_t py)
+{
+  const float v = z[py * pw + px];
+  if (isNoData(v))
+    return false;
+  for (int d = 0; d < 8; ++d)
+    if (!(z[(py + dem::stepY(d)) * pw + px + dem::stepX(d)] >= v))
+      return false;
+  return true;
+}
+
+__global__ void flatTileInitKernel(const float* z, int64_t pw, int64_t ph, const int32_t* ringTowards,
+                                   const int32_t* ringAway, bool withAway, uint8_t* cls, int32_t* towards,
+                                   int32_t* away)
+{
+  using dem::detail::kFar;
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= pw * ph)
+    return;
+  const int64_t px = c % pw, py = c / pw;
+  uint8_t k = 0;
+  int32_t t = kFar, a = kFar;
+  const bool ring = px >= 1 && py >= 1 && px < pw - 1 && py < ph - 1 && !inFlatTile(pw, ph, px, py);
+  if ((ring || inFlatTile(pw, ph, px, py)) && !isNoData(z[c]))
+  {
+    const bool flat = isFlatCell(z, pw, px, py);
+    if (!flat)
+      t = 0;
+    else if (ring)
+    {
+      const int64_t place = perimeterPlace(pw - 2, ph - 2, px - 1, py - 1);
+      t = ringTowards[place] > 0 ? ringTowards[place] : kFar;
+      a = withAway && ringAway[place] > 0 ? ringAway[place] : kFar;
+    }
+    else if (withAway)
+    {
+      bool higher = false;
+      for (int d = 0; d < 8; ++d)
+        higher = higher || z[(py + dem::stepY(d)) * pw + px + dem::stepX(d)] != z[c];
+      a = higher ? 1 : kFar;
+    }
+    if (!ring)
+      k = uint8_t(dem::detail::kValid | (flat ? dem::detail::kFlat | dem::detail::kDrained : 0));
+  }
+  cls[c] = k;
+  towards[c] = t;
+  away[c] = a;
+}
+
+__global__ void flatRelaxKernel(const float* z, const uint8_t* cls, int64_t pw, int64_t ph, int32_t* value,
+                                TilePass pass)
+{
+  using dem::detail::kFar;
+  if (dem::detail::tileIdle(pass))
+    return;
+  __shared__ int32_t s[2][kTile + 2][kTile + 2];
+  __shared__ float sz[kTile + 2][kTile + 2];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  dem::detail::loadTile<int32_t>(s[0], value, pw, ph, kFar);
+  dem::detail::loadTile<int32_t>(s[1], value, pw, ph, kFar);
+  dem::detail::loadTile<float>(sz, z, pw, ph, NAN);
+  __syncthreads();
+  const int64_t x = int64_t(blockIdx.x) * kTile + tx, y = int64_t(blockIdx.y) * kTile + ty;
+  const bool active = x < pw && y < ph && (cls[y * pw + x] & dem::detail::kFlat);
+  const float zc = sz[ty + 1][tx + 1];
+  int32_t mine = s[0][ty + 1][tx + 1];
+  const bool lowered = dem::detail::settleInBlock<int32_t>(s, active, mine, [&](const int32_t (*r)[kTile + 2]) {
+    int32_t m = mine;
+    for (int d = 0; d < 8; ++d)
+    {
+      const int yy = ty + 1 + dem::stepY(d), xx = tx + 1 + dem::stepX(d);
+      if (sz[yy][xx] == zc && r[yy][xx] < kFar)
+        m = min(m, r[yy][xx] + 1);
+    }
+    return m;
+  });
+  if (lowered)
+    value[y * pw + x] = mine;
+  dem::detail::tileDone(pass, lowered);
+}
+
+// The tile's perimeter cell at padded cell c, or -1.
+__device__ int64_t flatPerimeterPlace(int64_t pw, int64_t ph, int64_t c)
+{
+  const int64_t px = c % pw, py = c / pw, w = pw - 2 * kFlatPad, h = ph - 2 * kFlatPad;
+  const int64_t x = px - kFlatPad, y = py - kFlatPad;
+  if (!inFlatTile(pw, ph, px, py) || (x > 0 && y > 0 && x < w - 1 && y < h - 1))
+    return -1;
+  return perimeterPlace(w, h, x, y);
+}
+
+__global__ void flatPerimeterKernel(const uint8_t* cls, const int32_t* label, const int32_t* towards,
+                                    const int32_t* away, const int32_t* height, int64_t pw, int64_t ph,
+                                    bool withComponents, int32_t* outTowards, int32_t* outAway,
+                                    int32_t* outComponent, int32_t* outHighest)
+{
+  using dem::detail::kFar;
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= pw * ph)
+    return;
+  const int64_t k = flatPerimeterPlace(pw, ph, c);
+  if (k < 0)
+    return;
+  outTowards[k] = towards[c] < kFar ? towards[c] : 0;
+  outAway[k] = away[c] < kFar ? away[c] : 0;
+  const bool valid = withComponents && (cls[c] & dem::detail::kValid);
+  outComponent[k] = valid ? label[c] : -1;
+  outHighest[k] = valid ? height[label[c]] : 0;
+}
+
+// The tile's components that reach its perimeter take their joined components' greatest distances
+// (every perimeter cell of a component gives the same).
+__global__ void flatJoinedKernel(const uint8_t* cls, const int32_t* label, const int32_t* joined, int64_t pw,
+                                 int64_t ph, int32_t* height)
+{
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= pw * ph)
+    return;
+  const int64_t k = flatPerimeterPlace(pw, ph, c);
+  if (k >= 0 && (cls[c] & dem::detail::kValid))
+    height[label[c]] = joined[k];
+}
+
+// tiled_flats.cpp's mask of a tile cell: 0 where no way leads to a low edge; else twice the steps
+// towards it, plus (withAway) the steps from higher ground turned round by the component's greatest.
+__global__ void flatTileMaskKernel(const int32_t* label, const int32_t* towards, const int32_t* away,
+                                   const int32_t* height, int64_t pw, int64_t ph, bool withAway, int32_t* mask)
+{
+  using dem::detail::kFar;
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= pw * ph)
+    return;
+  const int64_t px = c % pw, py = c / pw;
+  if (!inFlatTile(pw, ph, px, py))
+    return;
+  const int32_t t = towards[c] < kFar ? towards[c] : 0, a = away[c] < kFar ? away[c] : 0;
+  int32_t m = 0;
+  if (t > 0)
+    m = withAway ? 2 * t + (a > 0 ? height[label[c]] - a : 0) : t;
+  mask[(py - kFlatPad) * (pw - 2 * kFlatPad) + px - kFlatPad] = m;
+}
+
 // The places on the GPU in use, across the process's tiled runs.
 struct Places
 {
@@ -237,6 +398,74 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t wi
                                      dem::detail::levelOfKey(levelKeys[i])};
     }
     return spills;
+  });
+}
+
+FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height, const int32_t* ringTowards,
+                            const int32_t* ringAway, bool withAway, const int32_t* joinedHighest, int32_t* mask,
+                            const RunControl& control)
+{
+  using dem::detail::blocksFor;
+  dem::detail::useGpu();
+  const int64_t pw = width + 2 * kFlatPad, ph = height + 2 * kFlatPad, n = pw * ph;
+  const std::size_t ring = std::size_t(perimeterCount(width + 2, height + 2));
+  const std::size_t places = std::size_t(perimeterCount(width, height));
+  // Elevations, classes, the two distances, the components and their greatest distances, the mask.
+  return dem::detail::onDevice(dem::detail::sizeWhat("the tiled flat mask", width, height), n, 25, [&] {
+    DeviceBuffer<float> z;
+    cuda::upload(z, zPadded, std::size_t(n));
+    DeviceBuffer<int32_t> ringT, ringA;
+    cuda::upload(ringT, ringTowards, ring);
+    cuda::upload(ringA, ringAway, ring);
+    DeviceBuffer<uint8_t> cls(static_cast<std::size_t>(n));
+    DeviceBuffer<int32_t> towards(static_cast<std::size_t>(n)), away(static_cast<std::size_t>(n)),
+        label(static_cast<std::size_t>(n)), most(static_cast<std::size_t>(n));
+    flatTileInitKernel<<<blocksFor(n), 256>>>(z.data(), pw, ph, ringT.data(), ringA.data(), withAway, cls.data(),
+                                              towards.data(), away.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    for (DeviceBuffer<int32_t>* value : {&towards, &away})
+    {
+      if (value == &away && !withAway)
+        break;
+      dem::detail::untilSettled(pw, ph, control, [&](dim3 blocks, dim3 threads, TilePass pass) {
+        flatRelaxKernel<<<blocks, threads>>>(z.data(), cls.data(), pw, ph, value->data(), pass);
+      });
+    }
+    if (withAway)
+    {
+      dem::detail::labelComponents(z.data(), cls.data(), pw, ph, label.data());
+      GPUGEO_CUDA_CHECK(cudaMemset(most.data(), 0, most.bytes()));
+      dem::detail::flatHeightKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), away.data(), n, most.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+    }
+    DeviceBuffer<int32_t> out(4 * places);
+    flatPerimeterKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), towards.data(), away.data(), most.data(), pw,
+                                               ph, withAway, out.data(), out.data() + places,
+                                               out.data() + 2 * places, out.data() + 3 * places);
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    const std::vector<int32_t> all = cuda::download(out, 4 * places);
+    FlatTileResult result;
+    const auto part = [&](int i) { return std::vector<int32_t>(all.begin() + i * places, all.begin() + (i + 1) * places); };
+    result.towards = part(0);
+    result.away = part(1);
+    result.component = part(2);
+    result.highest = part(3);
+    if (joinedHighest)
+    {
+      if (withAway)
+      {
+        DeviceBuffer<int32_t> joined;
+        cuda::upload(joined, joinedHighest, places);
+        flatJoinedKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), joined.data(), pw, ph, most.data());
+        GPUGEO_CUDA_CHECK_LAUNCH();
+      }
+      DeviceBuffer<int32_t> cells(std::size_t(width * height));
+      flatTileMaskKernel<<<blocksFor(n), 256>>>(label.data(), towards.data(), away.data(), most.data(), pw, ph,
+                                                withAway, cells.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      GPUGEO_CUDA_CHECK(cudaMemcpy(mask, cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+    }
+    return result;
   });
 }
 

@@ -26,8 +26,10 @@
 // times' band labels traced tile by tile into chains of boundary edges, joined across the tiles'
 // edges into regions.h's rings (the same rings, the same polygons).
 //
-// With TiledOptions::backend the GPU takes the fill's floods, the directions and the accumulation's
-// tile sums (tile_cuda.h, dem_cuda.h); the graphs stay on the host. The outputs are the same bits.
+// With TiledOptions::backend the GPU takes the fill's floods, the flat mask's distances and components,
+// the directions, the accumulation's tile sums and the travel times' paths (tile_cuda.h, dem_cuda.h);
+// the graphs stay on the host. The outputs are the same bits (the travel times: within the same
+// bound, their sums associated as the in-memory GPU's pointer jumping does).
 #pragma once
 
 #include <cstdint>
@@ -56,8 +58,8 @@ struct TiledOptions
   int64_t tileWidth = 1024, tileHeight = 1024;  // cut to the raster where larger
   int threads = 0;                              // tiles at once (0: defaultThreadCount())
   // Where the tiles' work runs: the CPU, or the GPU for the stages that have a GPU path (the fill's
-  // two floods, the directions, the accumulation's two passes), the tiles' threads taking turns on
-  // it. Auto counts as the CPU: the caller chooses.
+  // two floods, the flat mask's visits, the directions, the accumulation's and the travel times' two
+  // passes), the tiles' threads taking turns on it. Auto counts as the CPU: the caller chooses.
   Backend backend = Backend::Cpu;
   // Tiles on the GPU at once (each holds up to kGpuBytesPerTileCell a cell of the tile with its halo
   // there); the other threads read, prepare and write tiles meanwhile.
@@ -114,8 +116,9 @@ struct DirectionCounts
 
 // The flat mask (dem.h's flatMask) of a filled DEM. The distances through flats that cross tiles
 // take rounds over the tiles until the perimeters settle; between rounds each tile's flat cells and
-// distances wait in raw files in `scratchFolder` (9 bytes a cell). report.passes counts the rounds,
-// the pass for the components (Combined gradient) and the pass that writes.
+// distances wait in raw files in `scratchFolder` (9 bytes a cell; on the GPU nothing is kept: each
+// visit relaxes the tile's distances again). report.passes counts the rounds, the pass for the
+// components (Combined gradient, on the CPU) and the pass that writes.
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
                    FlatGradient gradient, const std::string& scratchFolder, const TiledOptions& options,
                    const RunControl& control, TiledReport* report = nullptr);
@@ -179,7 +182,9 @@ struct TravelSummary
 // within about 1e-15 relative per tile a path crosses: the sums are associated otherwise), from the
 // filled DEM, the D8 directions and the accumulated area (1e-6 m², accumulationTiled's) with
 // `manning` (per cell, NaN: the model's overland n) where the Manning model has it. Throws
-// InvalidInput as travelTime() does and LoopedDirections where the directions loop.
+// InvalidInput as travelTime() does and LoopedDirections where the directions loop (on the GPU: across
+// tiles; a loop within a tile leaves its cells without a time there, as the in-memory GPU's; the
+// chain's directions, which its accumulation has checked, have none).
 constexpr int64_t kTravelBytesPerTileCell = 40;
 TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSource<uint8_t>& directions,
                               const RasterSource<int64_t>& area, const RasterSource<float>* manning,

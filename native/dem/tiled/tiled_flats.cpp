@@ -11,15 +11,24 @@
 // components, whose highest count of steps from higher ground the mask needs: labelled in each tile,
 // joined through the perimeters by union-find, with their highest count gathered per component. A
 // last pass writes the mask.
+//
+// On the GPU (tile_cuda.h's flatTileCuda) a visit keeps nothing of the tile between rounds: it
+// relaxes the tile's distances again from its own sources and the ring's, which gives what the CPU's
+// lowering gives (the distances are the least over the same ways in), and finds the tile's
+// components with them. A tile's last visit sees its neighbours' final perimeters, so its components
+// then are final too, and the pass for them is not needed: the GPU's run is the rounds and the mask.
 #include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "dem/detail/dem_math.h"
+#include "dem/tiled/tile_cuda.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/tiled/tiling.h"
 
@@ -297,6 +306,347 @@ struct TileComponents
   std::vector<int32_t> highest;
 };
 
+// The perimeters' distances on the ring of cells around tile t, one per ring cell in the perimeter
+// order of the (width + 2) x (height + 2) window (0: off the raster or not reached): what
+// flatTileCuda takes.
+std::vector<int32_t> ringOf(const TileLayout& layout, const Window& t, const std::vector<std::vector<int32_t>>& perimeter)
+{
+  std::vector<int32_t> ring(std::size_t(detail::perimeterCount(t.width + 2, t.height + 2)), 0);
+  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
+    ring[std::size_t(detail::perimeterPlace(t.width + 2, t.height + 2, x + 1, y + 1))] =
+      perimeter[std::size_t(j)][std::size_t(k)];
+  });
+  return ring;
+}
+
+// TileComponents from a GPU visit's components per perimeter place.
+TileComponents componentsOf(const detail::FlatTileResult& visit)
+{
+  TileComponents mine;
+  mine.first.assign(visit.component.size(), -1);
+  mine.highest.assign(visit.component.size(), 0);
+  std::unordered_map<int32_t, int32_t> firstOf;
+  for (std::size_t k = 0; k < visit.component.size(); ++k)
+  {
+    if (visit.component[k] < 0)
+      continue;
+    const auto [at, isNew] = firstOf.emplace(visit.component[k], int32_t(k));
+    if (isNew)
+      mine.highest[k] = visit.highest[k];
+    mine.first[k] = at->second;
+  }
+  return mine;
+}
+
+// The perimeter cells' elevations of a tile read with flats' halo.
+std::vector<float> perimeterElevations(const FlatTile& f)
+{
+  std::vector<float> z(std::size_t(detail::perimeterSize(f.t)));
+  forPerimeter(f.t, [&](int64_t x, int64_t y, int64_t k) { z[std::size_t(k)] = f.z[std::size_t(f.at(x, y))]; });
+  return z;
+}
+
+// What the flat mask's steps share.
+struct FlatRun
+{
+  const RasterSource<float>& filled;
+  const TileLayout& layout;
+  const TiledOptions& options;
+  const RunControl& control;
+  TiledReport& out;
+  bool withAway = false;
+  bool gpu = false;
+  std::optional<FlatState> state;            // the CPU's tiles between rounds
+  Perimeters perimeters;                     // every tile's perimeter distances
+  std::vector<TileComponents> components;    // Combined: every tile's components on its perimeter
+  std::vector<std::vector<float>> perimeterZ;  // and its perimeter's elevations
+  std::vector<int64_t> firstNode;            // each tile's first node in the joined components
+  std::vector<int64_t> parent;               // the joined components (each node pointing at its root)
+  std::vector<int32_t> highest;              // at each root: the greatest distance from higher ground
+
+  FlatRun(const RasterSource<float>& f, const TileLayout& l, const TiledOptions& o, const RunControl& c, TiledReport& r)
+    : filled(f), layout(l), options(o), control(c), out(r)
+  {
+  }
+};
+
+// A round's visit to tile i on the CPU: the first reads the DEM and finds the distances from the
+// tile's own sources; the later ones lower the kept distances from the neighbours' perimeters.
+void visitOnCpu(FlatRun& run, int64_t i, bool firstVisit, Perimeters& fresh, std::size_t w)
+{
+  FlatTile f;
+  const Window t = run.layout.tile(i);
+  FlatState& state = *run.state;
+  if (firstVisit)
+  {
+    readFlatTile(run.filled, t, f);
+    tileDistances(f, run.withAway);
+    saveState(f, state, run.withAway);
+  }
+  else
+  {
+    setGeometry(t, f);
+    f.flat = loadPadded(f, state.flat);
+    f.towards = loadPadded(f, state.towards);
+    if (relax(f, run.layout, run.perimeters.towards, f.towards))
+      state.towards.write(t, unpadded(f, f.towards).data());
+    if (run.withAway)
+    {
+      f.away = loadPadded(f, state.away);
+      if (relax(f, run.layout, run.perimeters.away, f.away))
+        state.away.write(t, unpadded(f, f.away).data());
+    }
+    else
+      f.away.clear();
+  }
+  fresh.towards[w] = perimeterOf(f, f.towards);
+  fresh.away[w] = perimeterOf(f, f.away);
+}
+
+// A round's visit to tile i on the GPU: the distances from the tile's sources and the ring's, and
+// (Combined) its components, which are final after its last visit.
+void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
+{
+  FlatTile f;
+  const Window t = run.layout.tile(i);
+  setGeometry(t, f);
+  detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
+  const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
+  const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
+  detail::FlatTileResult visit;
+  {
+    const detail::GpuTurn turn(run.options.gpuTiles);
+    visit = detail::flatTileCuda(f.z.data(), t.width, t.height, ringTowards.data(), ringAway.data(), run.withAway,
+                                 nullptr, nullptr, run.control);
+  }
+  fresh.towards[w] = std::move(visit.towards);
+  fresh.away[w] = std::move(visit.away);
+  if (run.withAway)
+  {
+    run.components[std::size_t(i)] = componentsOf(visit);
+    run.perimeterZ[std::size_t(i)] = perimeterElevations(f);
+  }
+}
+
+// Rounds over the tiles until no perimeter distance changes; returns the number of rounds.
+int distanceRounds(FlatRun& run)
+{
+  const int64_t count = run.layout.count();
+  std::vector<uint8_t> active(std::size_t(count), 1);
+  int rounds = 0;
+  ScopedStage timing(run.out.times, "flats: distances (rounds)");
+  for (bool changed = true; changed;)
+  {
+    ++rounds;
+    std::vector<int64_t> work;
+    for (int64_t i = 0; i < count; ++i)
+      if (active[std::size_t(i)])
+        work.push_back(i);
+    Perimeters fresh;
+    fresh.towards.resize(work.size());
+    fresh.away.resize(work.size());
+    std::mutex progress;
+    int64_t done = 0;
+    parallelFor(int64_t(work.size()), 1, run.options.threads, [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w)
+      {
+        if (run.gpu)
+          visitOnGpu(run, work[std::size_t(w)], fresh, std::size_t(w));
+        else
+          visitOnCpu(run, work[std::size_t(w)], rounds == 1, fresh, std::size_t(w));
+        std::lock_guard<std::mutex> lock(progress);
+        ++done;
+        if (run.options.onTile)
+          run.options.onTile(rounds, done, int64_t(work.size()));
+      }
+    }, &run.control);
+    if (run.control.isCanceled())
+      throw Canceled();
+    std::fill(active.begin(), active.end(), 0);
+    changed = false;
+    for (std::size_t w = 0; w < work.size(); ++w)
+    {
+      const int64_t i = work[w];
+      if (fresh.towards[w] == run.perimeters.towards[std::size_t(i)] &&
+          fresh.away[w] == run.perimeters.away[std::size_t(i)])
+        continue;
+      run.perimeters.towards[std::size_t(i)] = std::move(fresh.towards[w]);
+      run.perimeters.away[std::size_t(i)] = std::move(fresh.away[w]);
+      changed = true;
+      detail::markNeighbours(run.layout, i, active);
+    }
+  }
+  return rounds;
+}
+
+// The CPU's pass for the tiles' components (Combined): each tile's components on its perimeter, with
+// their greatest distances from higher ground within the tile.
+void componentsPass(FlatRun& run)
+{
+  detail::forEachTile(run.layout, run.out.passes + 1, "flats: components", run.options, run.control, run.out,
+                      [&](int64_t i) {
+    FlatTile f;
+    readFlatTile(run.filled, run.layout.tile(i), f);
+    f.away = loadPadded(f, run.state->away);
+    const std::vector<int32_t> root = tileComponents(f);
+    std::vector<int32_t> most(root.size(), 0);  // at each root: the highest count of its flat cells
+    for (int64_t y = 0; y < f.t.height; ++y)
+      for (int64_t x = 0; x < f.t.width; ++x)
+      {
+        const int32_t r = root[std::size_t(y * f.t.width + x)];
+        if (r >= 0)
+          most[std::size_t(r)] = std::max(most[std::size_t(r)], f.away[std::size_t(f.at(x, y))]);
+      }
+    TileComponents& mine = run.components[std::size_t(i)];
+    const int64_t size = detail::perimeterSize(f.t);
+    mine.first.assign(std::size_t(size), -1);
+    mine.highest.assign(std::size_t(size), 0);
+    std::vector<int32_t> firstOfRoot(root.size(), -1);
+    forPerimeter(f.t, [&](int64_t x, int64_t y, int64_t k) {
+      const int32_t r = root[std::size_t(y * f.t.width + x)];
+      if (r < 0)
+        return;
+      if (firstOfRoot[std::size_t(r)] < 0)
+      {
+        firstOfRoot[std::size_t(r)] = int32_t(k);
+        mine.highest[std::size_t(k)] = most[std::size_t(r)];
+      }
+      mine.first[std::size_t(k)] = firstOfRoot[std::size_t(r)];
+    });
+    run.perimeterZ[std::size_t(i)] = perimeterElevations(f);
+  });
+  ++run.out.passes;
+}
+
+// The tiles' components joined across their perimeters by union-find, each root holding the joined
+// component's greatest distance from higher ground.
+void joinComponents(FlatRun& run)
+{
+  ScopedStage timing(run.out.times, "flats: components joined");
+  const TileLayout& layout = run.layout;
+  const int64_t count = layout.count();
+  auto& parent = run.parent;
+  const auto find = [&](int64_t v) {
+    while (parent[std::size_t(v)] != v)
+      v = parent[std::size_t(v)] = parent[std::size_t(parent[std::size_t(v)])];
+    return v;
+  };
+  parent.resize(std::size_t(run.firstNode.back()));
+  std::iota(parent.begin(), parent.end(), int64_t(0));
+  run.highest.assign(parent.size(), 0);
+  for (int64_t i = 0; i < count; ++i)
+  {
+    const Window t = layout.tile(i);
+    const TileComponents& mine = run.components[std::size_t(i)];
+    forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+      const int32_t own = mine.first[std::size_t(k)];
+      if (own < 0)
+        return;
+      const float v = run.perimeterZ[std::size_t(i)][std::size_t(k)];
+      detail::forNeighboursInOtherTiles(layout, t, x, y, [&](int64_t j, int64_t kn, int64_t, int64_t) {
+        const int32_t theirs = run.components[std::size_t(j)].first[std::size_t(kn)];
+        if (theirs < 0 || run.perimeterZ[std::size_t(j)][std::size_t(kn)] != v)
+          return;
+        const int64_t a = find(run.firstNode[std::size_t(i)] + own), b = find(run.firstNode[std::size_t(j)] + theirs);
+        parent[std::size_t(std::max(a, b))] = std::min(a, b);
+      });
+    });
+  }
+  for (int64_t i = 0; i < count; ++i)
+  {
+    const TileComponents& mine = run.components[std::size_t(i)];
+    for (std::size_t k = 0; k < mine.first.size(); ++k)
+      if (mine.first[k] == int32_t(k))
+      {
+        const int64_t r = find(run.firstNode[std::size_t(i)] + int64_t(k));
+        run.highest[std::size_t(r)] = std::max(run.highest[std::size_t(r)], mine.highest[k]);
+      }
+  }
+  // Every node pointing at its root, so that the last pass only reads (on all threads).
+  for (int64_t v = 0; v < int64_t(parent.size()); ++v)
+    parent[std::size_t(v)] = find(v);
+  run.perimeterZ.clear();
+}
+
+// The greatest distance of the joined component of tile i's perimeter place k (a first place).
+int32_t joinedHighest(const FlatRun& run, int64_t i, int64_t k)
+{
+  return run.highest[std::size_t(run.parent[std::size_t(run.firstNode[std::size_t(i)] + k)])];
+}
+
+// The last pass on the CPU: tile i's mask from its kept distances (and its components).
+std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
+{
+  FlatTile f;
+  const Window t = run.layout.tile(i);
+  setGeometry(t, f);
+  f.towards = loadPadded(f, run.state->towards);
+  std::vector<int32_t> cells(std::size_t(t.cells()), 0);
+  if (!run.withAway)
+  {
+    for (int64_t y = 0; y < t.height; ++y)
+      for (int64_t x = 0; x < t.width; ++x)
+        cells[std::size_t(y * t.width + x)] = f.towards[std::size_t(f.at(x, y))];
+    return cells;
+  }
+  detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
+  f.away = loadPadded(f, run.state->away);
+  const std::vector<int32_t> root = tileComponents(f);
+  std::vector<int32_t> most(root.size(), 0);
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < t.width; ++x)
+    {
+      const int32_t r = root[std::size_t(y * t.width + x)];
+      if (r >= 0)
+        most[std::size_t(r)] = std::max(most[std::size_t(r)], f.away[std::size_t(f.at(x, y))]);
+    }
+  // Components that reach the perimeter take their joined component's highest count.
+  std::vector<int32_t> firstOfRoot(root.size(), -1);
+  forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+    const int32_t r = root[std::size_t(y * t.width + x)];
+    if (r >= 0 && firstOfRoot[std::size_t(r)] < 0)
+    {
+      firstOfRoot[std::size_t(r)] = int32_t(k);
+      most[std::size_t(r)] = joinedHighest(run, i, k);
+    }
+  });
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < t.width; ++x)
+    {
+      const int64_t p = f.at(x, y);
+      const int32_t towards = f.towards[std::size_t(p)], away = f.away[std::size_t(p)];
+      if (towards == 0)
+        continue;
+      const int32_t top = most[std::size_t(root[std::size_t(y * t.width + x)])];
+      cells[std::size_t(y * t.width + x)] = 2 * towards + (away > 0 ? top - away : 0);
+    }
+  return cells;
+}
+
+// The last pass on the GPU: tile i's distances again from the final perimeters, and its mask.
+std::vector<int32_t> maskOnGpu(const FlatRun& run, int64_t i)
+{
+  FlatTile f;
+  const Window t = run.layout.tile(i);
+  setGeometry(t, f);
+  detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
+  const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
+  const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
+  std::vector<int32_t> joined(std::size_t(detail::perimeterSize(t)), 0);
+  if (run.withAway)
+  {
+    const TileComponents& mine = run.components[std::size_t(i)];
+    for (std::size_t k = 0; k < joined.size(); ++k)
+      if (mine.first[k] >= 0)
+        joined[k] = joinedHighest(run, i, mine.first[k]);
+  }
+  std::vector<int32_t> cells(std::size_t(t.cells()));
+  const detail::GpuTurn turn(run.options.gpuTiles);
+  detail::flatTileCuda(f.z.data(), t.width, t.height, ringTowards.data(), ringAway.data(), run.withAway,
+                       joined.data(), cells.data(), run.control);
+  return cells;
+}
+
 }  // namespace
 
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
@@ -307,227 +657,38 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
   TiledReport& out = report ? *report : local;
   const TileLayout layout =
     detail::beginTiledRun(filled.width(), filled.height(), rows, options, kFlatsBytesPerTileCell, kPad, out);
-  const bool withAway = gradient == FlatGradient::Combined;
+  FlatRun run(filled, layout, options, control, out);
+  run.withAway = gradient == FlatGradient::Combined;
+  run.gpu = options.backend == Backend::Gpu;
   const int64_t count = layout.count();
-
-  // Rounds until no perimeter distance changes.
-  Perimeters perimeters;
-  perimeters.towards.resize(std::size_t(count));
-  perimeters.away.resize(std::size_t(count));
-  int64_t perimeterCells = 0;
+  run.perimeters.towards.resize(std::size_t(count));
+  run.perimeters.away.resize(std::size_t(count));
+  run.firstNode.assign(std::size_t(count) + 1, 0);
   for (int64_t i = 0; i < count; ++i)
   {
     const int64_t size = detail::perimeterSize(layout.tile(i));
-    perimeterCells += size;
-    perimeters.towards[std::size_t(i)].assign(std::size_t(size), 0);
-    perimeters.away[std::size_t(i)].assign(std::size_t(size), 0);
+    run.firstNode[std::size_t(i) + 1] = run.firstNode[std::size_t(i)] + size;
+    run.perimeters.towards[std::size_t(i)].assign(std::size_t(size), 0);
+    run.perimeters.away[std::size_t(i)].assign(std::size_t(size), 0);
   }
-  out.graphBytes = perimeterCells * int64_t(4 * sizeof(int32_t));
-  FlatState state(scratchFolder, layout.width, layout.height);
-  std::vector<uint8_t> active(std::size_t(count), 1);
-  int rounds = 0;
+  out.graphBytes = run.firstNode.back() * int64_t(4 * sizeof(int32_t));
+  if (!run.gpu)
+    run.state.emplace(scratchFolder, layout.width, layout.height);
+  if (run.withAway)
   {
-    ScopedStage timing(out.times, "flats: distances (rounds)");
-    for (bool changed = true; changed;)
-    {
-      ++rounds;
-      std::vector<int64_t> work;
-      for (int64_t i = 0; i < count; ++i)
-        if (active[std::size_t(i)])
-          work.push_back(i);
-      Perimeters fresh;
-      fresh.towards.resize(work.size());
-      fresh.away.resize(work.size());
-      std::mutex progress;
-      int64_t done = 0;
-      parallelFor(int64_t(work.size()), 1, options.threads, [&](int64_t b, int64_t e) {
-        FlatTile f;
-        for (int64_t w = b; w < e; ++w)
-        {
-          const Window t = layout.tile(work[std::size_t(w)]);
-          if (rounds == 1)
-          {
-            // The first visit: the DEM read, the flats found, the distances from the tile's sources.
-            readFlatTile(filled, t, f);
-            tileDistances(f, withAway);
-            saveState(f, state, withAway);
-          }
-          else
-          {
-            // Later visits: the tile's state, lowered from its neighbours' new perimeters.
-            setGeometry(t, f);
-            f.flat = loadPadded(f, state.flat);
-            f.towards = loadPadded(f, state.towards);
-            if (relax(f, layout, perimeters.towards, f.towards))
-              state.towards.write(t, unpadded(f, f.towards).data());
-            if (withAway)
-            {
-              f.away = loadPadded(f, state.away);
-              if (relax(f, layout, perimeters.away, f.away))
-                state.away.write(t, unpadded(f, f.away).data());
-            }
-            else
-              f.away.clear();
-          }
-          fresh.towards[std::size_t(w)] = perimeterOf(f, f.towards);
-          fresh.away[std::size_t(w)] = perimeterOf(f, f.away);
-          std::lock_guard<std::mutex> lock(progress);
-          ++done;
-          if (options.onTile)
-            options.onTile(rounds, done, int64_t(work.size()));
-        }
-      }, &control);
-      if (control.isCanceled())
-        throw Canceled();
-      std::fill(active.begin(), active.end(), 0);
-      changed = false;
-      for (std::size_t w = 0; w < work.size(); ++w)
-      {
-        const int64_t i = work[w];
-        if (fresh.towards[w] == perimeters.towards[std::size_t(i)] && fresh.away[w] == perimeters.away[std::size_t(i)])
-          continue;
-        perimeters.towards[std::size_t(i)] = std::move(fresh.towards[w]);
-        perimeters.away[std::size_t(i)] = std::move(fresh.away[w]);
-        changed = true;
-        detail::markNeighbours(layout, i, active);
-      }
-    }
-  }
-  out.passes = rounds;
-
-  // The components' highest count of steps from higher ground (Combined only): per tile, then joined.
-  std::vector<int64_t> firstNode(std::size_t(count) + 1, 0);
-  for (int64_t i = 0; i < count; ++i)
-    firstNode[std::size_t(i) + 1] = firstNode[std::size_t(i)] + detail::perimeterSize(layout.tile(i));
-  std::vector<int64_t> parent;
-  std::vector<int32_t> highest;
-  const auto find = [&](int64_t v) {
-    while (parent[std::size_t(v)] != v)
-      v = parent[std::size_t(v)] = parent[std::size_t(parent[std::size_t(v)])];
-    return v;
-  };
-  if (withAway)
-  {
-    std::vector<TileComponents> components(static_cast<std::size_t>(count));
-    std::vector<std::vector<float>> perimeterZ(static_cast<std::size_t>(count));
-    detail::forEachTile(layout, rounds + 1, "flats: components", options, control, out, [&](int64_t i) {
-      FlatTile f;
-      readFlatTile(filled, layout.tile(i), f);
-      f.away = loadPadded(f, state.away);
-      const std::vector<int32_t> root = tileComponents(f);
-      std::vector<int32_t> most(root.size(), 0);  // at each root: the highest count of its flat cells
-      for (int64_t y = 0; y < f.t.height; ++y)
-        for (int64_t x = 0; x < f.t.width; ++x)
-        {
-          const int32_t r = root[std::size_t(y * f.t.width + x)];
-          if (r >= 0)
-            most[std::size_t(r)] = std::max(most[std::size_t(r)], f.away[std::size_t(f.at(x, y))]);
-        }
-      TileComponents& mine = components[std::size_t(i)];
-      const int64_t size = detail::perimeterSize(f.t);
-      mine.first.assign(std::size_t(size), -1);
-      mine.highest.assign(std::size_t(size), 0);
-      perimeterZ[std::size_t(i)].resize(std::size_t(size));
-      std::vector<int32_t> firstOfRoot(root.size(), -1);
-      forPerimeter(f.t, [&](int64_t x, int64_t y, int64_t k) {
-        perimeterZ[std::size_t(i)][std::size_t(k)] = f.z[std::size_t(f.at(x, y))];
-        const int32_t r = root[std::size_t(y * f.t.width + x)];
-        if (r < 0)
-          return;
-        if (firstOfRoot[std::size_t(r)] < 0)
-        {
-          firstOfRoot[std::size_t(r)] = int32_t(k);
-          mine.highest[std::size_t(k)] = most[std::size_t(r)];
-        }
-        mine.first[std::size_t(k)] = firstOfRoot[std::size_t(r)];
-      });
-    });
-    ++out.passes;
-    ScopedStage timing(out.times, "flats: components joined");
-    parent.resize(std::size_t(firstNode.back()));
-    std::iota(parent.begin(), parent.end(), int64_t(0));
-    highest.assign(parent.size(), 0);
-    for (int64_t i = 0; i < count; ++i)
-    {
-      const Window t = layout.tile(i);
-      const TileComponents& mine = components[std::size_t(i)];
-      forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-        const int32_t own = mine.first[std::size_t(k)];
-        if (own < 0)
-          return;
-        const float v = perimeterZ[std::size_t(i)][std::size_t(k)];
-        detail::forNeighboursInOtherTiles(layout, t, x, y, [&](int64_t j, int64_t kn, int64_t, int64_t) {
-          const int32_t theirs = components[std::size_t(j)].first[std::size_t(kn)];
-          if (theirs < 0 || perimeterZ[std::size_t(j)][std::size_t(kn)] != v)
-            return;
-          const int64_t a = find(firstNode[std::size_t(i)] + own), b = find(firstNode[std::size_t(j)] + theirs);
-          parent[std::size_t(std::max(a, b))] = std::min(a, b);
-        });
-      });
-    }
-    for (int64_t i = 0; i < count; ++i)
-    {
-      const TileComponents& mine = components[std::size_t(i)];
-      for (std::size_t k = 0; k < mine.first.size(); ++k)
-        if (mine.first[k] == int32_t(k))
-        {
-          const int64_t r = find(firstNode[std::size_t(i)] + int64_t(k));
-          highest[std::size_t(r)] = std::max(highest[std::size_t(r)], mine.highest[k]);
-        }
-    }
-    // Every node pointing at its root, so that the last pass only reads (on all threads).
-    for (int64_t v = 0; v < int64_t(parent.size()); ++v)
-      parent[std::size_t(v)] = find(v);
-    components.clear();
+    run.components.resize(std::size_t(count));
+    run.perimeterZ.resize(std::size_t(count));
   }
 
-  // The last pass: each tile's mask from its distances (and its components), written.
+  out.passes = distanceRounds(run);
+  if (run.withAway)
+  {
+    if (!run.gpu)
+      componentsPass(run);
+    joinComponents(run);
+  }
   detail::forEachTile(layout, out.passes + 1, "flats: mask", options, control, out, [&](int64_t i) {
-    FlatTile f;
-    const Window t = layout.tile(i);
-    setGeometry(t, f);
-    f.towards = loadPadded(f, state.towards);
-    std::vector<int32_t> cells(std::size_t(t.cells()), 0);
-    if (!withAway)
-    {
-      for (int64_t y = 0; y < t.height; ++y)
-        for (int64_t x = 0; x < t.width; ++x)
-          cells[std::size_t(y * t.width + x)] = f.towards[std::size_t(f.at(x, y))];
-      mask.write(t, cells.data());
-      return;
-    }
-    detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
-    f.away = loadPadded(f, state.away);
-    const std::vector<int32_t> root = tileComponents(f);
-    std::vector<int32_t> most(root.size(), 0);
-    for (int64_t y = 0; y < t.height; ++y)
-      for (int64_t x = 0; x < t.width; ++x)
-      {
-        const int32_t r = root[std::size_t(y * t.width + x)];
-        if (r >= 0)
-          most[std::size_t(r)] = std::max(most[std::size_t(r)], f.away[std::size_t(f.at(x, y))]);
-      }
-    // Components that reach the perimeter take their joined component's highest count.
-    std::vector<int32_t> firstOfRoot(root.size(), -1);
-    forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-      const int32_t r = root[std::size_t(y * t.width + x)];
-      if (r >= 0 && firstOfRoot[std::size_t(r)] < 0)
-      {
-        firstOfRoot[std::size_t(r)] = int32_t(k);
-        most[std::size_t(r)] = highest[std::size_t(parent[std::size_t(firstNode[std::size_t(i)] + k)])];
-      }
-    });
-    for (int64_t y = 0; y < t.height; ++y)
-      for (int64_t x = 0; x < t.width; ++x)
-      {
-        const int64_t p = f.at(x, y);
-        const int32_t towards = f.towards[std::size_t(p)], away = f.away[std::size_t(p)];
-        if (towards == 0)
-          continue;
-        const int32_t top = most[std::size_t(root[std::size_t(y * t.width + x)])];
-        cells[std::size_t(y * t.width + x)] = 2 * towards + (away > 0 ? top - away : 0);
-      }
-    mask.write(t, cells.data());
+    mask.write(layout.tile(i), (run.gpu ? maskOnGpu(run, i) : maskOnCpu(run, i)).data());
   });
   ++out.passes;
 }

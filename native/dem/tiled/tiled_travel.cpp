@@ -9,6 +9,7 @@
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/dem_math.h"
 #include "dem/detail/travel_math.h"
+#include "dem/tiled/tile_cuda.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/tiled/tiling.h"
 
@@ -210,6 +211,65 @@ void forestTimes(const TileLayout& layout, PerimeterForest& f, const RunControl&
   }
 }
 
+// --- The same passes with the tile's paths summed on the GPU (dem_cuda.h's travelTileCuda) ---
+
+// The tile as travelTileCuda takes it: the elevations, directions and areas with the halo, the rows'
+// cell sizes with the halo's (the nearest row's off the raster: no halo cell's own step is used).
+struct PaddedTile
+{
+  std::vector<float> z;
+  std::vector<int64_t> area;
+  std::vector<double> cellWidth, cellHeight;
+  Grid grid;
+  VelocityModel model;
+  int64_t outlet = -1;
+};
+
+PaddedTile paddedTile(const TileInputs& in, const StepModel& s, int64_t rasterHeight)
+{
+  PaddedTile p;
+  p.z = in.z.empty() ? std::vector<float>(std::size_t(in.pw * in.ph), 0.f) : in.z;
+  p.area.assign(std::size_t(in.pw * in.ph), 0);
+  for (int64_t y = 0; y < in.t.height && !in.area.empty(); ++y)
+    std::copy(in.area.begin() + y * in.t.width, in.area.begin() + (y + 1) * in.t.width,
+              p.area.begin() + (y + 1) * in.pw + 1);
+  for (int64_t py = 0; py < in.ph; ++py)
+  {
+    const int64_t row = std::clamp<int64_t>(in.t.y0 + py - 1, 0, rasterHeight - 1);
+    p.cellWidth.push_back(s.rows.cellWidth[std::size_t(row)]);
+    p.cellHeight.push_back(s.rows.cellHeight[std::size_t(row)]);
+  }
+  p.grid = Grid{p.z.data(), in.pw, in.ph, p.cellWidth.data(), p.cellHeight.data()};
+  p.model = s.model;
+  p.model.manning = in.manning.empty() ? nullptr : in.manning.data();
+  if (in.outlet >= 0)
+    p.outlet = (in.outlet / in.t.width + 1) * in.pw + in.outlet % in.t.width + 1;
+  return p;
+}
+
+// Pass 1 on the GPU: each valid perimeter cell's sum of steps to where its path leaves the tile and
+// where it goes then, as perimeterSums finds them.
+void perimeterSumsOnGpu(const TileInputs& in, const StepModel& s, const TileLayout& layout, int64_t first,
+                        int gpuTiles, const RunControl& control, PerimeterForest& f)
+{
+  const PaddedTile p = paddedTile(in, s, layout.height);
+  dem::detail::TileTravel paths;
+  {
+    const detail::GpuTurn turn(gpuTiles);
+    paths = dem::detail::travelTileCuda(p.grid, in.dir.data(), p.area.data(), p.model, p.outlet, nullptr, true, control);
+  }
+  forPerimeter(in.t, [&](int64_t x, int64_t y, int64_t k) {
+    if (in.dir[std::size_t((y + 1) * in.pw + x + 1)] == kNoData || std::isnan(paths.minutes[std::size_t(k)]))
+      return;  // nowhere, with no sum
+    const int64_t end = paths.end[std::size_t(k)];
+    if (end == p.outlet)
+      f.to[std::size_t(first + k)] = kToOutlet;
+    else
+      f.to[std::size_t(first + k)] = (in.t.y0 + end / in.pw - 1) * layout.width + in.t.x0 + end % in.pw - 1;
+    f.sum[std::size_t(first + k)] = paths.minutes[std::size_t(k)];
+  });
+}
+
 // What pass 2 finds in a tile.
 struct TileStats
 {
@@ -274,6 +334,40 @@ std::vector<double> tileTimes(const TileInputs& in, const StepModel& s, const Ti
   return minutes;
 }
 
+// Pass 2 on the GPU: the tile's times from its halo cells' times to the outlet (the forest's).
+std::vector<double> tileTimesOnGpu(const TileInputs& in, const StepModel& s, const TileLayout& layout,
+                                   const PerimeterForest& f, int gpuTiles, const RunControl& control, TileStats& stats)
+{
+  const PaddedTile p = paddedTile(in, s, layout.height);
+  std::vector<double> haloTimes(std::size_t(detail::perimeterCount(in.pw, in.ph)), kNan);
+  detail::forHaloRing(layout, in.t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
+    haloTimes[std::size_t(detail::perimeterPlace(in.pw, in.ph, x + 1, y + 1))] =
+      f.time[std::size_t(f.firstNode[std::size_t(j)] + k)];
+  });
+  dem::detail::TileTravel times;
+  {
+    const detail::GpuTurn turn(gpuTiles);
+    times = dem::detail::travelTileCuda(p.grid, in.dir.data(), p.area.data(), p.model, p.outlet, haloTimes.data(),
+                                        false, control);
+  }
+  stats.rowCells.assign(std::size_t(in.t.height), 0);
+  for (int64_t q = 0; q < in.t.cells(); ++q)
+  {
+    const double m = times.minutes[std::size_t(q)];
+    if (std::isnan(m))
+      continue;
+    ++stats.rowCells[std::size_t(q / in.t.width)];
+    stats.minTime = std::min(stats.minTime, m);
+    stats.maxTime = std::max(stats.maxTime, m);
+  }
+  if (!std::isnan(times.minSpeed))
+  {
+    stats.minSpeed = times.minSpeed;
+    stats.maxSpeed = times.maxSpeed;
+  }
+  return std::move(times.minutes);
+}
+
 }  // namespace
 
 TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSource<uint8_t>& directions,
@@ -315,7 +409,10 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   detail::forEachTile(layout, 1, "travel time pass 1 (perimeter paths)", options, control, out, [&](int64_t i) {
     TileInputs in;
     readInputs(filled, directions, area, manning, model, layout.tile(i), outlet, layout.width, in);
-    perimeterSums(in, steps, layout.width, f.firstNode[std::size_t(i)], f);
+    if (options.backend == Backend::Gpu)
+      perimeterSumsOnGpu(in, steps, layout, f.firstNode[std::size_t(i)], options.gpuTiles, control, f);
+    else
+      perimeterSums(in, steps, layout.width, f.firstNode[std::size_t(i)], f);
   });
   {
     ScopedStage timing(out.times, "travel time forest");
@@ -331,7 +428,9 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
     const Window t = layout.tile(i);
     readInputs(filled, directions, area, manning, model, t, outlet, layout.width, in);
     TileStats stats;
-    const std::vector<double> times = tileTimes(in, steps, layout, f, stats);
+    const std::vector<double> times = options.backend == Backend::Gpu
+                                        ? tileTimesOnGpu(in, steps, layout, f, options.gpuTiles, control, stats)
+                                        : tileTimes(in, steps, layout, f, stats);
     minutes.write(t, times.data());
     std::lock_guard<std::mutex> lock(merging);
     for (int64_t y = 0; y < t.height; ++y)

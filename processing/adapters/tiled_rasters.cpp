@@ -357,10 +357,10 @@ void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)
                        .arg(plan.options.threads)
                        .arg(mib(plan.gdalCacheBytes)));
   if (gpu)
-    feedback->pushInfo(QObject::tr("On the GPU, %4 tiles at a time: the fill, the directions and the accumulation "
-                                   "(the in-memory GPU run would need about %1 MiB; the GPU's budget is %2 MiB, half "
-                                   "its %3 MiB free, at most the memory budget). The flats, travel times and bands "
-                                   "run on the CPU.")
+    feedback->pushInfo(QObject::tr("On the GPU, %4 tiles at a time: the fill, the flats, the directions, the "
+                                   "accumulation and the travel times (the in-memory GPU run would need about %1 MiB; "
+                                   "the GPU's budget is %2 MiB, half its %3 MiB free, at most the memory budget). The "
+                                   "raised flats and the bands run on the CPU.")
                          .arg(mib(plan.gpuInMemoryBytes), mib(plan.gpuBudgetBytes), mib(plan.gpuFreeBytes))
                          .arg(plan.options.gpuTiles));
 }

@@ -341,8 +341,12 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
       band[std::size_t(p)] = inside ? dem::detail::bandOfTime(times[std::size_t(p)], interval) : -1;
       shed[std::size_t(p)] = inside ? 0 : -1;
     }
+    // Each row's cells per band, counted in a dense array (the bands a row touches, listed).
     std::map<std::pair<int32_t, int64_t>, int64_t> mine;
+    std::vector<int64_t> inRow(static_cast<std::size_t>(bands), 0);
+    std::vector<int32_t> touched;
     for (int64_t y = 0; y < t.height; ++y)
+    {
       for (int64_t x = 0; x < t.width; ++x)
       {
         const int32_t k = band[std::size_t((y + 1) * pw + x + 1)];
@@ -350,8 +354,16 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
           continue;
         if (k >= bands)
           throw InvalidInput("a travel time lies past the last band");
-        ++mine[{k, t.y0 + y}];
+        if (inRow[std::size_t(k)]++ == 0)
+          touched.push_back(k);
       }
+      for (const int32_t k : touched)
+      {
+        mine[{k, t.y0 + y}] += inRow[std::size_t(k)];
+        inRow[std::size_t(k)] = 0;
+      }
+      touched.clear();
+    }
     tracePieces(band, t, layout.width, bands, bandPieces[std::size_t(i)]);
     tracePieces(shed, t, layout.width, 1, shedPieces[std::size_t(i)]);
     if (copy)

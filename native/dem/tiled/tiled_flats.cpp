@@ -462,19 +462,27 @@ int distanceRounds(FlatRun& run)
     }, &run.control);
     if (run.control.isCanceled())
       throw Canceled();
+    // The next round visits the tiles beside the perimeter cells that changed (a tile that reads
+    // none of them would find nothing new).
     std::fill(active.begin(), active.end(), 0);
     changed = false;
     for (std::size_t w = 0; w < work.size(); ++w)
     {
       const int64_t i = work[w];
-      if (fresh.towards[w] == run.perimeters.towards[std::size_t(i)] &&
-          fresh.away[w] == run.perimeters.away[std::size_t(i)])
+      std::vector<int32_t>& towards = run.perimeters.towards[std::size_t(i)];
+      std::vector<int32_t>& away = run.perimeters.away[std::size_t(i)];
+      if (fresh.towards[w] == towards && fresh.away[w] == away)
         continue;
-      run.perimeters.towards[std::size_t(i)] = std::move(fresh.towards[w]);
-      run.perimeters.away[std::size_t(i)] = std::move(fresh.away[w]);
-      changed = true;
-      detail::markNeighbours(run.layout, i, active);
+      const Window t = run.layout.tile(i);
+      forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+        if (fresh.towards[w][std::size_t(k)] != towards[std::size_t(k)] || fresh.away[w][std::size_t(k)] != away[std::size_t(k)])
+          detail::forNeighboursInOtherTiles(run.layout, t, x, y,
+                                            [&](int64_t j, int64_t, int64_t, int64_t) { active[std::size_t(j)] = 1; });
+      });
+      towards = std::move(fresh.towards[w]);
+      away = std::move(fresh.away[w]);
     }
+    changed = std::find(active.begin(), active.end(), uint8_t(1)) != active.end();
   }
   return rounds;
 }

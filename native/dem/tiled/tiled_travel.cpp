@@ -35,7 +35,7 @@ struct TileInputs
   int64_t pw = 0, ph = 0;
   std::vector<uint8_t> dir;
   std::vector<float> z, manning;
-  std::vector<int64_t> area;
+  std::vector<int64_t> area;  // the tile's cells (on the GPU: with the halo, 0 there)
   int64_t outlet = -1;  // the outlet's place in the tile (y * width + x), or -1
 };
 
@@ -48,7 +48,7 @@ struct StepModel
 
 void readInputs(const RasterSource<float>& filled, const RasterSource<uint8_t>& directions,
                 const RasterSource<int64_t>& area, const RasterSource<float>* manning, const VelocityModel& model,
-                const Window& t, int64_t outlet, int64_t width, TileInputs& in)
+                const Window& t, int64_t outlet, int64_t width, bool forGpu, TileInputs& in)
 {
   in.t = t;
   in.pw = t.width + 2;
@@ -57,8 +57,13 @@ void readInputs(const RasterSource<float>& filled, const RasterSource<uint8_t>& 
   if (model.kind != VelocityModel::Kind::Constant)
   {
     detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), in.z);
-    in.area.resize(std::size_t(t.cells()));
-    area.read(t, in.area.data());
+    if (forGpu)
+      detail::readWithHalo(area, t, int64_t(0), in.area);
+    else
+    {
+      in.area.resize(std::size_t(t.cells()));
+      area.read(t, in.area.data());
+    }
   }
   if (model.kind == VelocityModel::Kind::Manning && manning)
     detail::readWithHalo(*manning, t, std::numeric_limits<float>::quiet_NaN(), in.manning);
@@ -225,14 +230,12 @@ struct PaddedTile
   int64_t outlet = -1;
 };
 
-PaddedTile paddedTile(const TileInputs& in, const StepModel& s, int64_t rasterHeight)
+// Takes the elevations and the areas (read with the halo) from `in`.
+PaddedTile paddedTile(TileInputs& in, const StepModel& s, int64_t rasterHeight)
 {
   PaddedTile p;
-  p.z = in.z.empty() ? std::vector<float>(std::size_t(in.pw * in.ph), 0.f) : in.z;
-  p.area.assign(std::size_t(in.pw * in.ph), 0);
-  for (int64_t y = 0; y < in.t.height && !in.area.empty(); ++y)
-    std::copy(in.area.begin() + y * in.t.width, in.area.begin() + (y + 1) * in.t.width,
-              p.area.begin() + (y + 1) * in.pw + 1);
+  p.z = in.z.empty() ? std::vector<float>(std::size_t(in.pw * in.ph), 0.f) : std::move(in.z);
+  p.area = in.area.empty() ? std::vector<int64_t>(std::size_t(in.pw * in.ph), 0) : std::move(in.area);
   for (int64_t py = 0; py < in.ph; ++py)
   {
     const int64_t row = std::clamp<int64_t>(in.t.y0 + py - 1, 0, rasterHeight - 1);
@@ -249,7 +252,7 @@ PaddedTile paddedTile(const TileInputs& in, const StepModel& s, int64_t rasterHe
 
 // Pass 1 on the GPU: each valid perimeter cell's sum of steps to where its path leaves the tile and
 // where it goes then, as perimeterSums finds them.
-void perimeterSumsOnGpu(const TileInputs& in, const StepModel& s, const TileLayout& layout, int64_t first,
+void perimeterSumsOnGpu(TileInputs& in, const StepModel& s, const TileLayout& layout, int64_t first,
                         int gpuTiles, const RunControl& control, PerimeterForest& f)
 {
   const PaddedTile p = paddedTile(in, s, layout.height);
@@ -335,7 +338,7 @@ std::vector<double> tileTimes(const TileInputs& in, const StepModel& s, const Ti
 }
 
 // Pass 2 on the GPU: the tile's times from its halo cells' times to the outlet (the forest's).
-std::vector<double> tileTimesOnGpu(const TileInputs& in, const StepModel& s, const TileLayout& layout,
+std::vector<double> tileTimesOnGpu(TileInputs& in, const StepModel& s, const TileLayout& layout,
                                    const PerimeterForest& f, int gpuTiles, const RunControl& control, TileStats& stats)
 {
   const PaddedTile p = paddedTile(in, s, layout.height);
@@ -396,6 +399,7 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
       throw InvalidInput("the outlet lies on a nodata cell");
   }
   const StepModel steps{model, dem::detail::manningNPower(model.overlandN), rows};
+  const bool gpu = options.backend == Backend::Gpu;
 
   PerimeterForest f;
   f.firstNode.resize(std::size_t(layout.count()) + 1, 0);
@@ -408,8 +412,8 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
 
   detail::forEachTile(layout, 1, "travel time pass 1 (perimeter paths)", options, control, out, [&](int64_t i) {
     TileInputs in;
-    readInputs(filled, directions, area, manning, model, layout.tile(i), outlet, layout.width, in);
-    if (options.backend == Backend::Gpu)
+    readInputs(filled, directions, area, manning, model, layout.tile(i), outlet, layout.width, gpu, in);
+    if (gpu)
       perimeterSumsOnGpu(in, steps, layout, f.firstNode[std::size_t(i)], options.gpuTiles, control, f);
     else
       perimeterSums(in, steps, layout.width, f.firstNode[std::size_t(i)], f);
@@ -426,9 +430,9 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   detail::forEachTile(layout, 2, "travel time pass 2 (times; write)", options, control, out, [&](int64_t i) {
     TileInputs in;
     const Window t = layout.tile(i);
-    readInputs(filled, directions, area, manning, model, t, outlet, layout.width, in);
+    readInputs(filled, directions, area, manning, model, t, outlet, layout.width, gpu, in);
     TileStats stats;
-    const std::vector<double> times = options.backend == Backend::Gpu
+    const std::vector<double> times = gpu
                                         ? tileTimesOnGpu(in, steps, layout, f, options.gpuTiles, control, stats)
                                         : tileTimes(in, steps, layout, f, stats);
     minutes.write(t, times.data());

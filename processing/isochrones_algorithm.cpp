@@ -790,6 +790,7 @@ void IsochronesAlgorithm::BandWriter::writeAndFree(int band, double interval, in
 {
   std::unique_ptr<QgsMultiPolygon> multi = bandMultiPolygon(polygons, 0, false, mToMap);
   polygons = BandPolygons();  // their memory back before the sink copies the geometry
+  returnFreedMemory();
   addBand(band, interval, cells, area, std::move(multi));
 }
 

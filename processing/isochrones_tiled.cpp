@@ -364,9 +364,12 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& re
     onBand = [&](int32_t band, int64_t cells, double area, BandPolygons& polygons) {
       if (feedback->isCanceled())
         throw Canceled();
+      if (band == 0)
+        cache.shrink(16 * 1024 * 1024);  // the rasters are written: the polygons need no block cache
       bandWriter->writeAndFree(band, outcome.interval, cells, area, polygons);
     };
   }
+  returnFreedMemory();  // the earlier stages' graphs and tiles, before the bands' pieces
   dem::tiled::TiledBands traced = chain.bands(outcome.interval, outcome.bands, request.timePath, onBand);
   if (bandWriter)
     outcome.isochronesId = bandWriter->id();

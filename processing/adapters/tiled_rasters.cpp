@@ -9,6 +9,9 @@
 
 #if defined(__unix__)
 #include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #endif
 
 #include <QObject>
@@ -334,6 +337,19 @@ GdalCacheLimit::GdalCacheLimit(int64_t bytes) : mPrevious(GDALGetCacheMax64())
 GdalCacheLimit::~GdalCacheLimit()
 {
   GDALSetCacheMax64(mPrevious);
+}
+
+void GdalCacheLimit::shrink(int64_t bytes) const
+{
+  if (bytes < GDALGetCacheMax64())
+    GDALSetCacheMax64(bytes);
+}
+
+void returnFreedMemory()
+{
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)

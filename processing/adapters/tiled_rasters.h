@@ -145,12 +145,20 @@ class GdalCacheLimit
 public:
   explicit GdalCacheLimit(int64_t bytes);
   ~GdalCacheLimit();
+  // Lowers the limit to `bytes` for the rest of its life (GDAL writes out the blocks past it): for
+  // the last stage of a run, when no raster is read again.
+  void shrink(int64_t bytes) const;
   GdalCacheLimit(const GdalCacheLimit&) = delete;
   GdalCacheLimit& operator=(const GdalCacheLimit&) = delete;
 
 private:
   int64_t mPrevious;
 };
+
+// Gives the heap pages that freed memory left back to the system (glibc keeps them for reuse
+// otherwise, so that a stage's peak would count what the stages before it freed). Nothing where the C
+// library is not glibc.
+void returnFreedMemory();
 
 // The memory a tool may use: `budgetMiB` if above 0, else half the memory available now
 // (MemAvailable of /proc/meminfo; 4 GiB where it cannot be read). The in-memory run needs

@@ -20,6 +20,7 @@
 // peak resident memory of the process (ru_maxrss) and cells per second.
 #include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -253,8 +254,12 @@ int main(int argc, char** argv)
     Store<uint8_t> drained(inRam, scratch.path() + "/iso_dir.u8", w, h);
     Store<int64_t> isoCells(inRam, scratch.path() + "/iso_cells.i64", w, h), isoArea(inRam, scratch.path() + "/iso_area.i64", w, h);
     TiledReport isoMaskReport;
+    // Tile visits of the flats' passes (each round visits only the tiles beside changed perimeters).
+    std::atomic<int64_t> maskVisits{0};
+    TiledOptions counting = options;
+    counting.onTile = [&](int, int64_t, int64_t) { ++maskVisits; };
     auto t0 = std::chrono::steady_clock::now();
-    flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), options, control, &isoMaskReport);
+    flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), counting, control, &isoMaskReport);
     const double isoMaskMs = msSince(t0);
     directionsTiled(filled, rows, drained, options, control, nullptr, &flatMask);
     const AccumulationSummary drainedSummary = accumulationTiled(drained, rows, isoCells, isoArea, options, control);
@@ -272,7 +277,9 @@ int main(int argc, char** argv)
     t0 = std::chrono::steady_clock::now();
     const TiledBands traced = bandsTiled(minutes, rows, interval, bands, nullptr, options, control, &bandsReport);
     const double bandsMs = msSince(t0);
-    std::printf(",\n \"flat_mask_ms\": %.1f, \"flat_mask_passes\": %d", isoMaskMs, isoMaskReport.passes);
+    std::printf(",\n \"flat_mask_ms\": %.1f, \"flat_mask_passes\": %d, \"flat_mask_tile_visits\": %lld", isoMaskMs,
+                isoMaskReport.passes, (long long)maskVisits.load());
+    printStages("flat_mask_stages_ms", {&isoMaskReport});
     std::printf(",\n \"flats_directions_accumulation_ms\": %.1f, \"travel_ms\": %.1f, \"bands_ms\": %.1f, \"watershed_cells\": %lld, \"bands\": %d,"
                 " \"band_vertices\": %lld, \"isochrones_peak_rss_mib\": %.1f",
                 resolvedMs, travelMs, bandsMs, (long long)travel.watershedCells, int(bands), (long long)traced.bands.x.size(),

@@ -291,9 +291,12 @@ void appendBand(BandPolygons& all, const BandPolygons& one)
 // area from `counts`) and dropped, or, without it, gathered into one BandPolygons.
 BandPolygons labelsPolygons(std::vector<TilePieces>& tiles, int32_t count, int64_t width, int64_t height,
                             const RunControl& control, int threads, const TiledBands* counts,
-                            const BandObserver& onBand)
+                            const BandObserver& onBand, StageTimes& times)
 {
+  ScopedStage joining(times, "bands (pieces joined)");
   const JoinedRings rings = joinPieces(tiles, control);
+  joining.stop();
+  ScopedStage polygons(times, "bands (polygons)");
   BandPolygons all;
   std::size_t begin = 0;
   for (int32_t k = 0; k < count; ++k)
@@ -382,12 +385,12 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
     result.bandCells[k] += n;
     result.bandArea[k] += double(n) * (rows.cellWidth[y] * rows.cellHeight[y]);
   }
-  ScopedStage timing(out.times, "bands (joined, polygons)");
   const int threads = options.threads;
   result.watershed =
-    labelsPolygons(shedPieces, 1, layout.width, layout.height, control, threads, nullptr, nullptr);
+    labelsPolygons(shedPieces, 1, layout.width, layout.height, control, threads, nullptr, nullptr, out.times);
   std::vector<TilePieces>().swap(shedPieces);
-  result.bands = labelsPolygons(bandPieces, bands, layout.width, layout.height, control, threads, &result, onBand);
+  result.bands =
+    labelsPolygons(bandPieces, bands, layout.width, layout.height, control, threads, &result, onBand, out.times);
   return result;
 }
 

@@ -140,8 +140,8 @@ QString Algorithm::tilingHelp()
     "<b>Process tile by tile</b> (advanced): a DEM whose in-memory run would need more than the budget runs tile by "
     "tile, reading and writing the rasters window by window, so its size is limited by the disk, not the memory; "
     "the result is the in-memory run's, cell for cell. Tiles: the largest squares (up to 4,096 cells) that fit the "
-    "budget, one a thread. On the GPU, tiles take turns on the device for the fill, directions and accumulation "
-    "(the rest on the CPU), and a DEM whose GPU run would pass half the free GPU memory is tiled too. The log says "
+    "budget, one a thread. On the GPU, tiles take turns on the device for all but the raised flats and the bands "
+    "(on the CPU), and a DEM whose GPU run would pass half the free GPU memory is tiled too. The log says "
     "which path ran, the tiles and the passes; scratch rasters go to QGIS's temporary folder, removed at the end. "
     "<b>COG</b> (advanced): outputs as Cloud Optimized GeoTIFFs (one more pass each).</p>");
 }

@@ -451,7 +451,7 @@ __global__ void maskKernel(const uint8_t* cls, const int32_t* label, const int32
     return;
   }
   const int32_t t = towards[c] < kFar ? towards[c] : 0, a = away[c] < kFar ? away[c] : 0;
-  mask[c] = towardsOnly ? t : 2 * t + (a > 0 ? height[label[c]] - a : 0);
+  mask[c] = towardsOnly ? t : combinedFlatMask(t, a, height[label[c]]);
 }
 
 // ---- travel time ----
@@ -700,6 +700,24 @@ __global__ void speedRangeKernel(const double* speed, int64_t n, unsigned long l
   {
     atomicMin(range, least);
     atomicMax(range + 1, most);
+  }
+}
+
+// The least and greatest of the speeds that are not NaN into lowest and highest (left as they are
+// where all are NaN).
+void speedRangeOnDevice(const DeviceBuffer<double>& speed, int64_t n, double& lowest, double& highest)
+{
+  DeviceBuffer<unsigned long long> range(2);
+  const unsigned long long start[2] = {~0ull, 0ull};
+  GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
+  speedRangeKernel<<<blocksFor(n), 256>>>(speed.data(), n, range.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  unsigned long long bits[2];
+  GPUGEO_CUDA_CHECK(cudaMemcpy(bits, range.data(), sizeof bits, cudaMemcpyDeviceToHost));
+  if (bits[1] != 0)
+  {
+    std::memcpy(&lowest, &bits[0], sizeof(double));
+    std::memcpy(&highest, &bits[1], sizeof(double));
   }
 }
 
@@ -1092,18 +1110,7 @@ TileTravel travelTileCuda(const Grid& padded, const uint8_t* directions, const i
     GPUGEO_CUDA_CHECK(cudaMemcpy2D(out.minutes.data(), std::size_t(w) * sizeof(double), minutes.data() + pw + 1,
                                    std::size_t(pw) * sizeof(double), std::size_t(w) * sizeof(double), std::size_t(h),
                                    cudaMemcpyDeviceToHost));
-    DeviceBuffer<unsigned long long> range(2);
-    const unsigned long long start[2] = {~0ull, 0ull};
-    GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
-    speedRangeKernel<<<blocksFor(n), 256>>>(speed.data(), n, range.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    unsigned long long bits[2];
-    GPUGEO_CUDA_CHECK(cudaMemcpy(bits, range.data(), sizeof bits, cudaMemcpyDeviceToHost));
-    if (bits[1] != 0)
-    {
-      std::memcpy(&out.minSpeed, &bits[0], sizeof(double));
-      std::memcpy(&out.maxSpeed, &bits[1], sizeof(double));
-    }
+    speedRangeOnDevice(speed, n, out.minSpeed, out.maxSpeed);
     return out;
   });
 }
@@ -1219,18 +1226,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       DeviceBuffer<double> speed;
       travelOnDevice(filled, dirs, area, cw, ch, model, w, h, out.outlet, control, minutes, speed);
       watershedOnDevice(grid, minutes, out.travel);
-      DeviceBuffer<unsigned long long> range(2);
-      const unsigned long long start[2] = {~0ull, 0ull};
-      GPUGEO_CUDA_CHECK(cudaMemcpy(range.data(), start, sizeof start, cudaMemcpyHostToDevice));
-      speedRangeKernel<<<blocksFor(n), 256>>>(speed.data(), n, range.data());
-      GPUGEO_CUDA_CHECK_LAUNCH();
-      unsigned long long bits[2];
-      GPUGEO_CUDA_CHECK(cudaMemcpy(bits, range.data(), sizeof bits, cudaMemcpyDeviceToHost));
-      if (bits[1] != 0)
-      {
-        std::memcpy(&out.minSpeed, &bits[0], sizeof(double));
-        std::memcpy(&out.maxSpeed, &bits[1], sizeof(double));
-      }
+      speedRangeOnDevice(speed, n, out.minSpeed, out.maxSpeed);
       if (o.keepSpeed)
       {
         ScopedStage copy(times, "download");

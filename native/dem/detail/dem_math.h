@@ -12,6 +12,14 @@
 
 namespace gpugeo::dem::detail {
 
+// The Combined flat mask of a drained flat cell (Barnes et al. 2014), for every path that computes it:
+// twice its steps towards the outlet, plus its steps from higher ground (0: none) turned round by the
+// greatest of its flat's.
+GPUGEO_HD int32_t combinedFlatMask(int32_t towards, int32_t away, int32_t highest)
+{
+  return 2 * towards + (away > 0 ? highest - away : 0);
+}
+
 GPUGEO_HD bool isNoData(float v)
 {
   return v != v;

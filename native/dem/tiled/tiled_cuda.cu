@@ -309,7 +309,7 @@ __global__ void flatTileMaskKernel(const int32_t* label, const int32_t* towards,
   const int32_t t = towards[c] < kFar ? towards[c] : 0, a = away[c] < kFar ? away[c] : 0;
   int32_t m = 0;
   if (t > 0)
-    m = withAway ? 2 * t + (a > 0 ? height[label[c]] - a : 0) : t;
+    m = withAway ? dem::detail::combinedFlatMask(t, a, height[label[c]]) : t;
   mask[(py - kFlatPad) * (pw - 2 * kFlatPad) + px - kFlatPad] = m;
 }
 

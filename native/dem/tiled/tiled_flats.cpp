@@ -403,22 +403,26 @@ void visitOnCpu(FlatRun& run, int64_t i, bool firstVisit, Perimeters& fresh, std
   fresh.away[w] = perimeterOf(f, f.away);
 }
 
-// A round's visit to tile i on the GPU: the distances from the tile's sources and the ring's, and
-// (Combined) its components, which are final after its last visit.
-void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
+// Tile i on the GPU (flatTileCuda) with the perimeters' distances on its ring as they stand, `f`
+// holding its elevations after; with `joined`, its mask to `mask`.
+detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const int32_t* joined, int32_t* mask, FlatTile& f)
 {
-  FlatTile f;
   const Window t = run.layout.tile(i);
   setGeometry(t, f);
   detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
   const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
   const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
-  detail::FlatTileResult visit;
-  {
-    const detail::GpuTurn turn(run.options.gpuTiles);
-    visit = detail::flatTileCuda(f.z.data(), t.width, t.height, ringTowards.data(), ringAway.data(), run.withAway,
-                                 nullptr, nullptr, run.control);
-  }
+  const detail::GpuTurn turn(run.options.gpuTiles);
+  return detail::flatTileCuda(f.z.data(), t.width, t.height, ringTowards.data(), ringAway.data(), run.withAway,
+                              joined, mask, run.control);
+}
+
+// A round's visit to tile i on the GPU: the distances from the tile's sources and the ring's, and
+// (Combined) its components, which are final after its last visit.
+void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
+{
+  FlatTile f;
+  detail::FlatTileResult visit = flatTileOnGpu(run, i, nullptr, nullptr, f);
   fresh.towards[w] = std::move(visit.towards);
   fresh.away[w] = std::move(visit.away);
   if (run.withAway)
@@ -626,7 +630,7 @@ std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
       if (towards == 0)
         continue;
       const int32_t top = most[std::size_t(root[std::size_t(y * t.width + x)])];
-      cells[std::size_t(y * t.width + x)] = 2 * towards + (away > 0 ? top - away : 0);
+      cells[std::size_t(y * t.width + x)] = dem::detail::combinedFlatMask(towards, away, top);
     }
   return cells;
 }
@@ -634,12 +638,7 @@ std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
 // The last pass on the GPU: tile i's distances again from the final perimeters, and its mask.
 std::vector<int32_t> maskOnGpu(const FlatRun& run, int64_t i)
 {
-  FlatTile f;
   const Window t = run.layout.tile(i);
-  setGeometry(t, f);
-  detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
-  const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
-  const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
   std::vector<int32_t> joined(std::size_t(detail::perimeterSize(t)), 0);
   if (run.withAway)
   {
@@ -649,9 +648,8 @@ std::vector<int32_t> maskOnGpu(const FlatRun& run, int64_t i)
         joined[k] = joinedHighest(run, i, mine.first[k]);
   }
   std::vector<int32_t> cells(std::size_t(t.cells()));
-  const detail::GpuTurn turn(run.options.gpuTiles);
-  detail::flatTileCuda(f.z.data(), t.width, t.height, ringTowards.data(), ringAway.data(), run.withAway,
-                       joined.data(), cells.data(), run.control);
+  FlatTile f;
+  flatTileOnGpu(run, i, joined.data(), cells.data(), f);
   return cells;
 }
 

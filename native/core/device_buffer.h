@@ -14,6 +14,7 @@
 #include "cuda_check.h"
 #include "host_memory.h"
 #include "parallel.h"
+#include "staged_copy.h"
 
 
 namespace gpugeo::cuda {
@@ -165,13 +166,13 @@ private:
   cudaEvent_t mStop = nullptr;
 };
 
-// Copies n values from the host into `d` (resized to n).
+// Copies n values from the host into `d` (resized to n), through pinned staging (staged_copy.h).
 template <typename T, typename A>
 void upload(BasicDeviceBuffer<T, A>& d, const T* h, std::size_t n)
 {
   d.resize(n);
   if (n)
-    GPUGEO_CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(T), cudaMemcpyHostToDevice));
+    copyToDevice(d.data(), h, n * sizeof(T));
 }
 
 // A host vector of n values to download into (core/host_memory.h: huge pages where Linux gives them).
@@ -196,7 +197,7 @@ std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n, std::fu
 {
   std::vector<T> h = ahead.get();
   if (n)
-    GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
+    copyToHost(h.data(), d.data(), n * sizeof(T));
   return h;
 }
 
@@ -206,7 +207,7 @@ std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n)
 {
   std::vector<T> h = hostVector<T>(n);
   if (n)
-    GPUGEO_CUDA_CHECK(cudaMemcpy(h.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
+    copyToHost(h.data(), d.data(), n * sizeof(T));
   return h;
 }
 

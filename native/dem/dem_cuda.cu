@@ -888,8 +888,8 @@ Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& dire
     Accumulation out;
     out.cells = cuda::hostVector<int64_t>(std::size_t(n));
     out.area = cuda::hostVector<int64_t>(std::size_t(n));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(out.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(out.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
+    cuda::copyToHost(out.cells.data(), cells.data(), cells.bytes());
+    cuda::copyToHost(out.area.data(), area.data(), area.bytes());
     return out;
   });
 }
@@ -1203,8 +1203,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
         // snapOutlet on the band of rows y0..y1 as a grid of its own (the same window, the same sizes).
         Accumulation window;
         window.cells.resize(std::size_t((y1 - y0 + 1) * w));
-        GPUGEO_CUDA_CHECK(cudaMemcpy(window.cells.data(), cells.data() + y0 * w, window.cells.size() * sizeof(long long),
-                                     cudaMemcpyDeviceToHost));
+        cuda::copyToHost(window.cells.data(), cells.data() + y0 * w, window.cells.size() * sizeof(long long));
         const Grid rows{grid.z + y0 * w, w, y1 - y0 + 1, grid.cellWidth + y0, grid.cellHeight + y0};
         out.outlet = y0 * w + snapOutlet(rows, window, o.outletColumn, o.outletRow - y0, o.snapDistance);
       }
@@ -1213,7 +1212,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       if (o.keepAccumulation)
       {
         out.accumulation.cells = cellsAhead.get();
-        GPUGEO_CUDA_CHECK(cudaMemcpy(out.accumulation.cells.data(), cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+        cuda::copyToHost(out.accumulation.cells.data(), cells.data(), cells.bytes());
       }
       cells.release();
       VelocityModel model = o.model;
@@ -1275,8 +1274,7 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
       if (o.keepAccumulation)
       {
         out.accumulation.area = areaAhead.get();
-        GPUGEO_CUDA_CHECK(
-          cudaMemcpy(out.accumulation.area.data(), area.data(), area.bytes(), cudaMemcpyDeviceToHost));
+        cuda::copyToHost(out.accumulation.area.data(), area.data(), area.bytes());
       }
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
     });

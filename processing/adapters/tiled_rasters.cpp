@@ -323,8 +323,13 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raste
   plan.options.tileWidth = plan.options.tileHeight = side;
   plan.options.threads = threads;
   if (backend == Backend::Gpu)
-    plan.options.gpuTiles = int(std::clamp<int64_t>(
-      plan.gpuBudgetBytes / ((side + 2) * (side + 2) * dem::tiled::kGpuBytesPerTileCell), 1, threads));
+  {
+    const int64_t perTile = (side + 2) * (side + 2) * dem::tiled::kGpuBytesPerTileCell;
+    plan.options.gpuTiles = int(std::clamp<int64_t>(plan.gpuBudgetBytes / perTile, 1, threads));
+    // What the GPU's budget has left beyond the tiles in flight keeps the flat mask's tiles between
+    // its rounds.
+    plan.options.gpuKeepBytes = std::max<int64_t>(0, plan.gpuBudgetBytes - plan.options.gpuTiles * perTile);
+  }
   return plan;
 }
 
@@ -375,10 +380,12 @@ void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback)
   if (gpu)
     feedback->pushInfo(QObject::tr("On the GPU, %4 tiles at a time: the fill, the flats, the directions, the "
                                    "accumulation and the travel times (the in-memory GPU run would need about %1 MiB; "
-                                   "the GPU's budget is %2 MiB, half its %3 MiB free, at most the memory budget). The "
-                                   "raised flats and the bands run on the CPU.")
+                                   "the GPU's budget is %2 MiB, half its %3 MiB free, at most the memory budget; "
+                                   "%5 MiB of it keeps the flat mask's tiles between its rounds). The raised flats and "
+                                   "the bands run on the CPU.")
                          .arg(mib(plan.gpuInMemoryBytes), mib(plan.gpuBudgetBytes), mib(plan.gpuFreeBytes))
-                         .arg(plan.options.gpuTiles));
+                         .arg(plan.options.gpuTiles)
+                         .arg(mib(plan.options.gpuKeepBytes)));
 }
 
 void logTiledRun(const dem::tiled::TiledReport& report, int extraPasses, QgsProcessingFeedback* feedback)

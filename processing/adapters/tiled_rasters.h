@@ -172,7 +172,8 @@ void returnFreedMemory();
 // On the GPU (`backend`), also tiled where the in-memory GPU run (`gpuInMemoryBytesPerCell`) would pass
 // the GPU's budget, half its free memory (at most the budget), or its 2^30 cells; the tiles then also
 // fit that budget, as many at a time on the GPU as it holds (dem::tiled::kGpuBytesPerTileCell), at
-// most one a thread.
+// most one a thread, and what the budget has left beyond them keeps the flat mask's tiles between
+// its rounds (TiledOptions::gpuKeepBytes).
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
                       int64_t tileBytesPerCell, int threads, Backend backend = Backend::Cpu,
                       int64_t gpuInMemoryBytesPerCell = 0);

@@ -4,8 +4,11 @@
 // that the outputs are equal and printing the ratio of the times.
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
-//                        [--no-raise] [--isochrones] [--in-ram] [--gpu] [--gpu-tiles N] [--input-in-ram]
+//                        [--no-raise] [--isochrones] [--in-ram] [--gpu] [--gpu-tiles N] [--gpu-keep-mib M]
+//                        [--input-in-ram]
 // --gpu-tiles N: tiles on the GPU at once (default: the threads).
+// --gpu-keep-mib M: device memory the flat mask may keep tiles in between its rounds (default: 90 % of
+// the free GPU memory less the working memory of the tiles on the GPU at once).
 // --gpu: the tiles' work on the GPU where the tiled tools have a GPU path (fill, flat mask, directions,
 // accumulation), and the in-memory comparison on the GPU too.
 // --input-in-ram: the DEM generated into host memory before the clock starts (its time printed apart).
@@ -17,7 +20,8 @@
 // The terrain is bench_dem's (waves and a slope on 30 m cells, noise for pits, elevations rounded to
 // 0.5 m for flats), with its noise from a hash of the cell so that any window can be generated alone.
 // Prints one JSON object: the stage times (ms), the tiles, passes, graph bytes, the scratch bytes, the
-// peak resident memory of the process (ru_maxrss) and cells per second.
+// peak resident memory of the process (ru_maxrss) and cells per second; on the GPU, per tool, the
+// turns the tiles took on the GPU with the seconds threads waited for one and held one (summed).
 #include <sys/resource.h>
 
 #include <atomic>
@@ -38,6 +42,7 @@
 #include "dem/regions.h"
 #include "dem/travel_time.h"
 #include "dem/tiled/raster_io.h"
+#include "dem/tiled/tile_cuda.h"
 #include "dem/tiled/tiled_dem.h"
 
 using namespace gpugeo;
@@ -130,6 +135,28 @@ void printStages(const char* name, std::initializer_list<const TiledReport*> rep
   std::printf("}");
 }
 
+// The GPU turns (tile_cuda.h) taken between its making and stop(), printed by print() as
+// ,"gpu_turns_name": [turns, seconds waited, seconds held].
+class TurnCount
+{
+public:
+  explicit TurnCount(const char* name) : mName(name), mStart(dem::tiled::detail::gpuTurnTotals()) {}
+  void stop()
+  {
+    const dem::tiled::detail::GpuTurnTotals now = dem::tiled::detail::gpuTurnTotals();
+    mSpent = {now.turns - mStart.turns, now.waitNs - mStart.waitNs, now.heldNs - mStart.heldNs};
+  }
+  void print() const
+  {
+    std::printf(",\n \"gpu_turns_%s\": [%lld, %.2f, %.2f]", mName, (long long)mSpent.turns,
+                double(mSpent.waitNs) * 1e-9, double(mSpent.heldNs) * 1e-9);
+  }
+
+private:
+  const char* mName;
+  dem::tiled::detail::GpuTurnTotals mStart, mSpent;
+};
+
 double msSince(std::chrono::steady_clock::time_point start)
 {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -146,6 +173,7 @@ int main(int argc, char** argv)
   Backend backend = Backend::Cpu;
   bool inputInRam = false;
   int gpuTiles = 0;
+  int64_t gpuKeepMiB = -1;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -163,6 +191,7 @@ int main(int argc, char** argv)
     else if (a == "--gpu") backend = Backend::Gpu;
     else if (a == "--input-in-ram") inputInRam = true;
     else if (a == "--gpu-tiles") gpuTiles = std::stoi(next());
+    else if (a == "--gpu-keep-mib") gpuKeepMiB = std::stoll(next());
   }
   const GeneratedTerrain generated(w, h);
   // --input-in-ram: the DEM generated into host memory first (timed apart), so that the run reads
@@ -193,6 +222,12 @@ int main(int argc, char** argv)
   options.threads = threads;
   options.backend = backend;
   options.gpuTiles = gpuTiles > 0 ? gpuTiles : std::max(1, threads);
+  if (backend == Backend::Gpu)
+  {
+    const int64_t working = int64_t(options.gpuTiles) * (tile + 4) * (tile + 4) * dem::tiled::kGpuBytesPerTileCell;
+    options.gpuKeepBytes = gpuKeepMiB >= 0 ? gpuKeepMiB << 20
+                                           : std::max<int64_t>(0, dem::tiled::freeGpuMemory() / 10 * 9 - working);
+  }
   RunControl control;
 
   ScratchFolder scratch(scratchParent);
@@ -201,11 +236,17 @@ int main(int argc, char** argv)
   Store<int64_t> cells(inRam, scratch.path() + "/cells.i64", w, h), area(inRam, scratch.path() + "/area.i64", w, h);
   TiledReport fillReport, directionsReport, accumulationReport;
   const auto start = std::chrono::steady_clock::now();
+  TurnCount fillTurns("fill");
   fillTiled(terrain, rows, filled, options, control, &fillReport);
+  fillTurns.stop();
   const double fillMs = msSince(start);
+  TurnCount directionsTurns("directions");
   directionsTiled(filled, rows, directions, options, control, &directionsReport);
+  directionsTurns.stop();
   const double directionsMs = msSince(start) - fillMs;
+  TurnCount accumulationTurns("accumulation");
   accumulationTiled(directions, rows, cells, area, options, control, &accumulationReport);
+  accumulationTurns.stop();
   const double totalMs = msSince(start);
   const double accumulationMs = totalMs - fillMs - directionsMs;
   const double tiledPeak = peakResidentMiB();
@@ -220,6 +261,9 @@ int main(int argc, char** argv)
               double(w * h) / (totalMs / 1000.0), fillReport.passes, directionsReport.passes,
               accumulationReport.passes, generateMs);
   printStages("stages_ms", {&fillReport, &directionsReport, &accumulationReport});
+  std::printf(",\n \"gpu_keep_mib\": %lld", (long long)(options.gpuKeepBytes >> 20));
+  for (const TurnCount* turns : {&fillTurns, &directionsTurns, &accumulationTurns})
+    turns->print();
   std::printf(",\n \"graph_bytes\": [%lld, %lld], \"scratch_bytes\": %lld, \"tiled_peak_rss_mib\": %.1f",
               (long long)fillReport.graphBytes, (long long)accumulationReport.graphBytes, (long long)scratch.bytes(),
               tiledPeak);
@@ -259,17 +303,23 @@ int main(int argc, char** argv)
     TiledOptions counting = options;
     counting.onTile = [&](int, int64_t, int64_t) { ++maskVisits; };
     auto t0 = std::chrono::steady_clock::now();
+    TurnCount maskTurns("flat_mask");
     flatMaskTiled(filled, rows, flatMask, dem::FlatGradient::Combined, scratch.path(), counting, control, &isoMaskReport);
+    maskTurns.stop();
     const double isoMaskMs = msSince(t0);
+    TurnCount resolvedTurns("resolved_directions_accumulation");
     directionsTiled(filled, rows, drained, options, control, nullptr, &flatMask);
     const AccumulationSummary drainedSummary = accumulationTiled(drained, rows, isoCells, isoArea, options, control);
+    resolvedTurns.stop();
     const double resolvedMs = msSince(t0);
     Store<double> minutes(inRam, scratch.path() + "/minutes.f64", w, h);
     dem::VelocityModel model;  // the slope model's defaults
     TiledReport travelReport, bandsReport;
     t0 = std::chrono::steady_clock::now();
+    TurnCount travelTurns("travel");
     const TravelSummary travel = travelTimeTiled(filled, drained, isoArea, nullptr, rows, drainedSummary.largestCell,
                                                  model, minutes, options, control, &travelReport);
+    travelTurns.stop();
     const double travelMs = msSince(t0);
     dem::ChainOptions bandOptions;
     double interval = 0;
@@ -285,6 +335,8 @@ int main(int argc, char** argv)
                 resolvedMs, travelMs, bandsMs, (long long)travel.watershedCells, int(bands), (long long)traced.bands.x.size(),
                 peakResidentMiB());
     printStages("isochrones_stages_ms", {&travelReport, &bandsReport});
+    for (const TurnCount* turns : {&maskTurns, &resolvedTurns, &travelTurns})
+      turns->print();
     if (compare)
     {
       // The in-memory travel times and polygons on the same arrays.

@@ -41,16 +41,20 @@ for bench in "$@"; do
                  df -h /tmp | tail -1;
                  ./build-gpu/tests/benchmarks/bench_dem_tiled --width 40000 --height 40000 --tile 4096 --threads 16 \
                    --isochrones; } 2>&1 | tee "$OUT/bench_dem_tiled.log" ;;
-    # The tiled engine with its tiles on the GPU (fill, directions, accumulation): 20,000^2 against the
-    # in-memory GPU tools (outputs compared) and the tiled CPU run on the 16 cores, then 40,000^2
-    # (1.6e9 cells, beyond the in-memory GPU path), rasters in host memory.
-    dem-tiled-gpu) { nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits -lms 100 > "$OUT/tiled_gpu_use.log" &
+    # The tiled engine with its tiles on the GPU: the staged copies against pageable cudaMemcpy; 20,000^2
+    # against the in-memory GPU tools (outputs compared; the flat mask against the in-memory CPU mask,
+    # the isochrones' times and polygons against the in-memory ones), then the isochrone chain at
+    # 40,000^2 (1.6e9 cells, beyond the in-memory GPU path), rasters in host memory, with the GPU's
+    # use sampled every 100 ms.
+    dem-tiled-gpu) { ./build-gpu/tests/benchmarks/bench_staged_copy;
+                     ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 \
+                       --gpu --flats --no-raise --compare --input-in-ram --in-ram;
+                     ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 \
+                       --gpu --isochrones --compare --input-in-ram --in-ram;
+                     nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits -lms 100 > "$OUT/tiled_gpu_use.log" &
                      sampler=$!
-                     ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 4096 --threads 4 \
-                       --compare --gpu --in-ram;
-                     ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 --in-ram;
-                     ./build-gpu/tests/benchmarks/bench_dem_tiled --width 40000 --height 40000 --tile 8192 --threads 4 \
-                       --gpu --in-ram;
+                     ./build-gpu/tests/benchmarks/bench_dem_tiled --width 40000 --height 40000 --tile 4096 --threads 16 \
+                       --gpu --isochrones --input-in-ram --in-ram;
                      kill $sampler
                      echo "GPU memory in use, peak MiB: $(cut -d, -f1 "$OUT/tiled_gpu_use.log" | sort -n | tail -1);" \
                           "utilization samples > 0: $(awk -F, '$2 > 0' "$OUT/tiled_gpu_use.log" | wc -l) of $(wc -l < "$OUT/tiled_gpu_use.log")"; } 2>&1 | tee "$OUT/bench_dem_tiled_gpu.log" ;;

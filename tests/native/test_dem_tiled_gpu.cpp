@@ -74,11 +74,19 @@ void expectTheCpus(const TestDem& d, const Expected& e, const TiledOptions& opti
   EXPECT_TRUE(sameBits(filled.cells(), e.filled));
   MemoryRaster<float> expectedFilled(d.width, d.height, e.filled);
   ScratchFolder scratch(testing::TempDir());
-  MemoryRaster<int32_t> combined(d.width, d.height), towards(d.width, d.height);
-  flatMaskTiled(expectedFilled, rows, combined, FlatGradient::Combined, scratch.path(), options, noCancel);
-  EXPECT_EQ(combined.cells(), e.mask);
-  flatMaskTiled(expectedFilled, rows, towards, FlatGradient::TowardsOutlet, scratch.path(), options, noCancel);
-  EXPECT_EQ(towards.cells(), e.towards);
+  // The flats' tiles kept on the device between rounds: none, two tiles' worth, all of them.
+  const int64_t keptTile = kFlatsKeptBytesPerTileCell * (options.tileWidth + 4) * (options.tileHeight + 4);
+  for (const int64_t keep : {int64_t(0), 2 * keptTile, int64_t(1) << 40})
+  {
+    SCOPED_TRACE("flats' tiles kept on the GPU: " + std::to_string(keep) + " bytes");
+    TiledOptions keeping = options;
+    keeping.gpuKeepBytes = keep;
+    MemoryRaster<int32_t> combined(d.width, d.height), towards(d.width, d.height);
+    flatMaskTiled(expectedFilled, rows, combined, FlatGradient::Combined, scratch.path(), keeping, noCancel);
+    EXPECT_EQ(combined.cells(), e.mask);
+    flatMaskTiled(expectedFilled, rows, towards, FlatGradient::TowardsOutlet, scratch.path(), keeping, noCancel);
+    EXPECT_EQ(towards.cells(), e.towards);
+  }
   MemoryRaster<uint8_t> directions(d.width, d.height), resolved(d.width, d.height);
   directionsTiled(expectedFilled, rows, directions, options, noCancel);
   EXPECT_EQ(directions.cells(), e.directions);

@@ -4,7 +4,9 @@
 // its levels), the directions and the accumulation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -25,7 +27,18 @@ public:
   ~GpuTurn();
   GpuTurn(const GpuTurn&) = delete;
   GpuTurn& operator=(const GpuTurn&) = delete;
+
+private:
+  int64_t mStart = 0;  // steady-clock nanoseconds when the place was taken
 };
+
+// The turns taken on the GPU since the process started, for the benchmarks' account of where the
+// time goes: how many, the nanoseconds threads waited for a place and held one (summed over threads).
+struct GpuTurnTotals
+{
+  int64_t turns = 0, waitNs = 0, heldNs = 0;
+};
+GpuTurnTotals gpuTurnTotals();
 
 // What the fill's pass-1 flood (tiled_fill.cpp's on the CPU, floodSpillsCuda's) seeds cell (px, py)
 // of a tile given with a one-cell halo (pw x ph, NaN off the raster) with: kUnlabelled where it is
@@ -63,12 +76,70 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t wi
 // lowest cell, a padded index; -1 on nodata) and that component's greatest distance from higher
 // ground within the tile. With `joinedHighest` (per perimeter place: the greatest distance of the
 // component it joins across the tiles), the tile's mask (width x height cells) is written to `mask`.
+//
+// With `kept`, the tile's state stays on the device after a visit while the bytes it was given allow
+// (TiledOptions::gpuKeepBytes): the elevations, classes, distances and components. A later visit to
+// a tile it holds needs no zPadded (null): it sets the ring's new distances and lowers the kept ones
+// from there, which ends where relaxing from scratch does (between rounds the ring's distances only
+// fall, so the kept distances are never below the new shortest ones; relaxation lowers them to the
+// same least fixed point), and keeps the components, which depend on the elevations alone. The visit
+// that writes the mask (joinedHighest given) frees the tile's state.
+class FlatTilesOnGpu
+{
+public:
+  struct State  // tiled_cuda.cu's device buffers
+  {
+    virtual ~State() = default;
+  };
+  FlatTilesOnGpu(int64_t tiles, int64_t keepBytes) : mStates(std::size_t(tiles)), mKeepBytes(keepBytes) {}
+
+  // Tile i's kept state, taken out for a visit (null when none is kept).
+  std::unique_ptr<State> take(int64_t tile)
+  {
+    std::lock_guard<std::mutex> lock(mLock);
+    Kept& k = mStates[std::size_t(tile)];
+    mInUse -= k.bytes;
+    k.bytes = 0;
+    return std::move(k.state);
+  }
+  bool holds(int64_t tile) const
+  {
+    std::lock_guard<std::mutex> lock(mLock);
+    return mStates[std::size_t(tile)].state != nullptr;
+  }
+  // Keeps tile i's state of `bytes` while the budget allows; otherwise it is freed.
+  void put(int64_t tile, std::unique_ptr<State> state, int64_t bytes)
+  {
+    std::lock_guard<std::mutex> lock(mLock);
+    if (mInUse + bytes > mKeepBytes)
+      return;
+    mStates[std::size_t(tile)] = Kept{std::move(state), bytes};
+    mInUse += bytes;
+    mPeak = std::max(mPeak, mInUse);
+  }
+  int64_t peakBytes() const
+  {
+    std::lock_guard<std::mutex> lock(mLock);
+    return mPeak;
+  }
+
+private:
+  struct Kept
+  {
+    std::unique_ptr<State> state;
+    int64_t bytes = 0;
+  };
+  mutable std::mutex mLock;
+  std::vector<Kept> mStates;
+  int64_t mKeepBytes = 0, mInUse = 0, mPeak = 0;
+};
+
 struct FlatTileResult
 {
   std::vector<int32_t> towards, away, component, highest;
 };
 FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height, const int32_t* ringTowards,
                             const int32_t* ringAway, bool withAway, const int32_t* joinedHighest, int32_t* mask,
-                            const RunControl& control);
+                            const RunControl& control, FlatTilesOnGpu* kept = nullptr, int64_t tile = -1);
 
 }  // namespace gpugeo::dem::tiled::detail

@@ -234,14 +234,28 @@ JoinedRings joinPieces(std::vector<TilePieces>& tiles, const RunControl& control
   return out;
 }
 
-// The polygons of one label's rings (found[begin, end)), as regions.cpp makes them from the whole
-// grid's rings: RawRings with regions.cpp's corner keys, one band.
-BandPolygons labelPolygons(const std::vector<TilePieces>& tiles, const JoinedRings& rings, std::size_t begin,
-                           std::size_t end, int64_t width, int64_t height, const RunControl& control, int threads)
+// The turning edges of found ring f (its corners).
+int64_t ringSize(const std::vector<TilePieces>& tiles, const JoinedRings& rings, std::size_t f)
+{
+  const Found& ring = rings.found[f];
+  if (ring.tile < 0)
+    return ring.end - ring.begin;
+  const Ring& r = tiles[std::size_t(ring.tile)].rings[std::size_t(ring.begin)];
+  return r.turnsEnd - r.turnsBegin;
+}
+
+// The polygons of labels first .. first + count - 1, whose rings are found[ringOf[first] ..
+// ringOf[first + count]), as regions.cpp makes them from the whole grid's rings: RawRings with
+// regions.cpp's corner keys, a band per label (assembled side by side on the threads).
+BandPolygons labelPolygons(const std::vector<TilePieces>& tiles, const JoinedRings& rings,
+                           const std::vector<std::size_t>& ringOf, int32_t first, int32_t count, int64_t width,
+                           int64_t height, const RunControl& control, int threads)
 {
   RawRings raw;
   raw.vertexCount = (width + 1) * (height + 1);
-  raw.bandRing = {0, int64_t(end - begin)};
+  const std::size_t begin = ringOf[std::size_t(first)], end = ringOf[std::size_t(first + count)];
+  for (int32_t k = 0; k <= count; ++k)
+    raw.bandRing.push_back(int64_t(ringOf[std::size_t(first + k)] - begin));
   raw.ringNode.reserve(end - begin + 1);
   raw.ringNode.push_back(0);
   const int64_t stride = width + 1;
@@ -268,6 +282,23 @@ BandPolygons labelPolygons(const std::vector<TilePieces>& tiles, const JoinedRin
   return dem::detail::polygonsFromRings(std::move(raw), width, control, threads);
 }
 
+// Band k of `some` as a BandPolygons of one band.
+BandPolygons bandOf(const BandPolygons& some, std::size_t k)
+{
+  BandPolygons one;
+  const int64_t p0 = some.bandPolygon[k], p1 = some.bandPolygon[k + 1];
+  const int64_t r0 = some.polygonRing[std::size_t(p0)], r1 = some.polygonRing[std::size_t(p1)];
+  const int64_t v0 = some.ringPoint[std::size_t(r0)], v1 = some.ringPoint[std::size_t(r1)];
+  one.bandPolygon = {0, p1 - p0};
+  for (int64_t p = p0; p <= p1; ++p)
+    one.polygonRing.push_back(some.polygonRing[std::size_t(p)] - r0);
+  for (int64_t r = r0; r <= r1; ++r)
+    one.ringPoint.push_back(some.ringPoint[std::size_t(r)] - v0);
+  one.x.assign(some.x.begin() + v0, some.x.begin() + v1);
+  one.y.assign(some.y.begin() + v0, some.y.begin() + v1);
+  return one;
+}
+
 // Appends one band's polygons (a BandPolygons of one band) to `all` as its next band.
 void appendBand(BandPolygons& all, const BandPolygons& one)
 {
@@ -288,28 +319,45 @@ void appendBand(BandPolygons& all, const BandPolygons& one)
 }
 
 // The polygons of each label 0 .. count - 1 in turn: given to `onBand` (with the label's cells and
-// area from `counts`) and dropped, or, without it, gathered into one BandPolygons.
+// area from `counts`) and dropped, or, without it, gathered into one BandPolygons. Labels are
+// assembled together, side by side on the threads, while their rings' corners number at most
+// `groupCorners` (a label with more goes alone).
 BandPolygons labelsPolygons(std::vector<TilePieces>& tiles, int32_t count, int64_t width, int64_t height,
-                            const RunControl& control, int threads, const TiledBands* counts,
+                            const RunControl& control, int threads, int64_t groupCorners, const TiledBands* counts,
                             const BandObserver& onBand, StageTimes& times)
 {
   ScopedStage joining(times, "bands (pieces joined)");
   const JoinedRings rings = joinPieces(tiles, control);
   joining.stop();
   ScopedStage polygons(times, "bands (polygons)");
-  BandPolygons all;
-  std::size_t begin = 0;
-  for (int32_t k = 0; k < count; ++k)
+  // Each label's first ring in rings.found (sorted by label), and its corners.
+  std::vector<std::size_t> ringOf(std::size_t(count) + 1, 0);
+  std::vector<int64_t> corners(std::size_t(count), 0);
+  for (std::size_t f = 0, k = 0; k < std::size_t(count); ++k)
   {
-    std::size_t end = begin;
-    while (end < rings.found.size() && rings.found[end].label == k)
-      ++end;
-    BandPolygons one = labelPolygons(tiles, rings, begin, end, width, height, control, threads);
-    if (onBand)
-      onBand(k, counts->bandCells[std::size_t(k)], counts->bandArea[std::size_t(k)], one);
-    else
-      appendBand(all, one);
-    begin = end;
+    ringOf[k] = f;
+    for (; f < rings.found.size() && rings.found[f].label == int32_t(k); ++f)
+      corners[k] += ringSize(tiles, rings, f);
+    ringOf[k + 1] = f;
+  }
+  BandPolygons all;
+  for (int32_t first = 0; first < count;)
+  {
+    int32_t group = 1;
+    int64_t together = corners[std::size_t(first)];
+    while (first + group < count && together + corners[std::size_t(first + group)] <= groupCorners)
+      together += corners[std::size_t(first + group++)];
+    const BandPolygons some =
+      labelPolygons(tiles, rings, ringOf, first, group, width, height, control, threads);
+    for (int32_t k = 0; k < group; ++k)
+    {
+      BandPolygons one = bandOf(some, std::size_t(k));
+      if (onBand)
+        onBand(first + k, counts->bandCells[std::size_t(first + k)], counts->bandArea[std::size_t(first + k)], one);
+      else
+        appendBand(all, one);
+    }
+    first += group;
   }
   return all;
 }
@@ -386,11 +434,15 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
     result.bandArea[k] += double(n) * (rows.cellWidth[y] * rows.cellHeight[y]);
   }
   const int threads = options.threads;
-  result.watershed =
-    labelsPolygons(shedPieces, 1, layout.width, layout.height, control, threads, nullptr, nullptr, out.times);
+  // Bands assembled together hold about 40 bytes a corner: an eighth of the corners of the cells of
+  // the tiles in flight (whose memory is free by now) keeps them within the tiles' working memory.
+  const int64_t groupCorners =
+    int64_t(std::max(1, threads > 0 ? threads : defaultThreadCount())) * layout.tileWidth * layout.tileHeight / 8;
+  result.watershed = labelsPolygons(shedPieces, 1, layout.width, layout.height, control, threads, groupCorners,
+                                    nullptr, nullptr, out.times);
   std::vector<TilePieces>().swap(shedPieces);
-  result.bands =
-    labelsPolygons(bandPieces, bands, layout.width, layout.height, control, threads, &result, onBand, out.times);
+  result.bands = labelsPolygons(bandPieces, bands, layout.width, layout.height, control, threads, groupCorners,
+                                &result, onBand, out.times);
   return result;
 }
 

@@ -16,7 +16,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <cstring>
 #include <condition_variable>
 #include <mutex>
@@ -220,6 +224,24 @@ __global__ void flatTileInitKernel(const float* z, int64_t pw, int64_t ph, const
   away[c] = a;
 }
 
+// A kept tile's ring cells take the ring's distances as they stand now (flatTileInitKernel's rule;
+// the tile's own cells keep theirs).
+__global__ void flatRingKernel(const float* z, int64_t pw, int64_t ph, const int32_t* ringTowards,
+                               const int32_t* ringAway, bool withAway, int32_t* towards, int32_t* away)
+{
+  using dem::detail::kFar;
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= pw * ph)
+    return;
+  const int64_t px = c % pw, py = c / pw;
+  const bool ring = px >= 1 && py >= 1 && px < pw - 1 && py < ph - 1 && !inFlatTile(pw, ph, px, py);
+  if (!ring || isNoData(z[c]) || !isFlatCell(z, pw, px, py))
+    return;
+  const int64_t place = perimeterPlace(pw - 2, ph - 2, px - 1, py - 1);
+  towards[c] = ringTowards[place] > 0 ? ringTowards[place] : kFar;
+  away[c] = withAway && ringAway[place] > 0 ? ringAway[place] : kFar;
+}
+
 __global__ void flatRelaxKernel(const float* z, const uint8_t* cls, int64_t pw, int64_t ph, int32_t* value,
                                 TilePass pass)
 {
@@ -329,22 +351,44 @@ Places& gpuPlaces()
 
 }  // namespace
 
+namespace {
+
+int64_t nowNs()
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+    .count();
+}
+
+std::atomic<int64_t> gTurns{0}, gWaitNs{0}, gHeldNs{0};
+
+}  // namespace
+
 GpuTurn::GpuTurn(int slots)
 {
+  const int64_t asked = nowNs();
   Places& p = gpuPlaces();
   std::unique_lock<std::mutex> lock(p.lock);
   p.freed.wait(lock, [&] { return p.inUse < std::max(1, slots); });
   ++p.inUse;
+  mStart = nowNs();
+  gWaitNs += mStart - asked;
+  ++gTurns;
 }
 
 GpuTurn::~GpuTurn()
 {
+  gHeldNs += nowNs() - mStart;
   Places& p = gpuPlaces();
   {
     std::lock_guard<std::mutex> lock(p.lock);
     --p.inUse;
   }
   p.freed.notify_all();
+}
+
+GpuTurnTotals gpuTurnTotals()
+{
+  return GpuTurnTotals{gTurns.load(), gWaitNs.load(), gHeldNs.load()};
 }
 
 std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t width, int64_t height,
@@ -401,9 +445,21 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t wi
   });
 }
 
+namespace {
+
+// A tile's state between the flat mask's visits (FlatTilesOnGpu).
+struct FlatDeviceState : FlatTilesOnGpu::State
+{
+  DeviceBuffer<float> z;
+  DeviceBuffer<uint8_t> cls;
+  DeviceBuffer<int32_t> towards, away, label;
+};
+
+}  // namespace
+
 FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height, const int32_t* ringTowards,
                             const int32_t* ringAway, bool withAway, const int32_t* joinedHighest, int32_t* mask,
-                            const RunControl& control)
+                            const RunControl& control, FlatTilesOnGpu* kept, int64_t tile)
 {
   using dem::detail::blocksFor;
   dem::detail::useGpu();
@@ -412,17 +468,35 @@ FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height,
   const std::size_t places = std::size_t(perimeterCount(width, height));
   // Elevations, classes, the two distances, the components and their greatest distances, the mask.
   return dem::detail::onDevice(dem::detail::sizeWhat("the tiled flat mask", width, height), n, 25, [&] {
-    DeviceBuffer<float> z;
-    cuda::upload(z, zPadded, std::size_t(n));
+    std::unique_ptr<FlatTilesOnGpu::State> taken = kept ? kept->take(tile) : nullptr;
+    std::unique_ptr<FlatDeviceState> state(static_cast<FlatDeviceState*>(taken.release()));
+    const bool warm = state != nullptr;
+    if (!warm && !zPadded)
+      throw std::logic_error("flatTileCuda: a tile not kept on the GPU needs its elevations");
+    if (!warm)
+      state = std::make_unique<FlatDeviceState>();
+    DeviceBuffer<float>& z = state->z;
+    DeviceBuffer<uint8_t>& cls = state->cls;
+    DeviceBuffer<int32_t>&towards = state->towards, &away = state->away, &label = state->label;
     DeviceBuffer<int32_t> ringT, ringA;
     cuda::upload(ringT, ringTowards, ring);
     cuda::upload(ringA, ringAway, ring);
-    DeviceBuffer<uint8_t> cls(static_cast<std::size_t>(n));
-    DeviceBuffer<int32_t> towards(static_cast<std::size_t>(n)), away(static_cast<std::size_t>(n)),
-        label(static_cast<std::size_t>(n)), most(static_cast<std::size_t>(n));
-    flatTileInitKernel<<<blocksFor(n), 256>>>(z.data(), pw, ph, ringT.data(), ringA.data(), withAway, cls.data(),
-                                              towards.data(), away.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
+    if (warm)
+    {
+      flatRingKernel<<<blocksFor(n), 256>>>(z.data(), pw, ph, ringT.data(), ringA.data(), withAway, towards.data(),
+                                            away.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+    }
+    else
+    {
+      cuda::upload(z, zPadded, std::size_t(n));
+      cls.resize(std::size_t(n));
+      towards.resize(std::size_t(n));
+      away.resize(std::size_t(n));
+      flatTileInitKernel<<<blocksFor(n), 256>>>(z.data(), pw, ph, ringT.data(), ringA.data(), withAway, cls.data(),
+                                                towards.data(), away.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+    }
     for (DeviceBuffer<int32_t>* value : {&towards, &away})
     {
       if (value == &away && !withAway)
@@ -431,9 +505,14 @@ FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height,
         flatRelaxKernel<<<blocks, threads>>>(z.data(), cls.data(), pw, ph, value->data(), pass);
       });
     }
+    DeviceBuffer<int32_t> most(static_cast<std::size_t>(n));
     if (withAway)
     {
-      dem::detail::labelComponents(z.data(), cls.data(), pw, ph, label.data());
+      if (!warm)
+      {
+        label.resize(std::size_t(n));
+        dem::detail::labelComponents(z.data(), cls.data(), pw, ph, label.data());
+      }
       GPUGEO_CUDA_CHECK(cudaMemset(most.data(), 0, most.bytes()));
       dem::detail::flatHeightKernel<<<blocksFor(n), 256>>>(cls.data(), label.data(), away.data(), n, most.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
@@ -463,7 +542,12 @@ FlatTileResult flatTileCuda(const float* zPadded, int64_t width, int64_t height,
       flatTileMaskKernel<<<blocksFor(n), 256>>>(label.data(), towards.data(), away.data(), most.data(), pw, ph,
                                                 withAway, cells.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      GPUGEO_CUDA_CHECK(cudaMemcpy(mask, cells.data(), cells.bytes(), cudaMemcpyDeviceToHost));
+      cuda::copyToHost(mask, cells.data(), cells.bytes());
+    }
+    else if (kept)
+    {
+      const int64_t bytes = int64_t(z.bytes() + cls.bytes() + towards.bytes() + away.bytes() + label.bytes());
+      kept->put(tile, std::move(state), bytes);
     }
     return result;
   });

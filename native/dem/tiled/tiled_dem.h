@@ -64,6 +64,10 @@ struct TiledOptions
   // Tiles on the GPU at once (each holds up to kGpuBytesPerTileCell a cell of the tile with its halo
   // there); the other threads read, prepare and write tiles meanwhile.
   int gpuTiles = 1;
+  // Device memory beyond the gpuTiles' working memory that a stage may keep tiles in between its
+  // visits (the flat mask's rounds: kFlatsKeptBytesPerTileCell a cell of a tile with its halo), so
+  // that a tile visited again uploads only its ring. 0: nothing kept.
+  int64_t gpuKeepBytes = 0;
   // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
   // time, from whichever thread finished the tile.
   std::function<void(int pass, int64_t done, int64_t tiles)> onTile;
@@ -93,6 +97,9 @@ constexpr int64_t kAccumulationBytesPerTileCell = 27;
 // The flats: elevations, flatness, two distances, the components' union-find and highest counts,
 // the breadth-first queues and sources.
 constexpr int64_t kFlatsBytesPerTileCell = 48;
+// What the flat mask keeps of a tile on the GPU between rounds (TiledOptions::gpuKeepBytes):
+// elevations, classes, the two distances and the components.
+constexpr int64_t kFlatsKeptBytesPerTileCell = 17;
 // The raise: the filled and the current elevations, the mask, the heap.
 constexpr int64_t kRaiseBytesPerTileCell = 32;
 
@@ -197,8 +204,10 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
 // as regions.h's polygons, and the watershed (the cells with a time) as one set. With `copy`, the
 // times are written there too (the output raster). With `onBand`, each band's cells, area and
 // polygons (a BandPolygons of one band) are given to it in turn, after the watershed is traced, and
-// dropped, so that only one band's polygons are held at a time (the observer may take them, or free
-// them as soon as it has what it needs); TiledBands::bands is then empty.
+// dropped, so that only a few bands' polygons are held at a time (the observer may take them, or
+// free them as soon as it has what it needs); TiledBands::bands is then empty. Bands are assembled
+// several at once, on the threads side by side, while their corners number at most an eighth of the
+// cells of the tiles in flight (about 5 bytes a cell of those tiles); a larger band goes alone.
 struct TiledBands
 {
   std::vector<int64_t> bandCells;

@@ -12,14 +12,17 @@
 // joined through the perimeters by union-find, with their highest count gathered per component. A
 // last pass writes the mask.
 //
-// On the GPU (tile_cuda.h's flatTileCuda) a visit keeps nothing of the tile between rounds: it
-// relaxes the tile's distances again from its own sources and the ring's, which gives what the CPU's
-// lowering gives (the distances are the least over the same ways in), and finds the tile's
-// components with them. A tile's last visit sees its neighbours' final perimeters, so its components
-// then are final too, and the pass for them is not needed: the GPU's run is the rounds and the mask.
+// On the GPU (tile_cuda.h's flatTileCuda) a tile's state stays on the device between rounds while
+// TiledOptions::gpuKeepBytes allows, and a visit lowers its distances from the ring's new ones; a
+// tile not kept is relaxed again from its own sources and the ring's. Both give what the CPU's
+// lowering gives (the distances are the least over the same ways in), and the visit finds the
+// tile's components with them. A tile's last visit sees its neighbours' final perimeters, so its
+// components then are final too, and the pass for them is not needed: the GPU's run is the rounds
+// and the mask.
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -357,6 +360,7 @@ struct FlatRun
   bool withAway = false;
   bool gpu = false;
   std::optional<FlatState> state;            // the CPU's tiles between rounds
+  std::unique_ptr<detail::FlatTilesOnGpu> onGpu;  // the GPU's tiles between rounds, as many as kept
   Perimeters perimeters;                     // every tile's perimeter distances
   std::vector<TileComponents> components;    // Combined: every tile's components on its perimeter
   std::vector<std::vector<float>> perimeterZ;  // and its perimeter's elevations
@@ -409,12 +413,14 @@ detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const int32_
 {
   const Window t = run.layout.tile(i);
   setGeometry(t, f);
-  detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
+  // A tile kept on the GPU since its last visit needs no elevations (f.z stays empty).
+  if (!run.onGpu || !run.onGpu->holds(i))
+    detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
   const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
   const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
   const detail::GpuTurn turn(run.options.gpuTiles);
-  return detail::flatTileCuda(f.z.data(), t.width, t.height, ringTowards.data(), ringAway.data(), run.withAway,
-                              joined, mask, run.control);
+  return detail::flatTileCuda(f.z.empty() ? nullptr : f.z.data(), t.width, t.height, ringTowards.data(),
+                              ringAway.data(), run.withAway, joined, mask, run.control, run.onGpu.get(), i);
 }
 
 // A round's visit to tile i on the GPU: the distances from the tile's sources and the ring's, and
@@ -428,7 +434,8 @@ void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
   if (run.withAway)
   {
     run.components[std::size_t(i)] = componentsOf(visit);
-    run.perimeterZ[std::size_t(i)] = perimeterElevations(f);
+    if (!f.z.empty())  // else kept from the visit that read them
+      run.perimeterZ[std::size_t(i)] = perimeterElevations(f);
   }
 }
 
@@ -680,6 +687,8 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
   out.graphBytes = run.firstNode.back() * int64_t(4 * sizeof(int32_t));
   if (!run.gpu)
     run.state.emplace(scratchFolder, layout.width, layout.height);
+  else
+    run.onGpu = std::make_unique<detail::FlatTilesOnGpu>(count, options.gpuKeepBytes);
   if (run.withAway)
   {
     run.components.resize(std::size_t(count));

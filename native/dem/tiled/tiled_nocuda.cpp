@@ -11,13 +11,18 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float*, int64_t, int64_t, 
 }
 
 FlatTileResult flatTileCuda(const float*, int64_t, int64_t, const int32_t*, const int32_t*, bool, const int32_t*,
-                            int32_t*, const RunControl&)
+                            int32_t*, const RunControl&, FlatTilesOnGpu*, int64_t)
 {
   throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
 }
 
 GpuTurn::GpuTurn(int) {}
 GpuTurn::~GpuTurn() = default;
+
+GpuTurnTotals gpuTurnTotals()
+{
+  return {};
+}
 
 }  // namespace gpugeo::dem::tiled::detail
 

@@ -208,7 +208,7 @@ public:
   // The bands of `interval` minutes and their polygons (each band to `onBand` as traced, when given);
   // the travel times written to TRAVEL_TIME on the way.
   dem::tiled::TiledBands bands(double interval, int32_t count, const QString& timePath,
-                               const dem::tiled::BandObserver& onBand)
+                               const dem::tiled::BandObserver& onBand, const std::vector<uint8_t>& tilesWithTimes)
   {
     begin(5, QObject::tr("Tracing the watershed and the isochrones tile by tile"));
     std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(timePath, mRaster, GDT_Float64, kTimeNoData);
@@ -216,7 +216,8 @@ public:
     mOptions.onTile = tileProgress(&mSteps, 1);
     dem::tiled::TiledReport report;
     dem::tiled::TiledBands traced =
-      dem::tiled::bandsTiled(*mMinutes, mRows, interval, count, &sink, mOptions, mControl, &report, onBand);
+      dem::tiled::bandsTiled(*mMinutes, mRows, interval, count, &sink, mOptions, mControl, &report, onBand,
+                             &tilesWithTimes);
     add(report);
     ScopedStage stage(mTimes, "write (finish)");
     finishDemRaster(std::move(writer), mRaster, mFinished);
@@ -350,8 +351,8 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& re
   outcome.minTime = travel.minTime;
   outcome.maxTime = travel.maxTime;
 
-  // --- The bands: ISOCHRONES written band by band as each is traced (one band's polygons in memory
-  // at a time), TRAVEL_TIME on the way --------------------------------------------------------------
+  // --- The bands: ISOCHRONES written band by band as each is traced (a few bands' polygons in memory
+  // at a time), TRAVEL_TIME on the way (the tiles without a time not read) --------------------------------------------------------------
   dem::ChainOptions bandOptions;
   bandOptions.interval = request.interval;
   bandOptions.maxBands = kMaxBands;
@@ -370,7 +371,8 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& re
     };
   }
   returnFreedMemory();  // the earlier stages' graphs and tiles, before the bands' pieces
-  dem::tiled::TiledBands traced = chain.bands(outcome.interval, outcome.bands, request.timePath, onBand);
+  dem::tiled::TiledBands traced =
+    chain.bands(outcome.interval, outcome.bands, request.timePath, onBand, travel.tilesWithTimes);
   if (bandWriter)
     outcome.isochronesId = bandWriter->id();
   outcome.bandCells = std::move(traced.bandCells);

@@ -2,7 +2,9 @@
 // lie in.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "core/errors.h"
@@ -189,7 +191,8 @@ private:
 };
 
 // For each hole, the index of the smallest shell that holds it, or -1.
-std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& shells, const std::vector<Loop>& holes)
+std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& shells, const std::vector<Loop>& holes,
+                                int threads)
 {
   std::vector<int64_t> owner(holes.size(), -1);
   if (shells.size() == 1)
@@ -239,35 +242,70 @@ std::vector<int64_t> holeOwners(const RawRings& raw, const std::vector<Loop>& sh
     for (const int64_t s : order)
       forCellsOf(shells[std::size_t(s)], [&](std::size_t g) { listed[std::size_t(next[g]++)] = s; });
   }
-  std::vector<std::unique_ptr<SlabIndex>> index(shells.size());  // built for a large shell when first needed
+  // A large shell's index is built when a hole first needs it (once, whichever thread asks first).
+  std::vector<std::unique_ptr<SlabIndex>> index(shells.size());
+  const std::unique_ptr<std::once_flag[]> built(new std::once_flag[shells.size()]);
   const auto holds = [&](int64_t s, double px, double py) {
     const Loop& l = shells[std::size_t(s)];
     if (l.size() < SlabIndex::kMinNodes)
       return inside(raw, l, px, py);
-    if (!index[std::size_t(s)])
-      index[std::size_t(s)] = std::make_unique<SlabIndex>(raw, l);
+    std::call_once(built[std::size_t(s)], [&] { index[std::size_t(s)] = std::make_unique<SlabIndex>(raw, l); });
     return index[std::size_t(s)]->inside(raw, l, px, py);
   };
-  for (std::size_t i = 0; i < holes.size(); ++i)
-  {
-    const Loop& hole = holes[i];
-    // A point of the hole's boundary that no shell passes through: the middle of its first segment.
-    const std::size_t a = hole.at(0), b = hole.at(1);
-    const double px = (raw.x[a] + raw.x[b]) / 2, py = (raw.y[a] + raw.y[b]) / 2;
-    const std::size_t g = std::size_t(cell(py, box[1], h)) * std::size_t(side) + std::size_t(cell(px, box[0], w));
-    for (int64_t k = first[g]; k < first[g + 1]; ++k)
+  parallelFor(int64_t(holes.size()), 256, threads, [&](int64_t from, int64_t to) {
+    for (std::size_t i = std::size_t(from); i < std::size_t(to); ++i)
     {
-      const int64_t s = listed[std::size_t(k)];
-      const Loop& l = shells[std::size_t(s)];
-      if (l.box[0] <= hole.box[0] && hole.box[2] <= l.box[2] && l.box[1] <= hole.box[1] && hole.box[3] <= l.box[3] &&
-          holds(s, px, py))
+      const Loop& hole = holes[i];
+      // A point of the hole's boundary that no shell passes through: the middle of its first segment.
+      const std::size_t a = hole.at(0), b = hole.at(1);
+      const double px = (raw.x[a] + raw.x[b]) / 2, py = (raw.y[a] + raw.y[b]) / 2;
+      const std::size_t g = std::size_t(cell(py, box[1], h)) * std::size_t(side) + std::size_t(cell(px, box[0], w));
+      for (int64_t k = first[g]; k < first[g + 1]; ++k)
       {
-        owner[i] = s;
-        break;
+        const int64_t s = listed[std::size_t(k)];
+        const Loop& l = shells[std::size_t(s)];
+        if (l.box[0] <= hole.box[0] && hole.box[2] <= l.box[2] && l.box[1] <= hole.box[1] && hole.box[3] <= l.box[3] &&
+            holds(s, px, py))
+        {
+          owner[i] = s;
+          break;
+        }
       }
     }
-  }
+  });
   return owner;
+}
+
+// Band k's rings split into loops, in the rings' order: the rings cut into contiguous runs, each
+// split on its own thread with its own tables, the runs' loops then put back in order.
+std::vector<Loop> bandLoops(const RawRings& raw, int64_t k, int threads)
+{
+  const int64_t r0 = raw.bandRing[std::size_t(k)], r1 = raw.bandRing[std::size_t(k) + 1];
+  const int64_t runs = std::min<int64_t>(r1 - r0, threads > 1 ? int64_t(threads) * 8 : 1);
+  std::vector<std::vector<Loop>> loopsOf(std::size_t(std::max<int64_t>(runs, 0)));
+  parallelFor(runs, 1, threads, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> keys;  // ringRepeats' table, kept from ring to ring
+    std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's
+    for (int64_t run = b; run < e; ++run)
+    {
+      std::vector<Loop>& loops = loopsOf[std::size_t(run)];
+      for (int64_t r = r0 + (r1 - r0) * run / runs; r < r0 + (r1 - r0) * (run + 1) / runs; ++r)
+      {
+        const int64_t begin = raw.ringNode[std::size_t(r)], end = raw.ringNode[std::size_t(r + 1)];
+        splitRing(raw, begin, end, ringRepeats(raw, begin, end, keys), loops, table);
+      }
+    }
+  });
+  if (loopsOf.size() == 1)
+    return std::move(loopsOf[0]);
+  std::vector<Loop> loops;
+  std::size_t count = 0;
+  for (const auto& run : loopsOf)
+    count += run.size();
+  loops.reserve(count);
+  for (auto& run : loopsOf)
+    std::move(run.begin(), run.end(), std::back_inserter(loops));
+  return loops;
 }
 
 }  // namespace
@@ -285,19 +323,20 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
   };
   const std::size_t bandCount = raw.bandRing.empty() ? 0 : raw.bandRing.size() - 1;
   std::vector<Band> bands(bandCount);
+  // Fewer bands than threads (a few large bands: the tiled isochrones assemble them a few at a time):
+  // each band's splitting, measuring and hole finding run on its share of the threads too.
+  const int all = threads > 0 ? threads : defaultThreadCount();
+  const int inner = bandCount > 0 ? std::max(1, all / int(std::min<std::size_t>(bandCount, std::size_t(all)))) : 1;
   parallelFor(int64_t(bandCount), 1, threads, [&](int64_t b, int64_t e) {
-    std::vector<int64_t> keys;  // ringRepeats' table, kept from ring to ring
-    std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's
     for (int64_t k = b; k < e; ++k)
     {
       Band& band = bands[std::size_t(k)];
-      std::vector<Loop> loops;
-      loops.reserve(std::size_t(raw.bandRing[std::size_t(k) + 1] - raw.bandRing[std::size_t(k)]));
-      for (int64_t r = raw.bandRing[std::size_t(k)]; r < raw.bandRing[std::size_t(k) + 1]; ++r)
-      {
-        const int64_t begin = raw.ringNode[std::size_t(r)], end = raw.ringNode[std::size_t(r + 1)];
-        splitRing(raw, begin, end, ringRepeats(raw, begin, end, keys), loops, table);
-      }
+      std::vector<Loop> loops = bandLoops(raw, k, inner);
+      parallelFor(int64_t(loops.size()), 4096, inner, [&](int64_t lb, int64_t le) {
+        for (int64_t i = lb; i < le; ++i)
+          if (loops[std::size_t(i)].size() >= 3)
+            measure(raw, loops[std::size_t(i)]);
+      });
       std::vector<Loop> shells, holes;
       shells.reserve(loops.size());
       holes.reserve(loops.size());
@@ -308,7 +347,6 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
           ++band.dropped;
           continue;
         }
-        measure(raw, loop);
         if (loop.area > 0)
           shells.push_back(std::move(loop));
         else if (loop.area < 0)
@@ -316,7 +354,7 @@ BandPolygons assembleRings(const RawRings& raw, int64_t& droppedRings, const Run
         else
           ++band.dropped;
       }
-      const std::vector<int64_t> owner = holeOwners(raw, shells, holes);
+      const std::vector<int64_t> owner = holeOwners(raw, shells, holes, inner);
       // Each shell's holes, in the order of the holes, from firstHole[shell] in holesOf.
       std::vector<int64_t> firstHole(shells.size() + 1, 0);
       for (std::size_t i = 0; i < holes.size(); ++i)

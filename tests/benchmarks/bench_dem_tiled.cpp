@@ -24,6 +24,7 @@
 // turns the tiles took on the GPU with the seconds threads waited for one and held one (summed).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -325,11 +326,14 @@ int main(int argc, char** argv)
     double interval = 0;
     const int32_t bands = dem::detail::chainBandCount(travel.maxTime, bandOptions, interval);
     t0 = std::chrono::steady_clock::now();
-    const TiledBands traced = bandsTiled(minutes, rows, interval, bands, nullptr, options, control, &bandsReport);
+    const TiledBands traced = bandsTiled(minutes, rows, interval, bands, nullptr, options, control, &bandsReport,
+                                         nullptr, &travel.tilesWithTimes);
     const double bandsMs = msSince(t0);
     std::printf(",\n \"flat_mask_ms\": %.1f, \"flat_mask_passes\": %d, \"flat_mask_tile_visits\": %lld", isoMaskMs,
                 isoMaskReport.passes, (long long)maskVisits.load());
     printStages("flat_mask_stages_ms", {&isoMaskReport});
+    std::printf(",\n \"tiles_with_times\": %lld", (long long)std::count(travel.tilesWithTimes.begin(),
+                                                                       travel.tilesWithTimes.end(), uint8_t(1)));
     std::printf(",\n \"flats_directions_accumulation_ms\": %.1f, \"travel_ms\": %.1f, \"bands_ms\": %.1f, \"watershed_cells\": %lld, \"bands\": %d,"
                 " \"band_vertices\": %lld, \"isochrones_peak_rss_mib\": %.1f",
                 resolvedMs, travelMs, bandsMs, (long long)travel.watershedCells, int(bands), (long long)traced.bands.x.size(),

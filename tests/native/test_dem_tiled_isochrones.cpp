@@ -131,7 +131,18 @@ void expectSameIsochrones(const TestDem& d, const ChainOptions& options, const s
     EXPECT_EQ(b.bandCells, e.bandCells) << at;
     EXPECT_EQ(b.bandArea, e.bandArea) << at;
     expectSamePolygons(b.bands, e.chain.bandPolygons, at + ", bands");
-    // One band at a time: each the in-memory band's polygons.
+    // Pass 2 wrote NaN without reading the tiles it marked without a time: none of them has one.
+    ASSERT_EQ(int64_t(s.tilesWithTimes.size()), (d.width + tw - 1) / tw * ((d.height + th - 1) / th)) << at;
+    for (int64_t i = 0; i < int64_t(s.tilesWithTimes.size()); ++i)
+    {
+      const int64_t columns = (d.width + tw - 1) / tw, x0 = i % columns * tw, y0 = i / columns * th;
+      bool any = false;
+      for (int64_t y = y0; y < std::min(d.height, y0 + th); ++y)
+        for (int64_t x = x0; x < std::min(d.width, x0 + tw); ++x)
+          any = any || !std::isnan(e.chain.travel.minutes[std::size_t(y * d.width + x)]);
+      EXPECT_EQ(s.tilesWithTimes[std::size_t(i)], uint8_t(any)) << at << ", tile " << i;
+    }
+    // One band at a time, the tiles without a time skipped: each the in-memory band's polygons.
     int32_t next = 0;
     const TiledBands streamed =
       bandsTiled(minutes, rows, e.chain.interval, e.chain.bands, nullptr, opts, noCancel, nullptr,
@@ -148,7 +159,8 @@ void expectSameIsochrones(const TestDem& d, const ChainOptions& options, const s
                    const int64_t x1 = all.ringPoint[std::size_t(all.polygonRing[std::size_t(p1)])];
                    EXPECT_EQ(one.x, std::vector<double>(all.x.begin() + x0, all.x.begin() + x1)) << at;
                    EXPECT_EQ(one.y, std::vector<double>(all.y.begin() + x0, all.y.begin() + x1)) << at;
-                 });
+                 },
+                 &s.tilesWithTimes);
     EXPECT_EQ(next, e.chain.bands) << at;
     EXPECT_TRUE(streamed.bands.x.empty()) << at;
     expectSamePolygons(b.watershed, e.chain.watershed, at + ", watershed");

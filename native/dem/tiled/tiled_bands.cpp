@@ -366,7 +366,7 @@ BandPolygons labelsPolygons(std::vector<TilePieces>& tiles, int32_t count, int64
 
 TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows, double interval, int32_t bands,
                       RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,
-                      TiledReport* report, const BandObserver& onBand)
+                      TiledReport* report, const BandObserver& onBand, const std::vector<uint8_t>* tilesWithTimes)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -380,8 +380,15 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
   // Cells per band and row, for the areas (band-major, then row: the order of the sums below).
   std::map<std::pair<int32_t, int64_t>, int64_t> perRow;
   std::mutex merging;
+  const bool skipping = tilesWithTimes && int64_t(tilesWithTimes->size()) == layout.count();
   detail::forEachTile(layout, 1, "bands (labels, boundaries)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
+    if (skipping && !(*tilesWithTimes)[std::size_t(i)])
+    {
+      if (copy)
+        copy->write(t, std::vector<double>(std::size_t(t.cells()), std::numeric_limits<double>::quiet_NaN()).data());
+      return;
+    }
     std::vector<double> times;
     detail::readWithHalo(minutes, t, std::numeric_limits<double>::quiet_NaN(), times);
     const int64_t pw = t.width + 2, cells = pw * (t.height + 2);

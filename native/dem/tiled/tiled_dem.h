@@ -183,6 +183,10 @@ struct TravelSummary
   double watershedArea = 0;               // m², as travel_time.cpp sums it (per row, top down)
   double minSpeed = 0, maxSpeed = 0;      // m/s over the watershed
   double minTime = 0, maxTime = 0;        // minutes
+  // Per tile of the run's layout (TiledOptions' tiles, row-major): 1 where a cell of the tile has a
+  // time. Pass 2 skips the others (their times are NaN, written without reading their inputs), and
+  // bandsTiled with the same tiles may skip them too.
+  std::vector<uint8_t> tilesWithTimes;
 };
 
 // Travel times to `outlet` (y * width + x) in minutes, NaN outside its watershed (travel_time.h's,
@@ -216,8 +220,11 @@ struct TiledBands
 };
 using BandObserver = std::function<void(int32_t band, int64_t cells, double area, BandPolygons& polygons)>;
 constexpr int64_t kBandsBytesPerTileCell = 28;
+// With `tilesWithTimes` (TravelSummary's, from a run on the same tiles), the tiles it marks 0 are not
+// read: they hold no time.
 TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows, double interval, int32_t bands,
                       RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,
-                      TiledReport* report = nullptr, const BandObserver& onBand = nullptr);
+                      TiledReport* report = nullptr, const BandObserver& onBand = nullptr,
+                      const std::vector<uint8_t>* tilesWithTimes = nullptr);
 
 }  // namespace gpugeo::dem::tiled

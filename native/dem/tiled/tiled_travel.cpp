@@ -371,6 +371,22 @@ std::vector<double> tileTimesOnGpu(TileInputs& in, const StepModel& s, const Til
   return std::move(times.minutes);
 }
 
+// Whether any cell of tile i reaches the outlet: the outlet lies in the tile, or a path leaves it
+// towards the outlet. A path from a cell of the tile to the outlet elsewhere leaves the tile by one
+// of its perimeter cells, whose time the forest then has; so where every perimeter cell's time is
+// NaN and the outlet lies elsewhere, every cell's is.
+bool reachesOutlet(const TileLayout& layout, const PerimeterForest& f, int64_t i, int64_t outlet)
+{
+  const Window t = layout.tile(i);
+  const int64_t ox = outlet % layout.width, oy = outlet / layout.width;
+  if (ox >= t.x0 && oy >= t.y0 && ox < t.x0 + t.width && oy < t.y0 + t.height)
+    return true;
+  for (int64_t node = f.firstNode[std::size_t(i)]; node < f.firstNode[std::size_t(i) + 1]; ++node)
+    if (!std::isnan(f.time[std::size_t(node)]))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSource<uint8_t>& directions,
@@ -427,9 +443,16 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   std::vector<int64_t> rowCells(std::size_t(layout.height), 0);
   TileStats all;
   std::mutex merging;
+  summary.tilesWithTimes.assign(std::size_t(layout.count()), 0);
   detail::forEachTile(layout, 2, "travel time pass 2 (times; write)", options, control, out, [&](int64_t i) {
     TileInputs in;
     const Window t = layout.tile(i);
+    if (!reachesOutlet(layout, f, i, outlet))
+    {
+      minutes.write(t, std::vector<double>(std::size_t(t.cells()), kNan).data());
+      return;
+    }
+    summary.tilesWithTimes[std::size_t(i)] = 1;
     readInputs(filled, directions, area, manning, model, t, outlet, layout.width, gpu, in);
     TileStats stats;
     const std::vector<double> times = gpu

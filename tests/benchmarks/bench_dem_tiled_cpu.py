@@ -11,13 +11,16 @@ The DEM is bench_dem.cpp's synthetic terrain (bench_dem_cpu.py's write_dem: wave
 of 2.5 m rounded to 0.5 m: pits and flats), written window by window as a tiled BigTIFF (256² blocks,
 uncompressed), float32, EPSG:32633, 30 m cells; an existing file of the right size is reused.
 
-usage: bench_dem_tiled_cpu.py [PLUGIN_DIR] [--size N] [--budget MiB] [--dem PATH] [--work DIR] [--compare]
+usage: bench_dem_tiled_cpu.py [PLUGIN_DIR] [--size N] [--budget MiB] [--dem PATH] [--work DIR] [--compare] [--keep]
 PLUGIN_DIR (the installed plugin folder, e.g. /tmp/qp/stage/gpugeo after
 `cmake --install build --prefix /tmp/qp/stage`) defaults to $GPUGEO_PLUGIN_DIR.
+The runs' outputs (21 GB at 40,000²) and the QGIS profile are removed at the end, and a work folder the
+script made itself (no --work) with them, its DEM included; --keep keeps everything.
 """
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -152,11 +155,33 @@ def main():
     parser.add_argument("--dem")
     parser.add_argument("--work")
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the outputs and the work folder")
     a = parser.parse_args()
     if not a.plugin:
         sys.exit("give the installed plugin folder (or set GPUGEO_PLUGIN_DIR)")
     work = a.work or tempfile.mkdtemp(prefix="gg_tiled_")
     os.makedirs(work, exist_ok=True)
+    try:
+        run(a, work)
+    finally:
+        if not a.keep:
+            clean(work, whole=not a.work and not a.dem)
+
+
+def clean(work, whole):
+    """Removes the runs' outputs and profiles from `work` (the whole folder when `whole`)."""
+    if whole:
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    for name in os.listdir(work):
+        path = os.path.join(work, name)
+        if name.startswith("profile_"):
+            shutil.rmtree(path, ignore_errors=True)
+        elif name.startswith(("t_", "m_")):
+            os.remove(path)
+
+
+def run(a, work):
     dem = a.dem or os.path.join(work, f"dem_{a.size}.tif")
     env = qgis_environment(tempfile.mkdtemp(prefix="profile_", dir=work), a.plugin)
     start = time.perf_counter()

@@ -18,6 +18,7 @@ struct Window
 {
   int64_t x0 = 0, y0 = 0, width = 0, height = 0;
   int64_t cells() const { return width * height; }
+  bool contains(int64_t x, int64_t y) const { return x >= x0 && y >= y0 && x < x0 + width && y < y0 + height; }
 };
 
 template <typename T>

@@ -299,8 +299,8 @@ BandPolygons bandOf(const BandPolygons& some, std::size_t k)
   return one;
 }
 
-// Appends one band's polygons (a BandPolygons of one band) to `all` as its next band.
-void appendBand(BandPolygons& all, const BandPolygons& one)
+// Appends the bands of `some` to `all`, after its own.
+void appendBands(BandPolygons& all, const BandPolygons& some)
 {
   if (all.bandPolygon.empty())
     all.bandPolygon.push_back(0);
@@ -309,13 +309,14 @@ void appendBand(BandPolygons& all, const BandPolygons& one)
   if (all.ringPoint.empty())
     all.ringPoint.push_back(0);
   const int64_t polygons = all.bandPolygon.back(), rings = all.polygonRing.back(), points = all.ringPoint.back();
-  for (std::size_t q = 1; q < one.polygonRing.size(); ++q)
-    all.polygonRing.push_back(rings + one.polygonRing[q]);
-  for (std::size_t r = 1; r < one.ringPoint.size(); ++r)
-    all.ringPoint.push_back(points + one.ringPoint[r]);
-  all.bandPolygon.push_back(polygons + (one.bandPolygon.empty() ? 0 : one.bandPolygon.back()));
-  all.x.insert(all.x.end(), one.x.begin(), one.x.end());
-  all.y.insert(all.y.end(), one.y.begin(), one.y.end());
+  for (std::size_t k = 1; k < some.bandPolygon.size(); ++k)
+    all.bandPolygon.push_back(polygons + some.bandPolygon[k]);
+  for (std::size_t q = 1; q < some.polygonRing.size(); ++q)
+    all.polygonRing.push_back(rings + some.polygonRing[q]);
+  for (std::size_t r = 1; r < some.ringPoint.size(); ++r)
+    all.ringPoint.push_back(points + some.ringPoint[r]);
+  all.x.insert(all.x.end(), some.x.begin(), some.x.end());
+  all.y.insert(all.y.end(), some.y.begin(), some.y.end());
 }
 
 // The polygons of each label 0 .. count - 1 in turn: given to `onBand` (with the label's cells and
@@ -349,13 +350,12 @@ BandPolygons labelsPolygons(std::vector<TilePieces>& tiles, int32_t count, int64
       together += corners[std::size_t(first + group++)];
     const BandPolygons some =
       labelPolygons(tiles, rings, ringOf, first, group, width, height, control, threads);
-    for (int32_t k = 0; k < group; ++k)
+    if (!onBand)
+      appendBands(all, some);
+    for (int32_t k = 0; k < group && onBand; ++k)
     {
       BandPolygons one = bandOf(some, std::size_t(k));
-      if (onBand)
-        onBand(first + k, counts->bandCells[std::size_t(first + k)], counts->bandArea[std::size_t(first + k)], one);
-      else
-        appendBand(all, one);
+      onBand(first + k, counts->bandCells[std::size_t(first + k)], counts->bandArea[std::size_t(first + k)], one);
     }
     first += group;
   }

@@ -68,9 +68,7 @@ void readInputs(const RasterSource<float>& filled, const RasterSource<uint8_t>& 
   if (model.kind == VelocityModel::Kind::Manning && manning)
     detail::readWithHalo(*manning, t, std::numeric_limits<float>::quiet_NaN(), in.manning);
   const int64_t ox = outlet % width, oy = outlet / width;
-  in.outlet = ox >= t.x0 && oy >= t.y0 && ox < t.x0 + t.width && oy < t.y0 + t.height
-                ? (oy - t.y0) * t.width + (ox - t.x0)
-                : -1;
+  in.outlet = t.contains(ox, oy) ? (oy - t.y0) * t.width + (ox - t.x0) : -1;
 }
 
 // The step time (minutes) and speed of tile cell q, as travel_time.cpp computes them.
@@ -377,9 +375,7 @@ std::vector<double> tileTimesOnGpu(TileInputs& in, const StepModel& s, const Til
 // NaN and the outlet lies elsewhere, every cell's is.
 bool reachesOutlet(const TileLayout& layout, const PerimeterForest& f, int64_t i, int64_t outlet)
 {
-  const Window t = layout.tile(i);
-  const int64_t ox = outlet % layout.width, oy = outlet / layout.width;
-  if (ox >= t.x0 && oy >= t.y0 && ox < t.x0 + t.width && oy < t.y0 + t.height)
+  if (layout.tile(i).contains(outlet % layout.width, outlet / layout.width))
     return true;
   for (int64_t node = f.firstNode[std::size_t(i)]; node < f.firstNode[std::size_t(i) + 1]; ++node)
     if (!std::isnan(f.time[std::size_t(node)]))

@@ -352,7 +352,7 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeTiled(const Request& re
   outcome.maxTime = travel.maxTime;
 
   // --- The bands: ISOCHRONES written band by band as each is traced (a few bands' polygons in memory
-  // at a time), TRAVEL_TIME on the way (the tiles without a time not read) --------------------------------------------------------------
+  // at a time), TRAVEL_TIME on the way (the tiles without a time not read) -------------------------
   dem::ChainOptions bandOptions;
   bandOptions.interval = request.interval;
   bandOptions.maxBands = kMaxBands;

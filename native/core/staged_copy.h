@@ -109,8 +109,10 @@ class Held
 {
 public:
   explicit Held(std::size_t bytes)
-    : mOthers(underWay().fetch_add(1)), mPair(bytes >= kStagedAtLeast && mOthers > 0 ? Pool::instance().take() : nullptr)
   {
+    const bool others = underWay().fetch_add(1) > 0;
+    if (bytes >= kStagedAtLeast && others)
+      mPair = Pool::instance().take();
   }
   ~Held()
   {
@@ -123,8 +125,7 @@ public:
   Pair* get() const { return mPair; }
 
 private:
-  int mOthers;
-  Pair* mPair;
+  Pair* mPair = nullptr;
 };
 
 }  // namespace staging

@@ -1,7 +1,8 @@
 // Host <-> device copies of pageable memory: plain cudaMemcpy (the driver's staging) against
 // core/staged_copy.h's pinned chunks, and cudaMemcpy from pinned memory as the ceiling; 1, 4 and 16
 // threads at once, each copying its own 64 MiB buffer 8 times (a staged copy alone takes cudaMemcpy,
-// staged_copy.h). Each copy is checked to arrive whole. Prints one JSON object: GB/s per way, direction and thread count, and staged / pageable.
+// staged_copy.h). Each copy is checked to arrive whole. Prints one JSON object: GB/s per way,
+// direction and thread count, and staged / pageable.
 //
 // usage: bench_staged_copy [--mib M] [--reps R]
 #include <cuda_runtime.h>

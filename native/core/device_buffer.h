@@ -211,6 +211,15 @@ std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n)
   return h;
 }
 
+// The first n values of `d` into `h` (resized to n), whose room a caller reuses from call to call.
+template <typename T, typename A>
+void downloadInto(const BasicDeviceBuffer<T, A>& d, std::size_t n, std::vector<T>& h)
+{
+  resizeHuge(h, n);
+  if (n)
+    copyToHost(h.data(), d.data(), n * sizeof(T));
+}
+
 // One value from device memory.
 template <typename T>
 T readOne(const T* p)

@@ -4,6 +4,7 @@
 // GPU). The advice is only advice: where it is not taken nothing changes but the speed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -31,6 +32,29 @@ void reserveHuge(std::vector<T>& v, std::size_t n)
       madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
   }
 #endif
+}
+
+// v.resize(n), where new room is reserved with reserveHuge (the values v holds are kept): for the
+// working arrays the tiled tools reuse from tile to tile, whose first fill then faults in huge pages.
+template <typename T>
+void resizeHuge(std::vector<T>& v, std::size_t n)
+{
+  if (n > v.capacity())
+  {
+    std::vector<T> room;
+    reserveHuge(room, n);
+    room.assign(v.begin(), v.end());
+    v.swap(room);
+  }
+  v.resize(n);
+}
+
+// v.assign(n, value), with resizeHuge's room.
+template <typename T>
+void assignHuge(std::vector<T>& v, std::size_t n, const T& value)
+{
+  resizeHuge(v, n);
+  std::fill(v.begin(), v.end(), value);
 }
 
 // A vector of n value-initialised values, reserved with reserveHuge.

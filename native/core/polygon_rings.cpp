@@ -2,10 +2,12 @@
 // lie in.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/parallel.h"
@@ -74,12 +76,71 @@ bool ringRepeats(const RawRings& raw, int64_t begin, int64_t end, std::vector<in
   return false;
 }
 
+// Bits over the keys lo .. lo + 64 words - 1: a large ring's seen and repeated keys where its keys
+// lie close together (a raster's regions: a ring's corners are neighbours, so its keys span about
+// its rows times the grid's width). A hash table of the ring's keys misses the cache at almost every
+// node of a ring of millions (at 40,000² a band's few huge rings took seconds on one thread each);
+// bits walked along the ring mostly stay in it.
+struct KeyBits
+{
+  int64_t lo = 0;
+  std::vector<uint64_t> words;
+  void reset(int64_t low, int64_t high)
+  {
+    lo = low;
+    words.assign(std::size_t((high - low) / 64 + 1), 0);
+  }
+  bool test(int64_t k) const { return (words[std::size_t((k - lo) >> 6)] >> ((k - lo) & 63)) & 1u; }
+  // Sets the key's bit; whether it was set already.
+  bool set(int64_t k)
+  {
+    uint64_t& w = words[std::size_t((k - lo) >> 6)];
+    const uint64_t bit = uint64_t(1) << ((k - lo) & 63);
+    const bool was = (w & bit) != 0;
+    w |= bit;
+    return was;
+  }
+};
+
+// The rings that KeyBits takes: of at least this many nodes, their keys' range at most kBitsPerNode
+// times their nodes (the bits then take at most kBitsPerNode / 8 bytes a node, less than the tables).
+constexpr int64_t kBitsFromNodes = 1 << 16;
+constexpr int64_t kBitsPerNode = 128;
+
+// The keys of a large compact ring [begin, end) that it passes more than once, in `twice` (`seen` is
+// working room); null when the ring is not one for bits. *vertexRepeats: whether one of them is below
+// raw.vertexCount (ringRepeats' answer).
+KeyBits* repeatedKeys(const RawRings& raw, int64_t begin, int64_t end, KeyBits& seen, KeyBits& twice,
+                      bool* vertexRepeats)
+{
+  if (end - begin < kBitsFromNodes)
+    return nullptr;
+  const auto [lo, hi] = std::minmax_element(raw.key.begin() + begin, raw.key.begin() + end);
+  if (*hi - *lo > kBitsPerNode * (end - begin))
+    return nullptr;
+  seen.reset(*lo, *hi);
+  twice.reset(*lo, *hi);
+  *vertexRepeats = false;
+  for (int64_t i = begin; i < end; ++i)
+  {
+    const int64_t k = raw.key[std::size_t(i)];
+    if (seen.set(k))
+    {
+      twice.set(k);
+      *vertexRepeats = *vertexRepeats || k < raw.vertexCount;
+    }
+  }
+  return &twice;
+}
+
 // The loops of one ring: split wherever it comes back to a node it passed. The keys of the path
 // walked so far are found through an open-addressing table of (key, index in the path) twice the
 // ring's size; an entry whose index is past the path's end, or at a node of another key, was cut
-// off with a loop and counts as absent (so nothing is ever erased).
+// off with a loop and counts as absent (so nothing is ever erased). With `twice` (repeatedKeys) only
+// the keys the ring passes more than once go into the table, twice their number: a key met once is
+// never looked up again, so the loops are the same.
 void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, std::vector<Loop>& loops,
-               std::vector<std::pair<int64_t, int64_t>>& table)
+               std::vector<std::pair<int64_t, int64_t>>& table, const KeyBits* twice = nullptr)
 {
   if (!repeats)
   {
@@ -89,8 +150,15 @@ void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, st
     loops.push_back(std::move(loop));
     return;
   }
+  int64_t tabled = end - begin;
+  if (twice)
+  {
+    tabled = 0;
+    for (const uint64_t w : twice->words)
+      tabled += __builtin_popcountll(w);
+  }
   int bits = 4;
-  while ((int64_t(1) << bits) < 2 * (end - begin))
+  while ((int64_t(1) << bits) < 2 * tabled)
     ++bits;
   table.assign(std::size_t(1) << bits, {-1, 0});  // keys are not negative
   const std::size_t mask = table.size() - 1;
@@ -98,6 +166,11 @@ void splitRing(const RawRings& raw, int64_t begin, int64_t end, bool repeats, st
   for (int64_t i = begin; i < end; ++i)
   {
     const int64_t k = raw.key[std::size_t(i)];
+    if (twice && !twice->test(k))
+    {
+      path.push_back(i);
+      continue;
+    }
     std::size_t slot = std::size_t((uint64_t(k) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
     while (table[slot].first != -1 && table[slot].first != k)
       slot = (slot + 1) & mask;
@@ -286,13 +359,18 @@ std::vector<Loop> bandLoops(const RawRings& raw, int64_t k, int threads)
   parallelFor(runs, 1, threads, [&](int64_t b, int64_t e) {
     std::vector<int64_t> keys;  // ringRepeats' table, kept from ring to ring
     std::vector<std::pair<int64_t, int64_t>> table;  // splitRing's
+    KeyBits seen, twice;  // repeatedKeys'
     for (int64_t run = b; run < e; ++run)
     {
       std::vector<Loop>& loops = loopsOf[std::size_t(run)];
       for (int64_t r = r0 + (r1 - r0) * run / runs; r < r0 + (r1 - r0) * (run + 1) / runs; ++r)
       {
         const int64_t begin = raw.ringNode[std::size_t(r)], end = raw.ringNode[std::size_t(r + 1)];
-        splitRing(raw, begin, end, ringRepeats(raw, begin, end, keys), loops, table);
+        bool repeats = false;
+        const KeyBits* bits = repeatedKeys(raw, begin, end, seen, twice, &repeats);
+        if (!bits)
+          repeats = ringRepeats(raw, begin, end, keys);
+        splitRing(raw, begin, end, repeats, loops, table, bits);
       }
     }
   });

@@ -744,6 +744,27 @@ void watershedOnDevice(const Grid& grid, const DeviceBuffer<double>& minutes, Tr
   watershedFromRows(grid, std::vector<int64_t>(counts.begin(), counts.end()), out);
 }
 
+// The values of a w x h tile's perimeter cells, per place (tiled/perimeter.h's order): the tile's cell
+// (x, y) is cells[offset + y * stride + x].
+template <typename T>
+__global__ void perimeterGatherKernel(const T* cells, int64_t w, int64_t h, int64_t stride, int64_t offset, T* out)
+{
+  const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= tiled::detail::perimeterCount(w, h))
+    return;
+  int64_t x = 0, y = 0;
+  tiled::detail::perimeterCell(w, h, k, x, y);
+  out[k] = cells[offset + y * stride + x];
+}
+
+// The inner w x h cells of a (w + 2) x (h + 2) device array, side by side into `inner`.
+template <typename T>
+void dropHalo(const T* padded, int64_t w, int64_t h, T* inner)
+{
+  GPUGEO_CUDA_CHECK(cudaMemcpy2D(inner, std::size_t(w) * sizeof(T), padded + (w + 2) + 1, std::size_t(w + 2) * sizeof(T),
+                                 std::size_t(w) * sizeof(T), std::size_t(h), cudaMemcpyDeviceToDevice));
+}
+
 // Each cell's band (-1 outside the watershed), or with interval <= 0 the watershed (0) itself.
 __global__ void bandLabelKernel(const double* minutes, int64_t n, double interval, int32_t* label)
 {
@@ -755,15 +776,22 @@ __global__ void bandLabelKernel(const double* minutes, int64_t n, double interva
 }
 }  // namespace
 
-std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
+void fillCuda(const Grid& grid, const RunControl& control, std::vector<float>& out)
 {
   useGpu();
   const int64_t n = grid.width * grid.height;
-  return onDevice(sizeWhat("depression filling", grid.width, grid.height), n, kFillBytes, [&] {
+  onDevice(sizeWhat("depression filling", grid.width, grid.height), n, kFillBytes, [&] {
     DeviceBuffer<float> z;
     upload(z, grid.z, std::size_t(n));
-    return download(fillOnDevice(z, grid.width, grid.height, control), std::size_t(n));
+    cuda::downloadInto(fillOnDevice(z, grid.width, grid.height, control), std::size_t(n), out);
   });
+}
+
+std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
+{
+  std::vector<float> out;
+  fillCuda(grid, control, out);
+  return out;
 }
 
 namespace {
@@ -792,11 +820,11 @@ std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const R
   });
 }
 
-std::vector<uint8_t> directionsWithMaskCuda(const Grid& grid, const int32_t* mask, const RunControl&)
+void directionsWithMaskCuda(const Grid& grid, const int32_t* mask, const RunControl&, std::vector<uint8_t>& tile)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  return onDevice(sizeWhat("flow directions", w, h), n, kDirectionBytes, [&] {
+  onDevice(sizeWhat("flow directions", w, h), n, kDirectionBytes + 1, [&] {
     DeviceBuffer<float> z;
     DeviceBuffer<double> cw, ch;
     DeviceBuffer<int32_t> flats;
@@ -809,7 +837,10 @@ std::vector<uint8_t> directionsWithMaskCuda(const Grid& grid, const int32_t* mas
     directionKernel<<<tilesOf(w, h), dim3(kTile, kTile)>>>(z.data(), mask ? flats.data() : nullptr, w, h, cw.data(),
                                                            ch.data(), out.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
-    return download(out, std::size_t(n));
+    const int64_t tw = w - 2, th = h - 2;
+    DeviceBuffer<uint8_t> inner(static_cast<std::size_t>(tw * th));
+    dropHalo(out.data(), tw, th, inner.data());
+    cuda::downloadInto(inner, std::size_t(tw * th), tile);
   });
 }
 
@@ -862,35 +893,68 @@ std::vector<long long> rowAreas(const Grid& grid)
   return rows;
 }
 
+// The first n counts and areas into out.cells and out.area (their room reused).
+void downloadSums(const DeviceBuffer<long long>& cells, const DeviceBuffer<long long>& area, std::size_t n,
+                  Accumulation& out)
+{
+  static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
+  resizeHuge(out.cells, n);
+  resizeHuge(out.area, n);
+  cuda::copyToHost(out.cells.data(), cells.data(), n * sizeof(long long));
+  cuda::copyToHost(out.area.data(), area.data(), n * sizeof(long long));
+}
+
 }  // namespace
 
-Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control,
-                              const int64_t* borderCells, const int64_t* borderArea)
+Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
   return onDevice(sizeWhat("flow accumulation", w, h), n, kAccumulationBytes, [&] {
     DeviceBuffer<uint8_t> dirs;
-    DeviceBuffer<long long> rows, cells, area, inCells, inArea;
+    DeviceBuffer<long long> rows, cells, area;
     upload(dirs, directions.data(), std::size_t(n));
     const std::vector<long long> rowArea = rowAreas(grid);
     upload(rows, rowArea.data(), std::size_t(h));
-    static_assert(sizeof(long long) == sizeof(int64_t), "accumulated sums are 64-bit");
+    accumulateOnDevice(dirs, w, h, rows, cells, area, control);
+    Accumulation out;
+    downloadSums(cells, area, std::size_t(n), out);
+    return out;
+  });
+}
+
+void accumulationTileCuda(const Grid& grid, const uint8_t* paddedDirections, const int64_t* borderCells,
+                          const int64_t* borderArea, bool perimeterOnly, const RunControl& control, Accumulation& out)
+{
+  useGpu();
+  const int64_t w = grid.width, h = grid.height, n = w * h;
+  onDevice(sizeWhat("flow accumulation", w, h), (w + 2) * (h + 2), kAccumulationBytes + 1, [&] {
+    DeviceBuffer<uint8_t> padded, dirs(static_cast<std::size_t>(n));
+    DeviceBuffer<long long> rows, cells, area, inCells, inArea;
+    upload(padded, paddedDirections, std::size_t((w + 2) * (h + 2)));
+    dropHalo(padded.data(), w, h, dirs.data());
+    const std::vector<long long> rowArea = rowAreas(grid);
+    upload(rows, rowArea.data(), std::size_t(h));
+    const std::size_t places = std::size_t(tiled::detail::perimeterCount(w, h));
     BorderInflow border;
     if (borderCells)
     {
-      const std::size_t places = std::size_t(tiled::detail::perimeterCount(w, h));
       upload(inCells, reinterpret_cast<const long long*>(borderCells), places);
       upload(inArea, reinterpret_cast<const long long*>(borderArea), places);
       border = BorderInflow{inCells.data(), inArea.data()};
     }
     accumulateOnDevice(dirs, w, h, rows, cells, area, control, border);
-    Accumulation out;
-    out.cells = cuda::hostVector<int64_t>(std::size_t(n));
-    out.area = cuda::hostVector<int64_t>(std::size_t(n));
-    cuda::copyToHost(out.cells.data(), cells.data(), cells.bytes());
-    cuda::copyToHost(out.area.data(), area.data(), area.bytes());
-    return out;
+    if (!perimeterOnly)
+    {
+      downloadSums(cells, area, std::size_t(n), out);
+      return;
+    }
+    DeviceBuffer<long long> perimeterCells(places), perimeterArea(places);
+    perimeterGatherKernel<<<blocksFor(int64_t(places)), 256>>>(cells.data(), w, h, w, 0, perimeterCells.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    perimeterGatherKernel<<<blocksFor(int64_t(places)), 256>>>(area.data(), w, h, w, 0, perimeterArea.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    downloadSums(perimeterCells, perimeterArea, places, out);
   });
 }
 
@@ -1046,32 +1110,13 @@ TravelTimes travelTimeCuda(const Grid& grid, const std::vector<uint8_t>& directi
   });
 }
 
-namespace {
-
-// The tile cells on the perimeter of a padded grid's inner tile: their values and ends, per perimeter
-// place (tiled/perimeter.h's order).
-__global__ void tilePerimeterKernel(int64_t pw, int64_t ph, const double* minutes, const int32_t* end,
-                                    double* outMinutes, int32_t* outEnd)
-{
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= pw * ph)
-    return;
-  const int64_t x = c % pw - 1, y = c / pw - 1, w = pw - 2, h = ph - 2;
-  if (x < 0 || y < 0 || x >= w || y >= h || (x > 0 && y > 0 && x < w - 1 && y < h - 1))
-    return;
-  const int64_t k = tiled::detail::perimeterPlace(w, h, x, y);
-  outMinutes[k] = minutes[c];
-  outEnd[k] = end[c];
-}
-
-}  // namespace
-
-TileTravel travelTileCuda(const Grid& padded, const uint8_t* directions, const int64_t* area, const VelocityModel& model,
-                          int64_t outlet, const double* haloTimes, bool perimeterOnly, const RunControl& control)
+void travelTileCuda(const Grid& padded, const uint8_t* directions, const int64_t* area, const VelocityModel& model,
+                    int64_t outlet, const double* haloTimes, bool perimeterOnly, const RunControl& control,
+                    TileTravel& out)
 {
   useGpu();
   const int64_t pw = padded.width, ph = padded.height, n = pw * ph, w = pw - 2, h = ph - 2;
-  return onDevice(sizeWhat("the tiled travel times", w, h), n, kTravelBytes + 4 + (model.manning ? 4 : 0), [&] {
+  onDevice(sizeWhat("the tiled travel times", w, h), n, kTravelBytes + 4 + (model.manning ? 4 : 0), [&] {
     DeviceBuffer<float> z, manning;
     DeviceBuffer<uint8_t> dirs;
     DeviceBuffer<long long> areas;
@@ -1093,25 +1138,27 @@ TileTravel travelTileCuda(const Grid& padded, const uint8_t* directions, const i
     DeviceBuffer<int32_t> ends;
     HaloEnds halo{haloTimes ? times.data() : nullptr, perimeterOnly ? &ends : nullptr};
     travelOnDevice(z, dirs, areas, cw, ch, deviceModel, pw, ph, outlet, control, minutes, speed, &halo);
-    TileTravel out;
     if (perimeterOnly)
     {
+      // The tile's perimeter cells (inside the halo): their minutes and ends, per place.
       const std::size_t places = std::size_t(tiled::detail::perimeterCount(w, h));
       DeviceBuffer<double> perimeterMinutes(places);
       DeviceBuffer<int32_t> perimeterEnds(places);
-      tilePerimeterKernel<<<blocksFor(n), 256>>>(pw, ph, minutes.data(), ends.data(), perimeterMinutes.data(),
-                                                 perimeterEnds.data());
+      perimeterGatherKernel<<<blocksFor(int64_t(places)), 256>>>(minutes.data(), w, h, pw, pw + 1,
+                                                                 perimeterMinutes.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      out.minutes = download(perimeterMinutes, places);
-      out.end = download(perimeterEnds, places);
-      return out;
+      perimeterGatherKernel<<<blocksFor(int64_t(places)), 256>>>(ends.data(), w, h, pw, pw + 1, perimeterEnds.data());
+      GPUGEO_CUDA_CHECK_LAUNCH();
+      cuda::downloadInto(perimeterMinutes, places, out.minutes);
+      cuda::downloadInto(perimeterEnds, places, out.end);
+      return;
     }
-    out.minutes.resize(std::size_t(w * h));
-    GPUGEO_CUDA_CHECK(cudaMemcpy2D(out.minutes.data(), std::size_t(w) * sizeof(double), minutes.data() + pw + 1,
-                                   std::size_t(pw) * sizeof(double), std::size_t(w) * sizeof(double), std::size_t(h),
-                                   cudaMemcpyDeviceToHost));
+    DeviceBuffer<double> inner(static_cast<std::size_t>(w * h));
+    dropHalo(minutes.data(), w, h, inner.data());
+    cuda::downloadInto(inner, std::size_t(w * h), out.minutes);
+    out.end.clear();
+    out.minSpeed = out.maxSpeed = std::numeric_limits<double>::quiet_NaN();
     speedRangeOnDevice(speed, n, out.minSpeed, out.maxSpeed);
-    return out;
   });
 }
 

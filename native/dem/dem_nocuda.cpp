@@ -16,6 +16,11 @@ std::vector<float> fillCuda(const Grid&, const RunControl&)
   noCuda();
 }
 
+void fillCuda(const Grid&, const RunControl&, std::vector<float>&)
+{
+  noCuda();
+}
+
 std::vector<int32_t> flatMaskCuda(const Grid&, bool, const RunControl&)
 {
   noCuda();
@@ -26,8 +31,8 @@ std::vector<uint8_t> directionsCuda(const Grid&, bool, const RunControl&)
   noCuda();
 }
 
-TileTravel travelTileCuda(const Grid&, const uint8_t*, const int64_t*, const VelocityModel&, int64_t, const double*, bool,
-                          const RunControl&)
+void travelTileCuda(const Grid&, const uint8_t*, const int64_t*, const VelocityModel&, int64_t, const double*, bool,
+                    const RunControl&, TileTravel&)
 {
   noCuda();
 }
@@ -38,12 +43,18 @@ TravelTimes travelTimeCuda(const Grid&, const std::vector<uint8_t>&, const Accum
   noCuda();
 }
 
-Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const RunControl&, const int64_t*, const int64_t*)
+Accumulation accumulationCuda(const Grid&, const std::vector<uint8_t>&, const RunControl&)
 {
   noCuda();
 }
 
-std::vector<uint8_t> directionsWithMaskCuda(const Grid&, const int32_t*, const RunControl&)
+void accumulationTileCuda(const Grid&, const uint8_t*, const int64_t*, const int64_t*, bool, const RunControl&,
+                          Accumulation&)
+{
+  noCuda();
+}
+
+void directionsWithMaskCuda(const Grid&, const int32_t*, const RunControl&, std::vector<uint8_t>&)
 {
   noCuda();
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/region_math.h"
@@ -156,10 +157,11 @@ BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& co
   // that is clockwise, so each ring is reversed (keeping its first corner) to make shells
   // counter-clockwise. The corners' coordinates come from their keys.
   const int64_t stride = width + 1;
-  raw.x.reserve(raw.key.size());
-  raw.y.reserve(raw.key.size());
-  raw.x.resize(raw.key.size());
-  raw.y.resize(raw.key.size());
+  parallelFor(2, 1, threads, [&](int64_t job, int64_t) {  // fresh pages faulted on two threads
+    std::vector<double>& v = job == 0 ? raw.x : raw.y;
+    reserveHuge(v, raw.key.size());
+    v.resize(raw.key.size());
+  }, &control);
   raw.z.clear();  // flat: the polygons come without z
   const int64_t ringCount = int64_t(raw.ringNode.size()) - 1;
   parallelFor(ringCount, 1024, threads, [&](int64_t b, int64_t e) {

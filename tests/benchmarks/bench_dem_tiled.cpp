@@ -95,12 +95,13 @@ public:
   }
   int64_t width() const override { return mMemory ? mMemory->width() : mFile->width(); }
   int64_t height() const override { return mMemory ? mMemory->height() : mFile->height(); }
-  void read(const Window& window, T* out) const override
+  void read(const Window& window, T* out) const override { readStrided(window, out, window.width); }
+  void readStrided(const Window& window, T* out, int64_t stride) const override
   {
     if (mMemory)
-      mMemory->read(window, out);
+      mMemory->readStrided(window, out, stride);
     else
-      mFile->read(window, out);
+      mFile->readStrided(window, out, stride);
   }
   void write(const Window& window, const T* in) override
   {

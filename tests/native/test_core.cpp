@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -15,6 +16,7 @@
 
 #include "core/backend.h"
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "core/stage_times.h"
 
@@ -163,4 +165,27 @@ TEST(StageTimes, AccumulatesInFirstSeenOrder)
   EXPECT_DOUBLE_EQ(times.get("read"), 1.5);
   EXPECT_DOUBLE_EQ(times.get("compute"), 2.0);
   EXPECT_DOUBLE_EQ(times.get("write"), 0.0);
+}
+
+TEST(HostMemory, ResizeAndAssignHugeKeepWhatAVectorWouldHold)
+{
+  // Growing past the room (large enough for the huge-page advice) keeps the values held; shrinking
+  // and growing within the room keep it; assignHuge fills every value.
+  std::vector<int32_t> v{1, 2, 3};
+  resizeHuge(v, std::size_t(3) << 20);
+  ASSERT_EQ(v.size(), std::size_t(3) << 20);
+  EXPECT_EQ(v[0], 1);
+  EXPECT_EQ(v[2], 3);
+  EXPECT_EQ(v[3], 0);
+  EXPECT_EQ(v.back(), 0);
+  const int32_t* room = v.data();
+  v[5] = 9;
+  resizeHuge(v, 10);
+  resizeHuge(v, 1000);
+  EXPECT_EQ(v.data(), room) << "no new room within the capacity";
+  EXPECT_EQ(v[5], 9);
+  EXPECT_EQ(v[999], 0);
+  assignHuge(v, std::size_t(5) << 20, int32_t(-3));
+  ASSERT_EQ(v.size(), std::size_t(5) << 20);
+  EXPECT_EQ(std::count(v.begin(), v.end(), -3), int64_t(5) << 20);
 }

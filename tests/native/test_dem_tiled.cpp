@@ -18,6 +18,7 @@
 #include "dem/dem.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
+#include "dem/tiled/tiling.h"
 #include "dem_cases.h"
 
 using namespace gpugeo;
@@ -153,6 +154,68 @@ void expectSameChain(const TestDem& d, const std::string& what)
 }
 
 }  // namespace
+
+// A raster that has only read(): readStrided goes through RasterSource's copy.
+class ReadOnlyRaster : public RasterSource<int32_t>
+{
+public:
+  explicit ReadOnlyRaster(const MemoryRaster<int32_t>& cells) : mCells(cells) {}
+  int64_t width() const override { return mCells.width(); }
+  int64_t height() const override { return mCells.height(); }
+  void read(const Window& window, int32_t* out) const override { mCells.read(window, out); }
+
+private:
+  const MemoryRaster<int32_t>& mCells;
+};
+
+TEST(DemTiled, PerimeterPlacesAndCellsAreInverse)
+{
+  for (int64_t w = 1; w <= 9; ++w)
+    for (int64_t h = 1; h <= 9; ++h)
+    {
+      const Window t{3, 4, w, h};
+      int64_t count = 0;
+      detail::forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+        EXPECT_EQ(k, count++);
+        EXPECT_EQ(detail::perimeterIndex(t, x, y), k);
+        int64_t cx = -1, cy = -1;
+        detail::perimeterCell(w, h, k, cx, cy);
+        EXPECT_EQ(cx, x) << w << " x " << h << ", place " << k;
+        EXPECT_EQ(cy, y) << w << " x " << h << ", place " << k;
+      });
+      EXPECT_EQ(count, detail::perimeterSize(t));
+    }
+}
+
+TEST(DemTiled, TilesAreReadWithTheirHaloInPlace)
+{
+  // Every cell's value its index + 1; the halo off the raster -7. Vectors reused from a larger tile
+  // (holding stale values) and read through both readStrided paths.
+  const int64_t w = 23, h = 17;
+  std::vector<int32_t> values(std::size_t(w * h));
+  for (int64_t c = 0; c < w * h; ++c)
+    values[std::size_t(c)] = int32_t(c + 1);
+  const MemoryRaster<int32_t> memory(w, h, values);
+  const ReadOnlyRaster copying(memory);
+  std::vector<int32_t> inPlace(5000, 99), throughCopy(5000, 99);
+  for (const int64_t pad : {1, 2})
+    for (const Window t : {Window{0, 0, 7, 5}, Window{7, 5, 7, 5}, Window{21, 15, 2, 2}, Window{0, 0, w, h},
+                           Window{0, 8, w, 1}, Window{11, 0, 1, h}})
+    {
+      detail::readWithHalo<int32_t>(memory, t, -7, inPlace, pad);
+      detail::readWithHalo<int32_t>(copying, t, -7, throughCopy, pad);
+      const int64_t pw = t.width + 2 * pad, ph = t.height + 2 * pad;
+      ASSERT_EQ(int64_t(inPlace.size()), pw * ph);
+      EXPECT_EQ(inPlace, throughCopy);
+      for (int64_t py = 0; py < ph; ++py)
+        for (int64_t px = 0; px < pw; ++px)
+        {
+          const int64_t x = t.x0 + px - pad, y = t.y0 + py - pad;
+          const int32_t expected = x < 0 || y < 0 || x >= w || y >= h ? -7 : int32_t(y * w + x + 1);
+          ASSERT_EQ(inPlace[std::size_t(py * pw + px)], expected) << "pad " << pad << ", cell " << px << ", " << py;
+        }
+    }
+}
 
 TEST(DemTiled, RandomTerrainsAreTheInMemoryChainBitForBit)
 {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/polygon_rings.h"
+#include "dem/detail/dem_cuda.h"
 #include "dem/regions.h"
 
 using namespace gpugeo;
@@ -270,6 +272,62 @@ TEST(Regions, ThreadsDoNotChangeTheArrays)
     if (count < 5)  // the one-label noise and the winding rings (the five labels are checked above)
       expectExactRegions(g, count, a);
   }
+}
+
+TEST(Regions, HugeRingsThatTouchThemselvesSplitAsSmallOnes)
+{
+  // A random field at 60 % cover: the largest region's outer ring has far more than the 65,536 nodes
+  // from which a compact ring's repeated corners are found with bits (polygon_rings.cpp), and passes
+  // corners twice. The same rings with their keys spread 1,000 times apart (too sparse for bits) go
+  // through the hash tables: every array must be the same.
+  const Labels g = randomLabels(31, 700, 650, 1, 0.4);
+  const RunControl control;
+  RawRings raw = dem::detail::regionRingsCpu(g.v.data(), g.w, g.h, 1, 2, control);
+  // polygonsFromRings' coordinates: each ring reversed after its first corner, x the corner's column
+  // and y minus its row.
+  raw.x.resize(raw.key.size());
+  raw.y.resize(raw.key.size());
+  int64_t largest = 0, largestRing = 0;
+  for (std::size_t r = 0; r + 1 < raw.ringNode.size(); ++r)
+  {
+    const int64_t b = raw.ringNode[r], e = raw.ringNode[r + 1];
+    std::reverse(raw.key.begin() + b + 1, raw.key.begin() + e);
+    for (int64_t i = b; i < e; ++i)
+    {
+      raw.x[std::size_t(i)] = double(raw.key[std::size_t(i)] % (g.w + 1));
+      raw.y[std::size_t(i)] = -double(raw.key[std::size_t(i)] / (g.w + 1));
+    }
+    if (e - b > largest)
+    {
+      largest = e - b;
+      largestRing = int64_t(r);
+    }
+  }
+  ASSERT_GE(largest, 65536);
+  std::vector<int64_t> keys(raw.key.begin() + raw.ringNode[std::size_t(largestRing)],
+                            raw.key.begin() + raw.ringNode[std::size_t(largestRing) + 1]);
+  std::sort(keys.begin(), keys.end());
+  ASSERT_NE(std::adjacent_find(keys.begin(), keys.end()), keys.end()) << "the largest ring touches itself";
+  RawRings spread = raw;
+  spread.vertexCount *= 1000;
+  for (auto& k : spread.key)
+    k *= 1000;
+  int64_t droppedBits = 0, droppedTables = 0;
+  const BandPolygons a = assembleRings(raw, droppedBits, control, 3);
+  const BandPolygons b = assembleRings(spread, droppedTables, control, 3);
+  EXPECT_EQ(droppedBits, droppedTables);
+  EXPECT_EQ(a.bandPolygon, b.bandPolygon);
+  EXPECT_EQ(a.polygonRing, b.polygonRing);
+  EXPECT_EQ(a.ringPoint, b.ringPoint);
+  EXPECT_EQ(a.x, b.x);
+  EXPECT_EQ(a.y, b.y);
+  // The polygons cover the label's cells: shells less holes.
+  double area = 0;
+  for (std::size_t r = 0; r + 1 < a.ringPoint.size(); ++r)
+    for (int64_t i = a.ringPoint[r]; i + 1 < a.ringPoint[r + 1]; ++i)
+      area += a.x[std::size_t(i)] * a.y[std::size_t(i + 1)] - a.x[std::size_t(i + 1)] * a.y[std::size_t(i)];
+  EXPECT_EQ(area / 2, double(std::count(g.v.begin(), g.v.end(), 0)));
+  EXPECT_GT(a.polygonRing.back(), a.bandPolygon.back()) << "holes split off";
 }
 
 TEST(Regions, BadInputIsRefused)

@@ -15,11 +15,15 @@
 namespace gpugeo::dem::detail {
 
 std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
+// The same into `out` (resized), whose room a caller reuses from call to call (the tiled tools).
+void fillCuda(const Grid& grid, const RunControl& control, std::vector<float>& out);
 std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
 // With resolveFlats, the flat mask is made on the device too.
 std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control);
-// The directions with a given flat mask (null: none): the tiled directions' tile with its halo.
-std::vector<uint8_t> directionsWithMaskCuda(const Grid& grid, const int32_t* mask, const RunControl& control);
+// The directions with a given flat mask (null: none) on a tile of the tiled directions given with its
+// one-cell halo (`grid`, (width + 2) x (height + 2)): the tile's own cells into `tile` (resized; the
+// halo's directions, which see the padded grid's border as the raster's, are dropped).
+void directionsWithMaskCuda(const Grid& grid, const int32_t* mask, const RunControl& control, std::vector<uint8_t>& tile);
 // The watershed's cells and area from its cells per row (each row's count times its cell area,
 // summed from the top row down: the same bits on both backends; travel_time.cpp).
 void watershedFromRows(const Grid& grid, const std::vector<int64_t>& rowCells, TravelTimes& out);
@@ -45,12 +49,16 @@ struct TileTravel
   std::vector<int32_t> end;
   double minSpeed = std::numeric_limits<double>::quiet_NaN(), maxSpeed = std::numeric_limits<double>::quiet_NaN();
 };
-TileTravel travelTileCuda(const Grid& padded, const uint8_t* directions, const int64_t* area, const VelocityModel& model,
-                          int64_t outlet, const double* haloTimes, bool perimeterOnly, const RunControl& control);
-// With borderCells and borderArea (per place on the grid's border, tiled/perimeter.h's order), those
-// inflows from outside the grid are added to its border cells' own (a tile of the tiled accumulation).
-Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control,
-                              const int64_t* borderCells = nullptr, const int64_t* borderArea = nullptr);
+void travelTileCuda(const Grid& padded, const uint8_t* directions, const int64_t* area, const VelocityModel& model,
+                    int64_t outlet, const double* haloTimes, bool perimeterOnly, const RunControl& control,
+                    TileTravel& out);
+Accumulation accumulationCuda(const Grid& grid, const std::vector<uint8_t>& directions, const RunControl& control);
+// One tile of the tiled accumulation: `grid` the tile (its rows' cell sizes), `paddedDirections` its
+// directions with a one-cell halo (the halo unused), and the inflows from other tiles per perimeter
+// place (tiled/perimeter.h's order; null: none) added to its perimeter cells' own. Into out.cells and
+// out.area (resized): every cell's sums, or with perimeterOnly only the perimeter cells', per place.
+void accumulationTileCuda(const Grid& grid, const uint8_t* paddedDirections, const int64_t* borderCells,
+                          const int64_t* borderArea, bool perimeterOnly, const RunControl& control, Accumulation& out);
 
 // The rings of a label grid's regions (regions.h), keys only (regions_cuda.cu); and the CPU's, for
 // the same arrays (regions.cpp).

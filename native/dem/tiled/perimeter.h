@@ -26,4 +26,29 @@ GPUGEO_HD int64_t perimeterPlace(int64_t width, int64_t height, int64_t x, int64
   return 2 * width + (height - 2) + (y - 1);
 }
 
+// The cell (x, y) at place k of that order (perimeterPlace's inverse).
+GPUGEO_HD void perimeterCell(int64_t width, int64_t height, int64_t k, int64_t& x, int64_t& y)
+{
+  if (k < width)
+  {
+    x = k;
+    y = 0;
+  }
+  else if (k < 2 * width)
+  {
+    x = k - width;
+    y = height - 1;
+  }
+  else if (k < 2 * width + (height - 2))
+  {
+    x = 0;
+    y = k - 2 * width + 1;
+  }
+  else
+  {
+    x = width - 1;
+    y = k - 2 * width - (height - 2) + 1;
+  }
+}
+
 }  // namespace gpugeo::dem::tiled::detail

@@ -30,6 +30,21 @@ public:
   virtual int64_t height() const = 0;
   // The window's cells into `out` (window.cells() of them).
   virtual void read(const Window& window, T* out) const = 0;
+  // The same with the window's rows `stride` cells apart in `out` (stride >= window.width): a tile
+  // read straight into its place inside a larger array. By default through a copy; the rasters in
+  // memory and in raw files read in place.
+  virtual void readStrided(const Window& window, T* out, int64_t stride) const
+  {
+    if (stride == window.width)
+    {
+      read(window, out);
+      return;
+    }
+    std::vector<T> cells(std::size_t(window.cells()));
+    read(window, cells.data());
+    for (int64_t y = 0; y < window.height; ++y)
+      std::copy(cells.begin() + y * window.width, cells.begin() + (y + 1) * window.width, out + y * stride);
+  }
 };
 
 template <typename T>
@@ -56,12 +71,13 @@ public:
   }
   int64_t width() const override { return mWidth; }
   int64_t height() const override { return mHeight; }
-  void read(const Window& window, T* out) const override
+  void read(const Window& window, T* out) const override { readStrided(window, out, window.width); }
+  void readStrided(const Window& window, T* out, int64_t stride) const override
   {
     for (int64_t y = 0; y < window.height; ++y)
     {
       const T* row = mCells.data() + (window.y0 + y) * mWidth + window.x0;
-      std::copy(row, row + window.width, out + y * window.width);
+      std::copy(row, row + window.width, out + y * stride);
     }
   }
   void write(const Window& window, const T* in) override
@@ -124,10 +140,11 @@ public:
   }
   int64_t width() const override { return mWidth; }
   int64_t height() const override { return mHeight; }
-  void read(const Window& window, T* out) const override
+  void read(const Window& window, T* out) const override { readStrided(window, out, window.width); }
+  void readStrided(const Window& window, T* out, int64_t stride) const override
   {
     for (int64_t y = 0; y < window.height; ++y)
-      mFile.readAt(offset(window, y), out + y * window.width, window.width * int64_t(sizeof(T)));
+      mFile.readAt(offset(window, y), out + y * stride, window.width * int64_t(sizeof(T)));
   }
   void write(const Window& window, const T* in) override
   {

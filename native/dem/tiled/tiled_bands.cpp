@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
+#include "core/parallel.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/region_math.h"
 #include "dem/detail/travel_math.h"
@@ -57,11 +59,14 @@ struct TilePieces
 
 // The boundary walks of one tile's labels (padded with a one-cell halo: labels of the cells around,
 // -1 off the grid, as regions.h's labelAt sees it).
-void tracePieces(const std::vector<int32_t>& labels, const Window& t, int64_t width, int32_t count, TilePieces& out)
+// `sides` and `entered` are working room, reused from tile to tile.
+void tracePieces(const std::vector<int32_t>& labels, const Window& t, int64_t width, int32_t count, TilePieces& out,
+                 std::vector<uint8_t>& sides, std::vector<uint8_t>& entered)
 {
   const int64_t pw = t.width + 2, ph = t.height + 2, tw = t.width;
   const int64_t n = t.cells();
-  std::vector<uint8_t> sides(static_cast<std::size_t>(n)), entered(static_cast<std::size_t>(n), 0);
+  resizeHuge(sides, std::size_t(n));
+  assignHuge(entered, std::size_t(n), uint8_t(0));
   for (int64_t y = 0; y < t.height; ++y)
     for (int64_t x = 0; x < tw; ++x)
       sides[std::size_t(y * tw + x)] = uint8_t(boundarySides(labels.data(), pw, ph, x + 1, y + 1, count));
@@ -244,42 +249,49 @@ int64_t ringSize(const std::vector<TilePieces>& tiles, const JoinedRings& rings,
   return r.turnsEnd - r.turnsBegin;
 }
 
-// The polygons of labels first .. first + count - 1, whose rings are found[ringOf[first] ..
-// ringOf[first + count]), as regions.cpp makes them from the whole grid's rings: RawRings with
-// regions.cpp's corner keys, a band per label (assembled side by side on the threads).
-BandPolygons labelPolygons(const std::vector<TilePieces>& tiles, const JoinedRings& rings,
-                           const std::vector<std::size_t>& ringOf, int32_t first, int32_t count, int64_t width,
-                           int64_t height, const RunControl& control, int threads)
+// The rings of labels first .. first + count - 1, found[ringOf[first] .. ringOf[first + count]), as
+// regions.cpp gives the whole grid's: RawRings with its corner keys, a band per label (for
+// polygonsFromRings, which assembles them side by side on the threads).
+RawRings labelRings(const std::vector<TilePieces>& tiles, const JoinedRings& rings,
+                    const std::vector<std::size_t>& ringOf, int32_t first, int32_t count, int64_t width,
+                    int64_t height, int threads, const RunControl& control)
 {
   RawRings raw;
   raw.vertexCount = (width + 1) * (height + 1);
   const std::size_t begin = ringOf[std::size_t(first)], end = ringOf[std::size_t(first + count)];
   for (int32_t k = 0; k <= count; ++k)
     raw.bandRing.push_back(int64_t(ringOf[std::size_t(first + k)] - begin));
-  raw.ringNode.reserve(end - begin + 1);
-  raw.ringNode.push_back(0);
+  raw.ringNode.resize(end - begin + 1);
+  raw.ringNode[0] = 0;
+  for (std::size_t f = begin; f < end; ++f)
+    raw.ringNode[f - begin + 1] = raw.ringNode[f - begin] + ringSize(tiles, rings, f);
+  // Each ring's keys in its place, the rings on the threads.
+  reserveHuge(raw.key, std::size_t(raw.ringNode.back()));
+  raw.key.resize(std::size_t(raw.ringNode.back()));
   const int64_t stride = width + 1;
   const auto key = [&](int64_t id) {
     const int64_t cell = id >> 2, s = id & 3;
     const int64_t y = cell / width, x = cell - y * width;
     return dem::detail::edgeStartRow(y, int(s)) * stride + dem::detail::edgeStartColumn(x, int(s));
   };
-  for (std::size_t f = begin; f < end; ++f)
-  {
-    const Found& ring = rings.found[f];
-    if (ring.tile >= 0)
+  parallelFor(int64_t(end - begin), 256, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
     {
-      const TilePieces& tile = tiles[std::size_t(ring.tile)];
-      const Ring& r = tile.rings[std::size_t(ring.begin)];
-      for (int64_t k = r.turnsBegin; k < r.turnsEnd; ++k)
-        raw.key.push_back(key(tile.turns[std::size_t(k)]));
+      const Found& ring = rings.found[begin + std::size_t(i)];
+      int64_t* out = raw.key.data() + raw.ringNode[std::size_t(i)];
+      if (ring.tile >= 0)
+      {
+        const TilePieces& tile = tiles[std::size_t(ring.tile)];
+        const Ring& r = tile.rings[std::size_t(ring.begin)];
+        for (int64_t k = r.turnsBegin; k < r.turnsEnd; ++k)
+          *out++ = key(tile.turns[std::size_t(k)]);
+      }
+      else
+        for (int64_t k = ring.begin; k < ring.end; ++k)
+          *out++ = key(rings.joined[std::size_t(k)]);
     }
-    else
-      for (int64_t k = ring.begin; k < ring.end; ++k)
-        raw.key.push_back(key(rings.joined[std::size_t(k)]));
-    raw.ringNode.push_back(int64_t(raw.key.size()));
-  }
-  return dem::detail::polygonsFromRings(std::move(raw), width, control, threads);
+  }, &control);
+  return raw;
 }
 
 // Band k of `some` as a BandPolygons of one band.
@@ -299,9 +311,14 @@ BandPolygons bandOf(const BandPolygons& some, std::size_t k)
   return one;
 }
 
-// Appends the bands of `some` to `all`, after its own.
-void appendBands(BandPolygons& all, const BandPolygons& some)
+// Appends the bands of `some` to `all`, after its own (taking its arrays where `all` has none).
+void appendBands(BandPolygons& all, BandPolygons&& some)
 {
+  if (all.bandPolygon.empty() && all.x.empty())
+  {
+    all = std::move(some);
+    return;
+  }
   if (all.bandPolygon.empty())
     all.bandPolygon.push_back(0);
   if (all.polygonRing.empty())
@@ -348,10 +365,15 @@ BandPolygons labelsPolygons(std::vector<TilePieces>& tiles, int32_t count, int64
     int64_t together = corners[std::size_t(first)];
     while (first + group < count && together + corners[std::size_t(first + group)] <= groupCorners)
       together += corners[std::size_t(first + group++)];
-    const BandPolygons some =
-      labelPolygons(tiles, rings, ringOf, first, group, width, height, control, threads);
+    ScopedStage listing(times, "bands (polygons: corners listed)");
+    RawRings raw = labelRings(tiles, rings, ringOf, first, group, width, height, threads, control);
+    listing.stop();
+    ScopedStage assembling(times, "bands (polygons: rings assembled)");
+    BandPolygons some = dem::detail::polygonsFromRings(std::move(raw), width, control, threads);
+    assembling.stop();
+    ScopedStage handing(times, "bands (polygons: handed over)");
     if (!onBand)
-      appendBands(all, some);
+      appendBands(all, std::move(some));
     for (int32_t k = 0; k < group && onBand; ++k)
     {
       BandPolygons one = bandOf(some, std::size_t(k));
@@ -381,18 +403,32 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
   std::map<std::pair<int32_t, int64_t>, int64_t> perRow;
   std::mutex merging;
   const bool skipping = tilesWithTimes && int64_t(tilesWithTimes->size()) == layout.count();
+  struct Buffers
+  {
+    std::vector<double> times, copied;
+    std::vector<int32_t> band, shed;
+    std::vector<uint8_t> sides, entered;
+  };
+  detail::Reused<Buffers> buffers;
   detail::forEachTile(layout, 1, "bands (labels, boundaries)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
+    const auto b = buffers.take();
     if (skipping && !(*tilesWithTimes)[std::size_t(i)])
     {
       if (copy)
-        copy->write(t, std::vector<double>(std::size_t(t.cells()), std::numeric_limits<double>::quiet_NaN()).data());
+      {
+        assignHuge(b->copied, std::size_t(t.cells()), std::numeric_limits<double>::quiet_NaN());
+        copy->write(t, b->copied.data());
+      }
       return;
     }
-    std::vector<double> times;
+    std::vector<double>& times = b->times;
     detail::readWithHalo(minutes, t, std::numeric_limits<double>::quiet_NaN(), times);
     const int64_t pw = t.width + 2, cells = pw * (t.height + 2);
-    std::vector<int32_t> band(static_cast<std::size_t>(cells)), shed(static_cast<std::size_t>(cells));
+    std::vector<int32_t>& band = b->band;
+    std::vector<int32_t>& shed = b->shed;
+    resizeHuge(band, std::size_t(cells));
+    resizeHuge(shed, std::size_t(cells));
     for (int64_t p = 0; p < cells; ++p)
     {
       const bool inside = !std::isnan(times[std::size_t(p)]);
@@ -422,10 +458,13 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
       }
       touched.clear();
     }
-    tracePieces(band, t, layout.width, bands, bandPieces[std::size_t(i)]);
-    tracePieces(shed, t, layout.width, 1, shedPieces[std::size_t(i)]);
+    tracePieces(band, t, layout.width, bands, bandPieces[std::size_t(i)], b->sides, b->entered);
+    tracePieces(shed, t, layout.width, 1, shedPieces[std::size_t(i)], b->sides, b->entered);
     if (copy)
-      copy->write(t, detail::withoutHalo(times, t).data());
+    {
+      detail::withoutHalo(times, t, b->copied);
+      copy->write(t, b->copied.data());
+    }
     std::lock_guard<std::mutex> lock(merging);
     for (const auto& [key, n] : mine)
       perRow[key] += n;

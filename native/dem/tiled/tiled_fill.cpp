@@ -113,22 +113,24 @@ std::vector<int32_t> perimeterLabels(const std::vector<float>& z, const Window& 
 // One tile's filled cells on the GPU: the fill of the tile alone with each perimeter cell held at
 // its level (its elevation raised to its label's level), since a filled cell's level is the lowest
 // over its paths to the tile's perimeter and edge cells of their levels and the path's elevations.
-std::vector<float> fillTileOnGpu(const std::vector<float>& z, const Window& t, const std::vector<int32_t>& labels,
-                                 const std::vector<float>& labelLevel, int gpuTiles, const RunControl& control)
+// Into `cells`; `raised` holds the tile so raised on its way to the device.
+void fillTileOnGpu(const std::vector<float>& z, const Window& t, const std::vector<int32_t>& labels,
+                   const std::vector<float>& labelLevel, int gpuTiles, const RunControl& control,
+                   std::vector<float>& raised, std::vector<float>& cells)
 {
-  std::vector<float> cells = detail::withoutHalo(z, t);
+  detail::withoutHalo(z, t, raised);
   forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
     const int32_t label = labels[std::size_t(k)];
-    float& v = cells[std::size_t(y * t.width + x)];
+    float& v = raised[std::size_t(y * t.width + x)];
     if (label > kOcean)
       v = std::max(v, labelLevel[std::size_t(label)]);
   });
   Grid grid;
-  grid.z = cells.data();
+  grid.z = raised.data();
   grid.width = t.width;
   grid.height = t.height;
   const detail::GpuTurn turn(gpuTiles);
-  return dem::detail::fillCuda(grid, control);
+  dem::detail::fillCuda(grid, control, cells);
 }
 
 // One tile's filled cells on the CPU: flooded again as in pass 1 (the same labels), each cell raised
@@ -190,9 +192,11 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
 
   // Pass 1: each tile flooded on its own; its perimeter and spills kept.
   std::vector<TilePerimeter> perimeters(std::size_t(layout.count()));
+  detail::Reused<std::vector<float>> elevations;
   detail::forEachTile(layout, 1, "fill pass 1 (flood the tiles)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<float> z;
+    const auto held = elevations.take();
+    std::vector<float>& z = *held;
     detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
     TilePerimeter& mine = perimeters[std::size_t(i)];
     const int32_t first = firstLabel[std::size_t(i)];
@@ -259,21 +263,27 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
 
   // Pass 2: each tile flooded again, each cell raised to its label's level.
   std::mutex observing;
+  struct Pass2
+  {
+    std::vector<float> z, raised, cells;
+  };
+  detail::Reused<Pass2> buffers;
   detail::forEachTile(layout, 2, "fill pass 2 (raise and write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<float> z;
-    detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), z);
-    const std::vector<float> cells =
-      options.backend == Backend::Gpu
-        ? fillTileOnGpu(z, t, perimeterLabels(z, t, firstLabel[std::size_t(i)]), labelLevel, options.gpuTiles, control)
-        : raisedTile(z, t, firstLabel[std::size_t(i)], labelLevel);
+    const auto b = buffers.take();
+    detail::readWithHalo(dem, t, std::numeric_limits<float>::quiet_NaN(), b->z);
+    if (options.backend == Backend::Gpu)
+      fillTileOnGpu(b->z, t, perimeterLabels(b->z, t, firstLabel[std::size_t(i)]), labelLevel, options.gpuTiles,
+                    control, b->raised, b->cells);
+    else
+      b->cells = raisedTile(b->z, t, firstLabel[std::size_t(i)], labelLevel);
     if (observe)
     {
-      const std::vector<float> input = detail::withoutHalo(z, t);
+      const std::vector<float> input = detail::withoutHalo(b->z, t);
       std::lock_guard<std::mutex> lock(observing);
-      observe(t, input.data(), cells.data());
+      observe(t, input.data(), b->cells.data());
     }
-    filled.write(t, cells.data());
+    filled.write(t, b->cells.data());
   });
   ++out.passes;
 }

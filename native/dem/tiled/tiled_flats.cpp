@@ -367,6 +367,8 @@ struct FlatRun
   std::vector<int64_t> firstNode;            // each tile's first node in the joined components
   std::vector<int64_t> parent;               // the joined components (each node pointing at its root)
   std::vector<int32_t> highest;              // at each root: the greatest distance from higher ground
+  detail::Reused<FlatTile> gpuVisits;        // the GPU visits' host arrays, reused
+  detail::Reused<std::vector<int32_t>> gpuMasks;
 
   FlatRun(const RasterSource<float>& f, const TileLayout& l, const TiledOptions& o, const RunControl& c, TiledReport& r)
     : filled(f), layout(l), options(o), control(c), out(r)
@@ -413,9 +415,11 @@ detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const int32_
 {
   const Window t = run.layout.tile(i);
   setGeometry(t, f);
-  // A tile kept on the GPU since its last visit needs no elevations (f.z stays empty).
+  // A tile kept on the GPU since its last visit needs no elevations (f.z left empty).
   if (!run.onGpu || !run.onGpu->holds(i))
     detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
+  else
+    f.z.clear();
   const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
   const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
   const detail::GpuTurn turn(run.options.gpuTiles);
@@ -427,7 +431,8 @@ detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const int32_
 // (Combined) its components, which are final after its last visit.
 void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
 {
-  FlatTile f;
+  const auto held = run.gpuVisits.take();
+  FlatTile& f = *held;
   detail::FlatTileResult visit = flatTileOnGpu(run, i, nullptr, nullptr, f);
   fresh.towards[w] = std::move(visit.towards);
   fresh.away[w] = std::move(visit.away);
@@ -642,8 +647,9 @@ std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
   return cells;
 }
 
-// The last pass on the GPU: tile i's distances again from the final perimeters, and its mask.
-std::vector<int32_t> maskOnGpu(const FlatRun& run, int64_t i)
+// The last pass on the GPU: tile i's distances again from the final perimeters, and its mask (into
+// `cells`).
+void maskOnGpu(FlatRun& run, int64_t i, std::vector<int32_t>& cells)
 {
   const Window t = run.layout.tile(i);
   std::vector<int32_t> joined(std::size_t(detail::perimeterSize(t)), 0);
@@ -654,10 +660,9 @@ std::vector<int32_t> maskOnGpu(const FlatRun& run, int64_t i)
       if (mine.first[k] >= 0)
         joined[k] = joinedHighest(run, i, mine.first[k]);
   }
-  std::vector<int32_t> cells(std::size_t(t.cells()));
-  FlatTile f;
-  flatTileOnGpu(run, i, joined.data(), cells.data(), f);
-  return cells;
+  resizeHuge(cells, std::size_t(t.cells()));
+  const auto held = run.gpuVisits.take();
+  flatTileOnGpu(run, i, joined.data(), cells.data(), *held);
 }
 
 }  // namespace
@@ -703,7 +708,14 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     joinComponents(run);
   }
   detail::forEachTile(layout, out.passes + 1, "flats: mask", options, control, out, [&](int64_t i) {
-    mask.write(layout.tile(i), (run.gpu ? maskOnGpu(run, i) : maskOnCpu(run, i)).data());
+    if (!run.gpu)
+    {
+      mask.write(layout.tile(i), maskOnCpu(run, i).data());
+      return;
+    }
+    const auto cells = run.gpuMasks.take();
+    maskOnGpu(run, i, *cells);
+    mask.write(layout.tile(i), cells->data());
   });
   ++out.passes;
 }

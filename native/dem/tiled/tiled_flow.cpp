@@ -48,37 +48,45 @@ constexpr int32_t kExit = -2;  // a cell's receiver: a valid cell of another til
 // valid cell counting itself and, for a perimeter cell, the inflow `extra` gives it from other tiles
 // (per perimeter place; null: none). `receiver` keeps each cell's receiver in the tile (its place
 // y * width + x), kNone or kExit. Throws LoopedDirections where the directions loop in the tile.
+// The arrays are reused from tile to tile (detail::Reused); `inflow` and `sources` are working room.
 struct TileSums
 {
   std::vector<int32_t> receiver;
   std::vector<int64_t> cells, area;
+  std::vector<uint8_t> inflow;
+  std::vector<int32_t> sources;
 };
 
-// Each cell's receiver in the tile (its place y * width + x), kNone or kExit.
-void tileReceivers(const std::vector<uint8_t>& dir, const Window& t, std::vector<int32_t>& receiver)
+// Tile cell (x, y)'s receiver in the tile (its place y * width + x), kNone or kExit, from the
+// directions with their halo.
+int32_t receiverAt(const std::vector<uint8_t>& dir, const Window& t, int64_t x, int64_t y)
 {
   const int64_t tw = t.width, pw = tw + 2;
-  receiver.assign(std::size_t(t.cells()), kNone);
-  for (int64_t y = 0; y < t.height; ++y)
-    for (int64_t x = 0; x < tw; ++x)
-    {
-      const int64_t p = (y + 1) * pw + x + 1;
-      const uint8_t d = dir[std::size_t(p)];
-      if (d >= 8 || dir[std::size_t(p + kDy[d] * pw + kDx[d])] == kNoData)
-        continue;
-      const int64_t nx = x + kDx[d], ny = y + kDy[d];
-      receiver[std::size_t(y * tw + x)] = nx >= 0 && ny >= 0 && nx < tw && ny < t.height ? int32_t(ny * tw + nx) : kExit;
-    }
+  const int64_t p = (y + 1) * pw + x + 1;
+  const uint8_t d = dir[std::size_t(p)];
+  if (d >= 8 || dir[std::size_t(p + kDy[d] * pw + kDx[d])] == kNoData)
+    return kNone;
+  const int64_t nx = x + kDx[d], ny = y + kDy[d];
+  return nx >= 0 && ny >= 0 && nx < tw && ny < t.height ? int32_t(ny * tw + nx) : kExit;
+}
+
+int32_t receiverOf(const std::vector<uint8_t>& dir, const Window& t, int64_t q)
+{
+  return receiverAt(dir, t, q % t.width, q / t.width);
 }
 
 void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std::vector<int64_t>& rowArea,
                     const int64_t* extraCells, const int64_t* extraArea, TileSums& s)
 {
   const int64_t tw = t.width, pw = tw + 2, n = t.cells();
-  tileReceivers(dir, t, s.receiver);
-  s.cells.assign(std::size_t(n), 0);
-  s.area.assign(std::size_t(n), 0);
-  std::vector<uint8_t> inflow(std::size_t(n), 0);
+  resizeHuge(s.receiver, std::size_t(n));
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < tw; ++x)
+      s.receiver[std::size_t(y * tw + x)] = receiverAt(dir, t, x, y);
+  assignHuge(s.cells, std::size_t(n), int64_t(0));
+  assignHuge(s.area, std::size_t(n), int64_t(0));
+  std::vector<uint8_t>& inflow = s.inflow;
+  assignHuge(inflow, std::size_t(n), uint8_t(0));
   int64_t valid = 0;
   for (int64_t y = 0; y < t.height; ++y)
     for (int64_t x = 0; x < tw; ++x)
@@ -104,7 +112,8 @@ void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std:
     });
   // The sums down the paths from the sources (valid cells nothing in the tile drains into), each cell
   // passed on once all its inflows have come.
-  std::vector<int32_t> sources;
+  std::vector<int32_t>& sources = s.sources;
+  sources.clear();
   for (int64_t q = 0; q < n; ++q)
     if (inflow[std::size_t(q)] == 0 && dir[std::size_t((q / tw + 1) * pw + q % tw + 1)] != kNoData)
       sources.push_back(int32_t(q));
@@ -125,33 +134,36 @@ void accumulateTile(const std::vector<uint8_t>& dir, const Window& t, const std:
     throw LoopedDirections("the flow directions go round in a loop; they cannot be accumulated");
 }
 
-// accumulateTile on the GPU (dem_cuda.h's accumulation of the tile alone, the inflows at its
-// border); the receivers only when `withReceivers` (pass 1's links need them).
+// accumulateTile's sums on the GPU (dem_cuda.h's accumulation of the tile alone, the inflows at its
+// border): every cell's, or with perimeterOnly only the perimeter cells', per place (pass 1's links
+// need no more). No receivers.
 void accumulateTileOnGpu(const std::vector<uint8_t>& dir, const Window& t, const RowSizes& rows,
-                         const int64_t* extraCells, const int64_t* extraArea, bool withReceivers, TileSums& s,
+                         const int64_t* extraCells, const int64_t* extraArea, bool perimeterOnly, TileSums& s,
                          int gpuTiles, const RunControl& control)
 {
-  if (withReceivers)
-    tileReceivers(dir, t, s.receiver);
   Grid grid;
   grid.width = t.width;
   grid.height = t.height;
   grid.cellWidth = rows.cellWidth.data() + t.y0;
   grid.cellHeight = rows.cellHeight.data() + t.y0;
-  const std::vector<uint8_t> cells = detail::withoutHalo(dir, t);
-  const detail::GpuTurn turn(gpuTiles);
-  Accumulation sums = dem::detail::accumulationCuda(grid, cells, control, extraCells, extraArea);
+  Accumulation sums;
+  sums.cells = std::move(s.cells);
+  sums.area = std::move(s.area);
+  {
+    const detail::GpuTurn turn(gpuTiles);
+    dem::detail::accumulationTileCuda(grid, dir.data(), extraCells, extraArea, perimeterOnly, control, sums);
+  }
   s.cells = std::move(sums.cells);
   s.area = std::move(sums.area);
 }
 
-// One tile's directions (without its halo) from its elevations and flat mask (null: none) with a
-// one-cell halo.
-std::vector<uint8_t> tileDirections(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
-                                    const RowSizes& rows)
+// One tile's directions (without its halo, into `cells`) from its elevations and flat mask (null:
+// none) with a one-cell halo.
+void tileDirections(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
+                    const RowSizes& rows, std::vector<uint8_t>& cells)
 {
   const int64_t pw = t.width + 2;
-  std::vector<uint8_t> cells(std::size_t(t.cells()));
+  cells.resize(std::size_t(t.cells()));
   for (int64_t y = 0; y < t.height; ++y)
   {
     const double width = rows.cellWidth[std::size_t(t.y0 + y)], height = rows.cellHeight[std::size_t(t.y0 + y)];
@@ -163,13 +175,11 @@ std::vector<uint8_t> tileDirections(const std::vector<float>& z, const std::vect
                                                                            maskC ? *maskC : 0, width, height);
     }
   }
-  return cells;
 }
 
-// The same on the GPU: dem_cuda.h's directions over the tile with its halo (the halo's own
-// directions, which see the padded grid's border as the raster's, are dropped).
-std::vector<uint8_t> tileDirectionsOnGpu(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
-                                         const RowSizes& rows, int gpuTiles, const RunControl& control)
+// The same on the GPU: dem_cuda.h's directions over the tile with its halo.
+void tileDirectionsOnGpu(const std::vector<float>& z, const std::vector<int32_t>* mask, const Window& t,
+                         const RowSizes& rows, int gpuTiles, const RunControl& control, std::vector<uint8_t>& cells)
 {
   const int64_t ph = t.height + 2;
   std::vector<double> width(static_cast<std::size_t>(ph)), height(static_cast<std::size_t>(ph));
@@ -185,12 +195,8 @@ std::vector<uint8_t> tileDirectionsOnGpu(const std::vector<float>& z, const std:
   grid.height = ph;
   grid.cellWidth = width.data();
   grid.cellHeight = height.data();
-  std::vector<uint8_t> padded;
-  {
-    const detail::GpuTurn turn(gpuTiles);
-    padded = dem::detail::directionsWithMaskCuda(grid, mask ? mask->data() : nullptr, control);
-  }
-  return detail::withoutHalo(padded, t);
+  const detail::GpuTurn turn(gpuTiles);
+  dem::detail::directionsWithMaskCuda(grid, mask ? mask->data() : nullptr, control, cells);
 }
 
 // The global graph of the perimeter cells (Barnes 2017), a node per perimeter cell of every tile.
@@ -218,17 +224,26 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
     detail::beginTiledRun(filled.width(), filled.height(), rows, options, kDirectionsBytesPerTileCell, 1, out);
   DirectionCounts counts;
   std::mutex counting;
+  struct Buffers
+  {
+    std::vector<float> z;
+    std::vector<int32_t> flats;
+    std::vector<uint8_t> cells;
+  };
+  detail::Reused<Buffers> buffers;
   detail::forEachTile(layout, 1, "directions", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<float> z;
-    detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), z);
-    std::vector<int32_t> flats;
+    const auto b = buffers.take();
+    const std::vector<float>& z = b->z;
+    const std::vector<uint8_t>& cells = b->cells;
+    detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), b->z);
     if (mask)
-      detail::readWithHalo(*mask, t, int32_t(0), flats);
+      detail::readWithHalo(*mask, t, int32_t(0), b->flats);
     const int64_t pw = t.width + 2;
-    const std::vector<uint8_t> cells = options.backend == Backend::Gpu
-                                         ? tileDirectionsOnGpu(z, mask ? &flats : nullptr, t, rows, options.gpuTiles, control)
-                                         : tileDirections(z, mask ? &flats : nullptr, t, rows);
+    if (options.backend == Backend::Gpu)
+      tileDirectionsOnGpu(z, mask ? &b->flats : nullptr, t, rows, options.gpuTiles, control, b->cells);
+    else
+      tileDirections(z, mask ? &b->flats : nullptr, t, rows, b->cells);
     DirectionCounts mine;
     for (int64_t y = 0; y < t.height; ++y)
       for (int64_t x = 0; x < t.width; ++x)
@@ -276,18 +291,29 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
   out.graphBytes = nodes * int64_t(6 * sizeof(int64_t) + 2 * sizeof(uint8_t) + sizeof(int32_t));
 
   // Pass 1: each tile on its own; each perimeter cell linked to the exit its flow leaves by.
+  struct Buffers
+  {
+    std::vector<uint8_t> dir;
+    TileSums sums;
+    std::vector<int32_t> exitOf, path;
+  };
+  detail::Reused<Buffers> buffers;
+  const bool gpu = options.backend == Backend::Gpu;
   detail::forEachTile(layout, 1, "accumulation pass 1 (tiles on their own)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<uint8_t> dir;
-    detail::readWithHalo(directions, t, kNoData, dir);
-    TileSums s;
-    if (options.backend == Backend::Gpu)
+    const auto b = buffers.take();
+    const std::vector<uint8_t>& dir = b->dir;
+    TileSums& s = b->sums;
+    detail::readWithHalo(directions, t, kNoData, b->dir);
+    // The sums per cell on the CPU, per perimeter place on the GPU.
+    if (gpu)
       accumulateTileOnGpu(dir, t, rows, nullptr, nullptr, true, s, options.gpuTiles, control);
     else
       accumulateTile(dir, t, rowArea, nullptr, nullptr, s);
     const int64_t first = g.firstNode[std::size_t(i)];
-    std::vector<int32_t> exitOf(std::size_t(t.cells()), -3);  // -3: not yet known
-    std::vector<int32_t> path;
+    std::vector<int32_t>& exitOf = b->exitOf;
+    assignHuge(exitOf, std::size_t(t.cells()), -3);  // -3: not yet known
+    std::vector<int32_t>& path = b->path;
     forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
       const int32_t q = int32_t(y * t.width + x);
       if (dir[std::size_t((y + 1) * (t.width + 2) + x + 1)] == kNoData)
@@ -296,29 +322,31 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
       g.valid[std::size_t(node)] = 1;
       // Down the path to where it leaves the tile or ends, remembering the answer along it.
       path.clear();
-      int32_t c = q;
-      while (exitOf[std::size_t(c)] == -3 && s.receiver[std::size_t(c)] >= 0)
+      int32_t c = q, r = receiverOf(dir, t, q);
+      while (exitOf[std::size_t(c)] == -3 && r >= 0)
       {
         path.push_back(c);
-        c = s.receiver[std::size_t(c)];
+        c = r;
+        r = receiverOf(dir, t, c);
       }
       int32_t exit = exitOf[std::size_t(c)];
       if (exit == -3)
-        exit = s.receiver[std::size_t(c)] == kExit ? c : -1;
+        exit = r == kExit ? c : -1;
       exitOf[std::size_t(c)] = exit;
       for (const int32_t on : path)
         exitOf[std::size_t(on)] = exit;
       if (exit >= 0)
         g.link[std::size_t(node)] = first + detail::perimeterIndex(t, exit % t.width, exit / t.width);
-      if (s.receiver[std::size_t(q)] == kExit)
+      if (receiverOf(dir, t, q) == kExit)
       {
         const uint8_t d = dir[std::size_t((y + 1) * (t.width + 2) + x + 1)];
         const int64_t nx = t.x0 + x + kDx[d], ny = t.y0 + y + kDy[d];
         const int64_t j = layout.tileOf(nx, ny);
         const Window u = layout.tile(j);
         g.target[std::size_t(node)] = g.firstNode[std::size_t(j)] + detail::perimeterIndex(u, nx - u.x0, ny - u.y0);
-        g.exitCells[std::size_t(node)] = s.cells[std::size_t(q)];
-        g.exitArea[std::size_t(node)] = s.area[std::size_t(q)];
+        const std::size_t at = std::size_t(gpu ? k : q);
+        g.exitCells[std::size_t(node)] = s.cells[at];
+        g.exitArea[std::size_t(node)] = s.area[at];
       }
     });
   });
@@ -374,11 +402,12 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
   int64_t mostCells = 0;
   detail::forEachTile(layout, 2, "accumulation pass 2 (with inflows; write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<uint8_t> dir;
-    detail::readWithHalo(directions, t, kNoData, dir);
-    TileSums s;
+    const auto b = buffers.take();
+    const std::vector<uint8_t>& dir = b->dir;
+    TileSums& s = b->sums;
+    detail::readWithHalo(directions, t, kNoData, b->dir);
     const int64_t first = g.firstNode[std::size_t(i)];
-    if (options.backend == Backend::Gpu)
+    if (gpu)
       accumulateTileOnGpu(dir, t, rows, g.inCells.data() + first, g.inArea.data() + first, false, s,
                           options.gpuTiles, control);
     else

@@ -37,6 +37,12 @@ struct TileInputs
   std::vector<float> z, manning;
   std::vector<int64_t> area;  // the tile's cells (on the GPU: with the halo, 0 there)
   int64_t outlet = -1;  // the outlet's place in the tile (y * width + x), or -1
+  // Working room of the passes, reused from tile to tile with the inputs (detail::Reused).
+  std::vector<double> minutes, haloTimes;
+  std::vector<uint8_t> state;
+  std::vector<double> sum;
+  std::vector<int64_t> to, path;
+  dem::detail::TileTravel travel;
 };
 
 struct StepModel
@@ -54,6 +60,9 @@ void readInputs(const RasterSource<float>& filled, const RasterSource<uint8_t>& 
   in.pw = t.width + 2;
   in.ph = t.height + 2;
   detail::readWithHalo(directions, t, kNoData, in.dir);
+  in.z.clear();
+  in.area.clear();
+  in.manning.clear();
   if (model.kind != VelocityModel::Kind::Constant)
   {
     detail::readWithHalo(filled, t, std::numeric_limits<float>::quiet_NaN(), in.z);
@@ -129,13 +138,16 @@ struct PerimeterForest
 
 // Pass 1 for one tile: each valid perimeter cell's sum and destination, the paths walked down once
 // (a cell met again gives its answer to the paths that reach it).
-void perimeterSums(const TileInputs& in, const StepModel& s, int64_t width, int64_t first, PerimeterForest& f)
+void perimeterSums(TileInputs& in, const StepModel& s, int64_t width, int64_t first, PerimeterForest& f)
 {
   const int64_t n = in.t.cells();
-  std::vector<uint8_t> state(std::size_t(n), 0);  // 0 not seen, 1 on the path being walked, 2 done
-  std::vector<double> sum(std::size_t(n), 0.0);
-  std::vector<int64_t> to(std::size_t(n), kToNowhere);
-  std::vector<int64_t> path;
+  std::vector<uint8_t>& state = in.state;  // 0 not seen, 1 on the path being walked, 2 done
+  assignHuge(state, std::size_t(n), uint8_t(0));
+  std::vector<double>& sum = in.sum;
+  assignHuge(sum, std::size_t(n), 0.0);
+  std::vector<int64_t>& to = in.to;
+  assignHuge(to, std::size_t(n), kToNowhere);
+  std::vector<int64_t>& path = in.path;
   forPerimeter(in.t, [&](int64_t x, int64_t y, int64_t k) {
     const int64_t q0 = y * in.t.width + x;
     if (in.dir[std::size_t((y + 1) * in.pw + x + 1)] == kNoData)
@@ -216,31 +228,31 @@ void forestTimes(const TileLayout& layout, PerimeterForest& f, const RunControl&
 
 // --- The same passes with the tile's paths summed on the GPU (dem_cuda.h's travelTileCuda) ---
 
-// The tile as travelTileCuda takes it: the elevations, directions and areas with the halo, the rows'
-// cell sizes with the halo's (the nearest row's off the raster: no halo cell's own step is used).
+// The tile as travelTileCuda takes it: the elevations, directions and areas with the halo (in `in`;
+// zeros where the model reads none), the rows' cell sizes with the halo's (the nearest row's off the
+// raster: no halo cell's own step is used).
 struct PaddedTile
 {
-  std::vector<float> z;
-  std::vector<int64_t> area;
   std::vector<double> cellWidth, cellHeight;
   Grid grid;
   VelocityModel model;
   int64_t outlet = -1;
 };
 
-// Takes the elevations and the areas (read with the halo) from `in`.
 PaddedTile paddedTile(TileInputs& in, const StepModel& s, int64_t rasterHeight)
 {
   PaddedTile p;
-  p.z = in.z.empty() ? std::vector<float>(std::size_t(in.pw * in.ph), 0.f) : std::move(in.z);
-  p.area = in.area.empty() ? std::vector<int64_t>(std::size_t(in.pw * in.ph), 0) : std::move(in.area);
+  if (in.z.empty())
+    assignHuge(in.z, std::size_t(in.pw * in.ph), 0.f);
+  if (in.area.empty())
+    assignHuge(in.area, std::size_t(in.pw * in.ph), int64_t(0));
   for (int64_t py = 0; py < in.ph; ++py)
   {
     const int64_t row = std::clamp<int64_t>(in.t.y0 + py - 1, 0, rasterHeight - 1);
     p.cellWidth.push_back(s.rows.cellWidth[std::size_t(row)]);
     p.cellHeight.push_back(s.rows.cellHeight[std::size_t(row)]);
   }
-  p.grid = Grid{p.z.data(), in.pw, in.ph, p.cellWidth.data(), p.cellHeight.data()};
+  p.grid = Grid{in.z.data(), in.pw, in.ph, p.cellWidth.data(), p.cellHeight.data()};
   p.model = s.model;
   p.model.manning = in.manning.empty() ? nullptr : in.manning.data();
   if (in.outlet >= 0)
@@ -254,10 +266,10 @@ void perimeterSumsOnGpu(TileInputs& in, const StepModel& s, const TileLayout& la
                         int gpuTiles, const RunControl& control, PerimeterForest& f)
 {
   const PaddedTile p = paddedTile(in, s, layout.height);
-  dem::detail::TileTravel paths;
+  dem::detail::TileTravel& paths = in.travel;
   {
     const detail::GpuTurn turn(gpuTiles);
-    paths = dem::detail::travelTileCuda(p.grid, in.dir.data(), p.area.data(), p.model, p.outlet, nullptr, true, control);
+    dem::detail::travelTileCuda(p.grid, in.dir.data(), in.area.data(), p.model, p.outlet, nullptr, true, control, paths);
   }
   forPerimeter(in.t, [&](int64_t x, int64_t y, int64_t k) {
     if (in.dir[std::size_t((y + 1) * in.pw + x + 1)] == kNoData || std::isnan(paths.minutes[std::size_t(k)]))
@@ -282,13 +294,15 @@ struct TileStats
 // Pass 2 for one tile: its times summed up the paths from the cells that leave the tile into the
 // watershed (their times from the forest) and from the outlet, in travel_time.cpp's way (a cell's
 // step plus its receiver's time).
-std::vector<double> tileTimes(const TileInputs& in, const StepModel& s, const TileLayout& layout,
-                              const PerimeterForest& f, TileStats& stats)
+const std::vector<double>& tileTimes(TileInputs& in, const StepModel& s, const TileLayout& layout,
+                                     const PerimeterForest& f, TileStats& stats)
 {
   const int64_t n = in.t.cells(), tw = in.t.width;
-  std::vector<double> minutes(std::size_t(n), kNan);
+  std::vector<double>& minutes = in.minutes;
+  assignHuge(minutes, std::size_t(n), kNan);
   stats.rowCells.assign(std::size_t(in.t.height), 0);
-  std::vector<int64_t> queue;
+  std::vector<int64_t>& queue = in.path;
+  queue.clear();
   const auto settle = [&](int64_t q, double downstream) {
     double v;
     minutes[std::size_t(q)] = stepOf(in, s, q, &v) + downstream;
@@ -336,37 +350,45 @@ std::vector<double> tileTimes(const TileInputs& in, const StepModel& s, const Ti
 }
 
 // Pass 2 on the GPU: the tile's times from its halo cells' times to the outlet (the forest's).
-std::vector<double> tileTimesOnGpu(TileInputs& in, const StepModel& s, const TileLayout& layout,
-                                   const PerimeterForest& f, int gpuTiles, const RunControl& control, TileStats& stats)
+const std::vector<double>& tileTimesOnGpu(TileInputs& in, const StepModel& s, const TileLayout& layout,
+                                          const PerimeterForest& f, int gpuTiles, const RunControl& control,
+                                          TileStats& stats)
 {
   const PaddedTile p = paddedTile(in, s, layout.height);
-  std::vector<double> haloTimes(std::size_t(detail::perimeterCount(in.pw, in.ph)), kNan);
+  std::vector<double>& haloTimes = in.haloTimes;
+  haloTimes.assign(std::size_t(detail::perimeterCount(in.pw, in.ph)), kNan);
   detail::forHaloRing(layout, in.t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
     haloTimes[std::size_t(detail::perimeterPlace(in.pw, in.ph, x + 1, y + 1))] =
       f.time[std::size_t(f.firstNode[std::size_t(j)] + k)];
   });
-  dem::detail::TileTravel times;
+  dem::detail::TileTravel& times = in.travel;
   {
     const detail::GpuTurn turn(gpuTiles);
-    times = dem::detail::travelTileCuda(p.grid, in.dir.data(), p.area.data(), p.model, p.outlet, haloTimes.data(),
-                                        false, control);
+    dem::detail::travelTileCuda(p.grid, in.dir.data(), in.area.data(), p.model, p.outlet, haloTimes.data(), false,
+                                control, times);
   }
   stats.rowCells.assign(std::size_t(in.t.height), 0);
-  for (int64_t q = 0; q < in.t.cells(); ++q)
+  for (int64_t y = 0; y < in.t.height; ++y)
   {
-    const double m = times.minutes[std::size_t(q)];
-    if (std::isnan(m))
-      continue;
-    ++stats.rowCells[std::size_t(q / in.t.width)];
-    stats.minTime = std::min(stats.minTime, m);
-    stats.maxTime = std::max(stats.maxTime, m);
+    const double* row = times.minutes.data() + y * in.t.width;
+    int64_t cells = 0;
+    for (int64_t x = 0; x < in.t.width; ++x)
+    {
+      const double m = row[x];
+      if (std::isnan(m))
+        continue;
+      ++cells;
+      stats.minTime = std::min(stats.minTime, m);
+      stats.maxTime = std::max(stats.maxTime, m);
+    }
+    stats.rowCells[std::size_t(y)] = cells;
   }
   if (!std::isnan(times.minSpeed))
   {
     stats.minSpeed = times.minSpeed;
     stats.maxSpeed = times.maxSpeed;
   }
-  return std::move(times.minutes);
+  return times.minutes;
 }
 
 // Whether any cell of tile i reaches the outlet: the outlet lies in the tile, or a path leaves it
@@ -422,8 +444,10 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   f.sum.assign(std::size_t(nodes), 0.0);
   out.graphBytes = nodes * int64_t(sizeof(int64_t) + 2 * sizeof(double) + 1);
 
+  detail::Reused<TileInputs> inputs;
   detail::forEachTile(layout, 1, "travel time pass 1 (perimeter paths)", options, control, out, [&](int64_t i) {
-    TileInputs in;
+    const auto held = inputs.take();
+    TileInputs& in = *held;
     readInputs(filled, directions, area, manning, model, layout.tile(i), outlet, layout.width, gpu, in);
     if (gpu)
       perimeterSumsOnGpu(in, steps, layout, f.firstNode[std::size_t(i)], options.gpuTiles, control, f);
@@ -441,17 +465,19 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   std::mutex merging;
   summary.tilesWithTimes.assign(std::size_t(layout.count()), 0);
   detail::forEachTile(layout, 2, "travel time pass 2 (times; write)", options, control, out, [&](int64_t i) {
-    TileInputs in;
+    const auto held = inputs.take();
+    TileInputs& in = *held;
     const Window t = layout.tile(i);
     if (!reachesOutlet(layout, f, i, outlet))
     {
-      minutes.write(t, std::vector<double>(std::size_t(t.cells()), kNan).data());
+      assignHuge(in.minutes, std::size_t(t.cells()), kNan);
+      minutes.write(t, in.minutes.data());
       return;
     }
     summary.tilesWithTimes[std::size_t(i)] = 1;
     readInputs(filled, directions, area, manning, model, t, outlet, layout.width, gpu, in);
     TileStats stats;
-    const std::vector<double> times = gpu
+    const std::vector<double>& times = gpu
                                         ? tileTimesOnGpu(in, steps, layout, f, options.gpuTiles, control, stats)
                                         : tileTimes(in, steps, layout, f, stats);
     minutes.write(t, times.data());

@@ -469,6 +469,7 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
     for (const auto& [key, n] : mine)
       perRow[key] += n;
   });
+  buffers.clear();
   out.passes = 1;
   TiledBands result;
   result.bandCells.assign(std::size_t(bands), 0);

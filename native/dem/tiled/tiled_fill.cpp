@@ -219,6 +219,7 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
       mine.spills.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), spill});
     });
   });
+  elevations.clear();
   ++out.passes;
 
   // The graph: the tiles' spills, and the facing perimeter cells of neighbouring tiles (each pair
@@ -285,6 +286,7 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
     }
     filled.write(t, b->cells.data());
   });
+  buffers.clear();
   ++out.passes;
 }
 

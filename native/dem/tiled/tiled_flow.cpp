@@ -350,6 +350,7 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
       }
     });
   });
+  buffers.clear();
 
   // The graph summed in dependency order: a node's inflow is final once every exit draining into it
   // is; an exit's outflow once every node linked to it is.
@@ -450,6 +451,7 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
       summary.largestArea = mine.largestArea;
     }
   });
+  buffers.clear();
   out.passes = 2;
   const Grid grid = detail::rowGrid(rows, layout.width, layout.height);
   if (dem::detail::upstreamAreaCanOverflow(grid))

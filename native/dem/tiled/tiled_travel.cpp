@@ -454,6 +454,7 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
     else
       perimeterSums(in, steps, layout.width, f.firstNode[std::size_t(i)], f);
   });
+  inputs.clear();
   {
     ScopedStage timing(out.times, "travel time forest");
     forestTimes(layout, f, control);
@@ -489,6 +490,7 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
     all.minTime = std::min(all.minTime, stats.minTime);
     all.maxTime = std::max(all.maxTime, stats.maxTime);
   });
+  inputs.clear();
   out.passes = 2;
   TravelTimes counted;
   dem::detail::watershedFromRows(detail::rowGrid(rows, layout.width, layout.height), rowCells, counted);

@@ -143,7 +143,7 @@ std::vector<T> withoutHalo(const std::vector<T>& padded, const Window& t)
 // tile is done, so that the large arrays of a pass are allocated, and their pages faulted in, once
 // per thread rather than once per tile (at 40,000² on the GPU machine, fresh arrays' page faults and
 // clearing took more of the host's time than any of the work). At most as many Sets as the pass has
-// threads; they go with the pool, at the end of the pass.
+// threads; clear() frees them when the pass ends, so that they never add to the next step's memory.
 template <typename Set>
 class Reused
 {
@@ -166,6 +166,12 @@ public:
     Reused& mPool;
     std::unique_ptr<Set> mSet;
   };
+
+  void clear()
+  {
+    std::lock_guard<std::mutex> lock(mLock);
+    mFree.clear();
+  }
 
   Lease take()
   {

@@ -158,9 +158,7 @@ BandPolygons polygonsFromRings(RawRings raw, int64_t width, const RunControl& co
   // counter-clockwise. The corners' coordinates come from their keys.
   const int64_t stride = width + 1;
   parallelFor(2, 1, threads, [&](int64_t job, int64_t) {  // fresh pages faulted on two threads
-    std::vector<double>& v = job == 0 ? raw.x : raw.y;
-    reserveHuge(v, raw.key.size());
-    v.resize(raw.key.size());
+    resizeHuge(job == 0 ? raw.x : raw.y, raw.key.size());
   }, &control);
   raw.z.clear();  // flat: the polygons come without z
   const int64_t ringCount = int64_t(raw.ringNode.size()) - 1;

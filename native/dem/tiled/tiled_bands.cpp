@@ -266,8 +266,7 @@ RawRings labelRings(const std::vector<TilePieces>& tiles, const JoinedRings& rin
   for (std::size_t f = begin; f < end; ++f)
     raw.ringNode[f - begin + 1] = raw.ringNode[f - begin] + ringSize(tiles, rings, f);
   // Each ring's keys in its place, the rings on the threads.
-  reserveHuge(raw.key, std::size_t(raw.ringNode.back()));
-  raw.key.resize(std::size_t(raw.ringNode.back()));
+  resizeHuge(raw.key, std::size_t(raw.ringNode.back()));
   const int64_t stride = width + 1;
   const auto key = [&](int64_t id) {
     const int64_t cell = id >> 2, s = id & 3;
@@ -314,17 +313,11 @@ BandPolygons bandOf(const BandPolygons& some, std::size_t k)
 // Appends the bands of `some` to `all`, after its own (taking its arrays where `all` has none).
 void appendBands(BandPolygons& all, BandPolygons&& some)
 {
-  if (all.bandPolygon.empty() && all.x.empty())
+  if (all.bandPolygon.empty())
   {
     all = std::move(some);
     return;
   }
-  if (all.bandPolygon.empty())
-    all.bandPolygon.push_back(0);
-  if (all.polygonRing.empty())
-    all.polygonRing.push_back(0);
-  if (all.ringPoint.empty())
-    all.ringPoint.push_back(0);
   const int64_t polygons = all.bandPolygon.back(), rings = all.polygonRing.back(), points = all.ringPoint.back();
   for (std::size_t k = 1; k < some.bandPolygon.size(); ++k)
     all.bandPolygon.push_back(polygons + some.bandPolygon[k]);

@@ -163,7 +163,7 @@ void tileDirections(const std::vector<float>& z, const std::vector<int32_t>* mas
                     const RowSizes& rows, std::vector<uint8_t>& cells)
 {
   const int64_t pw = t.width + 2;
-  cells.resize(std::size_t(t.cells()));
+  resizeHuge(cells, std::size_t(t.cells()));
   for (int64_t y = 0; y < t.height; ++y)
   {
     const double width = rows.cellWidth[std::size_t(t.y0 + y)], height = rows.cellHeight[std::size_t(t.y0 + y)];

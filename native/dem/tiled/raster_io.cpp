@@ -50,9 +50,11 @@ int64_t ScratchFolder::bytes() const
   return total;
 }
 
-RawFile::RawFile(const std::string& path, int64_t bytes, bool create) : mPath(path)
+RawFile::RawFile(const std::string& path, int64_t bytes, Mode mode) : mPath(path)
 {
-  mFd = ::open(path.c_str(), create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0600);
+  const bool create = mode == Mode::Create;
+  const int flags = create ? O_RDWR | O_CREAT | O_TRUNC : mode == Mode::Update ? O_RDWR : O_RDONLY;
+  mFd = ::open(path.c_str(), flags | O_CLOEXEC, 0600);
   if (mFd < 0 && create)
     throw WriteFailed("could not create " + path + ": " + systemError(errno));
   if (mFd < 0)

@@ -116,7 +116,15 @@ private:
 class RawFile
 {
 public:
-  RawFile(const std::string& path, int64_t bytes, bool create);
+  // Create: a new file of `bytes` (sparse until written); Read: an existing one, read only; Update: an
+  // existing one, read and written (a worker of a distributed run writing into the coordinator's).
+  enum class Mode
+  {
+    Create,
+    Read,
+    Update
+  };
+  RawFile(const std::string& path, int64_t bytes, Mode mode);
   ~RawFile();
   RawFile(const RawFile&) = delete;
   RawFile& operator=(const RawFile&) = delete;
@@ -133,9 +141,13 @@ template <typename T>
 class RawFileRaster : public RasterSource<T>, public RasterSink<T>
 {
 public:
-  // create: a new file of width x height cells (sparse until written); else an existing one.
+  // create: a new file of width x height cells (sparse until written); else an existing one, read only.
   RawFileRaster(const std::string& path, int64_t width, int64_t height, bool create = true)
-    : mWidth(width), mHeight(height), mFile(path, width * height * int64_t(sizeof(T)), create)
+    : RawFileRaster(path, width, height, create ? RawFile::Mode::Create : RawFile::Mode::Read)
+  {
+  }
+  RawFileRaster(const std::string& path, int64_t width, int64_t height, RawFile::Mode mode)
+    : mWidth(width), mHeight(height), mFile(path, width * height * int64_t(sizeof(T)), mode)
   {
   }
   int64_t width() const override { return mWidth; }

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -392,9 +391,13 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
   const TileLayout layout =
     detail::beginTiledRun(minutes.width(), minutes.height(), rows, options, kBandsBytesPerTileCell, 1, out);
   std::vector<TilePieces> bandPieces(std::size_t(layout.count())), shedPieces(std::size_t(layout.count()));
-  // Cells per band and row, for the areas (band-major, then row: the order of the sums below).
-  std::map<std::pair<int32_t, int64_t>, int64_t> perRow;
-  std::mutex merging;
+  // Each tile's cells per band and row, for the areas.
+  struct RowCount
+  {
+    int32_t band;
+    int64_t row, cells;
+  };
+  std::vector<std::vector<RowCount>> tileRows(std::size_t(layout.count()));
   const bool skipping = tilesWithTimes && int64_t(tilesWithTimes->size()) == layout.count();
   struct Buffers
   {
@@ -403,10 +406,25 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
     std::vector<uint8_t> sides, entered;
   };
   detail::Reused<Buffers> buffers;
+  // Whether a tile holds no time (the coordinator's word, in a distributed run).
+  detail::ToTiles<uint8_t> timeless(
+    options, layout.count(), [&](int64_t i) { return uint8_t(skipping && !(*tilesWithTimes)[std::size_t(i)]); },
+    [](Archive& a, uint8_t& v) { a.value(v); });
+  TileTraffic traffic;
+  traffic.in = [&](int64_t i, Archive& a) { timeless.traffic(i, a); };
+  traffic.out = [&](int64_t i, Archive& a) {
+    for (TilePieces* pieces : {&bandPieces[std::size_t(i)], &shedPieces[std::size_t(i)]})
+    {
+      a.vector(pieces->chains);
+      a.vector(pieces->rings);
+      a.vector(pieces->turns);
+    }
+    a.vector(tileRows[std::size_t(i)]);
+  };
   detail::forEachTile(layout, 1, "bands (labels, boundaries)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
     const auto b = buffers.take();
-    if (skipping && !(*tilesWithTimes)[std::size_t(i)])
+    if (timeless.get(i))
     {
       if (copy)
       {
@@ -429,7 +447,7 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
       shed[std::size_t(p)] = inside ? 0 : -1;
     }
     // Each row's cells per band, counted in a dense array (the bands a row touches, listed).
-    std::map<std::pair<int32_t, int64_t>, int64_t> mine;
+    std::vector<RowCount>& mine = tileRows[std::size_t(i)];
     std::vector<int64_t> inRow(static_cast<std::size_t>(bands), 0);
     std::vector<int32_t> touched;
     for (int64_t y = 0; y < t.height; ++y)
@@ -446,7 +464,7 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
       }
       for (const int32_t k : touched)
       {
-        mine[{k, t.y0 + y}] += inRow[std::size_t(k)];
+        mine.push_back(RowCount{k, t.y0 + y, inRow[std::size_t(k)]});
         inRow[std::size_t(k)] = 0;
       }
       touched.clear();
@@ -458,13 +476,18 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
       detail::withoutHalo(times, t, b->copied);
       copy->write(t, b->copied.data());
     }
-    std::lock_guard<std::mutex> lock(merging);
-    for (const auto& [key, n] : mine)
-      perRow[key] += n;
-  });
+  }, traffic);
   buffers.clear();
   out.passes = 1;
   TiledBands result;
+  if (!detail::holdsGraph(options))  // a worker: the coordinator assembles the bands
+    return result;
+  // Cells per band and row, for the areas (band-major, then row: the order of the sums below).
+  std::map<std::pair<int32_t, int64_t>, int64_t> perRow;
+  for (const std::vector<RowCount>& mine : tileRows)
+    for (const RowCount& c : mine)
+      perRow[{c.band, c.row}] += c.cells;
+  std::vector<std::vector<RowCount>>().swap(tileRows);
   result.bandCells.assign(std::size_t(bands), 0);
   result.bandArea.assign(std::size_t(bands), 0.0);
   for (const auto& [key, n] : perRow)

@@ -47,6 +47,8 @@
 
 namespace gpugeo::dem::tiled {
 
+class Cluster;
+
 // One entry per row: the cells' width and height in metres (dem.h's Grid).
 struct RowSizes
 {
@@ -71,6 +73,11 @@ struct TiledOptions
   // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
   // time, from whichever thread finished the tile.
   std::function<void(int pass, int64_t done, int64_t tiles)> onTile;
+  // A run shared by several processes (distribution.h): every rank calls the tool with the same
+  // arguments; the outputs are written on rank 0 (the workers' sinks forward to it: Cluster::
+  // remoteSink) and its return value and report are the run's (the workers' are not). Null: this
+  // process alone.
+  Cluster* cluster = nullptr;
 };
 
 // What a tiled run did, for the log.

@@ -166,6 +166,47 @@ struct TilePerimeter
   std::vector<Spill> spills;
 };
 
+// The graph: the tiles' spills, and the facing perimeter cells of neighbouring tiles (each pair
+// once, from its lower cell), solved for each label's level (the perimeters are dropped).
+std::vector<float> solveFillGraph(const TileLayout& layout, std::vector<TilePerimeter>& perimeters, int32_t labels,
+                                  const TiledOptions& options, const RunControl& control, TiledReport& out)
+{
+  ScopedStage graphTiming(out.times, "fill graph");
+  std::vector<std::vector<Spill>> spills(std::size_t(layout.count()));
+  parallelFor(layout.count(), 1, options.threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+    {
+      const Window t = layout.tile(i);
+      const TilePerimeter& mine = perimeters[std::size_t(i)];
+      std::vector<Spill>& list = spills[std::size_t(i)];
+      list = mine.spills;
+      forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+        const float zc = mine.z[std::size_t(k)];
+        if (isNoData(zc))
+          return;
+        const int64_t c = (t.y0 + y) * layout.width + t.x0 + x;
+        detail::forNeighboursInOtherTiles(layout, t, x, y, [&](int64_t j, int64_t kn, int64_t nx, int64_t ny) {
+          const TilePerimeter& theirs = perimeters[std::size_t(j)];
+          const float zn = theirs.z[std::size_t(kn)];
+          if (ny * layout.width + nx < c || isNoData(zn) || mine.label[std::size_t(k)] == theirs.label[std::size_t(kn)])
+            return;
+          list.push_back(Spill{mine.label[std::size_t(k)], theirs.label[std::size_t(kn)], std::max(zc, zn)});
+        });
+      });
+    }
+  }, &control);
+  if (control.isCanceled())
+    throw Canceled();
+  int64_t edges = 0;
+  for (const auto& list : spills)
+    edges += int64_t(list.size());
+  out.graphBytes = int64_t(labels) * int64_t(sizeof(float) + sizeof(int32_t) + sizeof(int64_t)) +
+                   edges * int64_t(sizeof(Spill) + 2 * (sizeof(int32_t) + sizeof(float)));
+  perimeters.clear();
+  perimeters.shrink_to_fit();
+  return labelLevels(labels, spills);
+}
+
 }  // namespace
 
 void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
@@ -218,49 +259,22 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
     lowest.forEach([&](uint64_t key, float spill) {
       mine.spills.push_back(Spill{int32_t(key >> 32), int32_t(key & 0xffffffffu), spill});
     });
-  });
+  }, TileTraffic{nullptr, [&](int64_t i, Archive& a) {
+    TilePerimeter& p = perimeters[std::size_t(i)];
+    a.vector(p.z);
+    a.vector(p.label);
+    a.vector(p.spills);
+    if (!a.loading())  // a worker keeps no perimeter
+      p = TilePerimeter();
+  }});
   elevations.clear();
   ++out.passes;
 
-  // The graph: the tiles' spills, and the facing perimeter cells of neighbouring tiles (each pair
-  // once, from its lower cell).
-  ScopedStage graphTiming(out.times, "fill graph");
-  std::vector<std::vector<Spill>> spills(std::size_t(layout.count()));
-  parallelFor(layout.count(), 1, options.threads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-    {
-      const Window t = layout.tile(i);
-      const TilePerimeter& mine = perimeters[std::size_t(i)];
-      std::vector<Spill>& list = spills[std::size_t(i)];
-      list = mine.spills;
-      forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-        const float zc = mine.z[std::size_t(k)];
-        if (isNoData(zc))
-          return;
-        const int64_t c = (t.y0 + y) * layout.width + t.x0 + x;
-        detail::forNeighboursInOtherTiles(layout, t, x, y, [&](int64_t j, int64_t kn, int64_t nx, int64_t ny) {
-          const TilePerimeter& theirs = perimeters[std::size_t(j)];
-          const float zn = theirs.z[std::size_t(kn)];
-          if (ny * layout.width + nx < c || isNoData(zn) || mine.label[std::size_t(k)] == theirs.label[std::size_t(kn)])
-            return;
-          list.push_back(Spill{mine.label[std::size_t(k)], theirs.label[std::size_t(kn)], std::max(zc, zn)});
-        });
-      });
-    }
-  }, &control);
-  if (control.isCanceled())
-    throw Canceled();
-  int64_t edges = 0;
-  for (const auto& list : spills)
-    edges += int64_t(list.size());
-  out.graphBytes = labels * int64_t(sizeof(float) + sizeof(int32_t) + sizeof(int64_t)) +
-                   edges * int64_t(sizeof(Spill) + 2 * (sizeof(int32_t) + sizeof(float)));
-  perimeters.clear();
-  perimeters.shrink_to_fit();
-  const std::vector<float> labelLevel = labelLevels(int32_t(labels), spills);
-  spills.clear();
-  spills.shrink_to_fit();
-  graphTiming.stop();
+  // The graph (on the coordinator of a distributed run; its solution is shared with the workers).
+  std::vector<float> labelLevel;
+  if (detail::holdsGraph(options))
+    labelLevel = solveFillGraph(layout, perimeters, int32_t(labels), options, control, out);
+  detail::share(options, [&](Archive& a) { a.vector(labelLevel); });
 
   // Pass 2: each tile flooded again, each cell raised to its label's level.
   std::mutex observing;

@@ -70,6 +70,13 @@ struct Perimeters
   std::vector<std::vector<int32_t>> towards, away;
 };
 
+// What a visit reads of its neighbours: their perimeter distances on its ring (detail::ringOf's, 0
+// off the raster and where not reached), as flatTileCuda takes them.
+struct Rings
+{
+  std::vector<int32_t> towards, away;
+};
+
 void setGeometry(const Window& t, FlatTile& f)
 {
   f.t = t;
@@ -188,21 +195,27 @@ std::vector<int32_t> perimeterOf(const FlatTile& f, const std::vector<int32_t>& 
 struct FlatState
 {
   std::string folder;
+  bool owner;
   RawFileRaster<uint8_t> flat;
   RawFileRaster<int32_t> towards, away;
-  FlatState(const std::string& scratch, int64_t width, int64_t height)
+  // create: new files (a run of one, or the coordinator's); else the coordinator's, opened by a worker.
+  FlatState(const std::string& scratch, int64_t width, int64_t height, bool create)
     : folder(scratch),
-      flat(folder + "/flat.u8", width, height),
-      towards(folder + "/towards.i32", width, height),
-      away(folder + "/away.i32", width, height)
+      owner(create),
+      flat(folder + "/flat.u8", width, height, modeOf(create)),
+      towards(folder + "/towards.i32", width, height, modeOf(create)),
+      away(folder + "/away.i32", width, height, modeOf(create))
   {
   }
   ~FlatState()
   {
+    if (!owner)  // a worker's: the coordinator's files, which it removes
+      return;
     std::error_code ignored;
     for (const char* name : {"/flat.u8", "/towards.i32", "/away.i32"})
       std::filesystem::remove(folder + name, ignored);
   }
+  static RawFile::Mode modeOf(bool create) { return create ? RawFile::Mode::Create : RawFile::Mode::Update; }
   FlatState(const FlatState&) = delete;
   FlatState& operator=(const FlatState&) = delete;
 };
@@ -243,15 +256,13 @@ std::vector<T> loadPadded(const FlatTile& f, const RasterSource<T>& source)
   return padded(f, cells);
 }
 
-// Lowers a tile's distances `dist` (padded) where its neighbours' perimeter distances now give a
-// shorter way in, and from there on through the tile's flat cells. Returns whether any fell.
-bool relax(FlatTile& f, const TileLayout& layout, const std::vector<std::vector<int32_t>>& perimeter,
-           std::vector<int32_t>& dist)
+// Lowers a tile's distances `dist` (padded) where its neighbours' perimeter distances on its ring
+// (detail::ringOf's) now give a shorter way in, and from there on through the tile's flat cells.
+// Returns whether any fell.
+bool relax(FlatTile& f, const std::vector<int32_t>& ring, std::vector<int32_t>& dist)
 {
   std::vector<std::pair<int32_t, int64_t>> seeds;
-  const Window& t = f.t;
-  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
-    const int32_t d = perimeter[std::size_t(j)][std::size_t(k)];
+  detail::forRing(f.t, ring, [&](int64_t x, int64_t y, int32_t d) {
     if (d <= 0)
       return;
     const int64_t h = f.at(x, y);
@@ -309,19 +320,6 @@ struct TileComponents
   std::vector<int32_t> highest;
 };
 
-// The perimeters' distances on the ring of cells around tile t, one per ring cell in the perimeter
-// order of the (width + 2) x (height + 2) window (0: off the raster or not reached): what
-// flatTileCuda takes.
-std::vector<int32_t> ringOf(const TileLayout& layout, const Window& t, const std::vector<std::vector<int32_t>>& perimeter)
-{
-  std::vector<int32_t> ring(std::size_t(detail::perimeterCount(t.width + 2, t.height + 2)), 0);
-  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
-    ring[std::size_t(detail::perimeterPlace(t.width + 2, t.height + 2, x + 1, y + 1))] =
-      perimeter[std::size_t(j)][std::size_t(k)];
-  });
-  return ring;
-}
-
 // TileComponents from a GPU visit's components per perimeter place.
 TileComponents componentsOf(const detail::FlatTileResult& visit)
 {
@@ -359,7 +357,9 @@ struct FlatRun
   TiledReport& out;
   bool withAway = false;
   bool gpu = false;
-  std::optional<FlatState> state;            // the CPU's tiles between rounds
+  std::string scratchFolder;
+  std::optional<FlatState> state;            // the CPU's tiles between rounds (files())
+  std::once_flag opened;
   std::unique_ptr<detail::FlatTilesOnGpu> onGpu;  // the GPU's tiles between rounds, as many as kept
   Perimeters perimeters;                     // every tile's perimeter distances
   std::vector<TileComponents> components;    // Combined: every tile's components on its perimeter
@@ -374,15 +374,27 @@ struct FlatRun
     : filled(f), layout(l), options(o), control(c), out(r)
   {
   }
+
+  // The CPU's state between rounds, in files the coordinator creates (at the start); a worker of a
+  // distributed run opens them when its first tile needs them (the scratch folder is on a file
+  // system the ranks share), so that a worker never opens files its run has already removed.
+  FlatState& files()
+  {
+    std::call_once(opened, [&] {
+      if (!state)
+        state.emplace(scratchFolder, layout.width, layout.height, false);
+    });
+    return *state;
+  }
 };
 
 // A round's visit to tile i on the CPU: the first reads the DEM and finds the distances from the
 // tile's own sources; the later ones lower the kept distances from the neighbours' perimeters.
-void visitOnCpu(FlatRun& run, int64_t i, bool firstVisit, Perimeters& fresh, std::size_t w)
+void visitOnCpu(FlatRun& run, int64_t i, bool firstVisit, const Rings& rings, Perimeters& fresh)
 {
   FlatTile f;
   const Window t = run.layout.tile(i);
-  FlatState& state = *run.state;
+  FlatState& state = run.files();
   if (firstVisit)
   {
     readFlatTile(run.filled, t, f);
@@ -394,24 +406,25 @@ void visitOnCpu(FlatRun& run, int64_t i, bool firstVisit, Perimeters& fresh, std
     setGeometry(t, f);
     f.flat = loadPadded(f, state.flat);
     f.towards = loadPadded(f, state.towards);
-    if (relax(f, run.layout, run.perimeters.towards, f.towards))
+    if (relax(f, rings.towards, f.towards))
       state.towards.write(t, unpadded(f, f.towards).data());
     if (run.withAway)
     {
       f.away = loadPadded(f, state.away);
-      if (relax(f, run.layout, run.perimeters.away, f.away))
+      if (relax(f, rings.away, f.away))
         state.away.write(t, unpadded(f, f.away).data());
     }
     else
       f.away.clear();
   }
-  fresh.towards[w] = perimeterOf(f, f.towards);
-  fresh.away[w] = perimeterOf(f, f.away);
+  fresh.towards[std::size_t(i)] = perimeterOf(f, f.towards);
+  fresh.away[std::size_t(i)] = perimeterOf(f, f.away);
 }
 
-// Tile i on the GPU (flatTileCuda) with the perimeters' distances on its ring as they stand, `f`
-// holding its elevations after; with `joined`, its mask to `mask`.
-detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const int32_t* joined, int32_t* mask, FlatTile& f)
+// Tile i on the GPU (flatTileCuda) with the perimeters' distances on its ring, `f` holding its
+// elevations after; with `joined`, its mask to `mask`.
+detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const Rings& rings, const int32_t* joined,
+                                     int32_t* mask, FlatTile& f)
 {
   const Window t = run.layout.tile(i);
   setGeometry(t, f);
@@ -420,22 +433,20 @@ detail::FlatTileResult flatTileOnGpu(const FlatRun& run, int64_t i, const int32_
     detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
   else
     f.z.clear();
-  const std::vector<int32_t> ringTowards = ringOf(run.layout, t, run.perimeters.towards);
-  const std::vector<int32_t> ringAway = ringOf(run.layout, t, run.perimeters.away);
   const detail::GpuTurn turn(run.options.gpuTiles);
-  return detail::flatTileCuda(f.z.empty() ? nullptr : f.z.data(), t.width, t.height, ringTowards.data(),
-                              ringAway.data(), run.withAway, joined, mask, run.control, run.onGpu.get(), i);
+  return detail::flatTileCuda(f.z.empty() ? nullptr : f.z.data(), t.width, t.height, rings.towards.data(),
+                              rings.away.data(), run.withAway, joined, mask, run.control, run.onGpu.get(), i);
 }
 
 // A round's visit to tile i on the GPU: the distances from the tile's sources and the ring's, and
 // (Combined) its components, which are final after its last visit.
-void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
+void visitOnGpu(FlatRun& run, int64_t i, const Rings& rings, Perimeters& fresh)
 {
   const auto held = run.gpuVisits.take();
   FlatTile& f = *held;
-  detail::FlatTileResult visit = flatTileOnGpu(run, i, nullptr, nullptr, f);
-  fresh.towards[w] = std::move(visit.towards);
-  fresh.away[w] = std::move(visit.away);
+  detail::FlatTileResult visit = flatTileOnGpu(run, i, rings, nullptr, nullptr, f);
+  fresh.towards[std::size_t(i)] = std::move(visit.towards);
+  fresh.away[std::size_t(i)] = std::move(visit.away);
   if (run.withAway)
   {
     run.components[std::size_t(i)] = componentsOf(visit);
@@ -444,13 +455,33 @@ void visitOnGpu(FlatRun& run, int64_t i, Perimeters& fresh, std::size_t w)
   }
 }
 
-// Rounds over the tiles until no perimeter distance changes; returns the number of rounds.
+// Each tile's rings as the perimeters stand (what a visit reads), made where they are held or sent
+// with the tile.
+detail::ToTiles<Rings> ringsToTiles(const FlatRun& run)
+{
+  return detail::ToTiles<Rings>(
+    run.options, run.layout.count(),
+    [&run](int64_t i) {
+      const Window t = run.layout.tile(i);
+      return Rings{detail::ringOf(run.layout, t, run.perimeters.towards, 0),
+                   detail::ringOf(run.layout, t, run.perimeters.away, 0)};
+    },
+    [](Archive& a, Rings& r) {
+      a.vector(r.towards);
+      a.vector(r.away);
+    });
+}
+
+// Rounds over the tiles until no perimeter distance changes; returns the number of rounds. In a
+// distributed run the coordinator chooses each round's tiles and shares whether another round
+// follows.
 int distanceRounds(FlatRun& run)
 {
   const int64_t count = run.layout.count();
   std::vector<uint8_t> active(std::size_t(count), 1);
   int rounds = 0;
   ScopedStage timing(run.out.times, "flats: distances (rounds)");
+  detail::ToTiles<Rings> rings = ringsToTiles(run);
   for (bool changed = true; changed;)
   {
     ++rounds;
@@ -458,47 +489,55 @@ int distanceRounds(FlatRun& run)
     for (int64_t i = 0; i < count; ++i)
       if (active[std::size_t(i)])
         work.push_back(i);
-    Perimeters fresh;
-    fresh.towards.resize(work.size());
-    fresh.away.resize(work.size());
-    std::mutex progress;
-    int64_t done = 0;
-    parallelFor(int64_t(work.size()), 1, run.options.threads, [&](int64_t b, int64_t e) {
-      for (int64_t w = b; w < e; ++w)
+    Perimeters fresh;  // per tile: this round's perimeters of the tiles visited
+    fresh.towards.resize(std::size_t(count));
+    fresh.away.resize(std::size_t(count));
+    TileTraffic traffic;
+    traffic.in = [&](int64_t i, Archive& a) { rings.traffic(i, a); };
+    traffic.out = [&](int64_t i, Archive& a) {
+      a.vector(fresh.towards[std::size_t(i)]);
+      a.vector(fresh.away[std::size_t(i)]);
+      if (run.gpu && run.withAway)
       {
-        if (run.gpu)
-          visitOnGpu(run, work[std::size_t(w)], fresh, std::size_t(w));
-        else
-          visitOnCpu(run, work[std::size_t(w)], rounds == 1, fresh, std::size_t(w));
-        std::lock_guard<std::mutex> lock(progress);
-        ++done;
-        if (run.options.onTile)
-          run.options.onTile(rounds, done, int64_t(work.size()));
+        a.vector(run.components[std::size_t(i)].first);
+        a.vector(run.components[std::size_t(i)].highest);
+        a.vector(run.perimeterZ[std::size_t(i)]);
       }
-    }, &run.control);
-    if (run.control.isCanceled())
-      throw Canceled();
+    };
+    detail::forTiles(run.layout, work, rounds, "flats: distances (rounds)", run.options, run.control, run.out,
+                     [&](int64_t i) {
+                       const Rings mine = rings.get(i);
+                       if (run.gpu)
+                         visitOnGpu(run, i, mine, fresh);
+                       else
+                         visitOnCpu(run, i, rounds == 1, mine, fresh);
+                     }, traffic);
     // The next round visits the tiles beside the perimeter cells that changed (a tile that reads
     // none of them would find nothing new).
     std::fill(active.begin(), active.end(), 0);
     changed = false;
-    for (std::size_t w = 0; w < work.size(); ++w)
+    if (detail::holdsGraph(run.options))
     {
-      const int64_t i = work[w];
-      std::vector<int32_t>& towards = run.perimeters.towards[std::size_t(i)];
-      std::vector<int32_t>& away = run.perimeters.away[std::size_t(i)];
-      if (fresh.towards[w] == towards && fresh.away[w] == away)
-        continue;
-      const Window t = run.layout.tile(i);
-      forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-        if (fresh.towards[w][std::size_t(k)] != towards[std::size_t(k)] || fresh.away[w][std::size_t(k)] != away[std::size_t(k)])
-          detail::forNeighboursInOtherTiles(run.layout, t, x, y,
-                                            [&](int64_t j, int64_t, int64_t, int64_t) { active[std::size_t(j)] = 1; });
-      });
-      towards = std::move(fresh.towards[w]);
-      away = std::move(fresh.away[w]);
+      for (const int64_t i : work)
+      {
+        std::vector<int32_t>& towards = run.perimeters.towards[std::size_t(i)];
+        std::vector<int32_t>& away = run.perimeters.away[std::size_t(i)];
+        std::vector<int32_t>& newTowards = fresh.towards[std::size_t(i)];
+        std::vector<int32_t>& newAway = fresh.away[std::size_t(i)];
+        if (newTowards == towards && newAway == away)
+          continue;
+        const Window t = run.layout.tile(i);
+        forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+          if (newTowards[std::size_t(k)] != towards[std::size_t(k)] || newAway[std::size_t(k)] != away[std::size_t(k)])
+            detail::forNeighboursInOtherTiles(run.layout, t, x, y,
+                                              [&](int64_t j, int64_t, int64_t, int64_t) { active[std::size_t(j)] = 1; });
+        });
+        towards = std::move(newTowards);
+        away = std::move(newAway);
+      }
+      changed = std::find(active.begin(), active.end(), uint8_t(1)) != active.end();
     }
-    changed = std::find(active.begin(), active.end(), uint8_t(1)) != active.end();
+    detail::share(run.options, [&](Archive& a) { a.value(changed); });
   }
   return rounds;
 }
@@ -511,7 +550,7 @@ void componentsPass(FlatRun& run)
                       [&](int64_t i) {
     FlatTile f;
     readFlatTile(run.filled, run.layout.tile(i), f);
-    f.away = loadPadded(f, run.state->away);
+    f.away = loadPadded(f, run.files().away);
     const std::vector<int32_t> root = tileComponents(f);
     std::vector<int32_t> most(root.size(), 0);  // at each root: the highest count of its flat cells
     for (int64_t y = 0; y < f.t.height; ++y)
@@ -538,7 +577,11 @@ void componentsPass(FlatRun& run)
       mine.first[std::size_t(k)] = firstOfRoot[std::size_t(r)];
     });
     run.perimeterZ[std::size_t(i)] = perimeterElevations(f);
-  });
+  }, TileTraffic{nullptr, [&](int64_t i, Archive& a) {
+    a.vector(run.components[std::size_t(i)].first);
+    a.vector(run.components[std::size_t(i)].highest);
+    a.vector(run.perimeterZ[std::size_t(i)]);
+  }});
   ++run.out.passes;
 }
 
@@ -592,19 +635,27 @@ void joinComponents(FlatRun& run)
   run.perimeterZ.clear();
 }
 
-// The greatest distance of the joined component of tile i's perimeter place k (a first place).
-int32_t joinedHighest(const FlatRun& run, int64_t i, int64_t k)
+// For each perimeter place of tile i, the greatest distance from higher ground of its joined
+// component (0 on nodata): what the mask of Combined needs of the joined components.
+std::vector<int32_t> joinedOf(const FlatRun& run, int64_t i)
 {
-  return run.highest[std::size_t(run.parent[std::size_t(run.firstNode[std::size_t(i)] + k)])];
+  std::vector<int32_t> joined(std::size_t(detail::perimeterSize(run.layout.tile(i))), 0);
+  if (!run.withAway)
+    return joined;
+  const TileComponents& mine = run.components[std::size_t(i)];
+  for (std::size_t k = 0; k < joined.size(); ++k)
+    if (mine.first[k] >= 0)
+      joined[k] = run.highest[std::size_t(run.parent[std::size_t(run.firstNode[std::size_t(i)] + mine.first[k])])];
+  return joined;
 }
 
 // The last pass on the CPU: tile i's mask from its kept distances (and its components).
-std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
+std::vector<int32_t> maskOnCpu(FlatRun& run, int64_t i, const std::vector<int32_t>& joined)
 {
   FlatTile f;
   const Window t = run.layout.tile(i);
   setGeometry(t, f);
-  f.towards = loadPadded(f, run.state->towards);
+  f.towards = loadPadded(f, run.files().towards);
   std::vector<int32_t> cells(std::size_t(t.cells()), 0);
   if (!run.withAway)
   {
@@ -614,7 +665,7 @@ std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
     return cells;
   }
   detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
-  f.away = loadPadded(f, run.state->away);
+  f.away = loadPadded(f, run.files().away);
   const std::vector<int32_t> root = tileComponents(f);
   std::vector<int32_t> most(root.size(), 0);
   for (int64_t y = 0; y < t.height; ++y)
@@ -631,7 +682,7 @@ std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
     if (r >= 0 && firstOfRoot[std::size_t(r)] < 0)
     {
       firstOfRoot[std::size_t(r)] = int32_t(k);
-      most[std::size_t(r)] = joinedHighest(run, i, k);
+      most[std::size_t(r)] = joined[std::size_t(k)];
     }
   });
   for (int64_t y = 0; y < t.height; ++y)
@@ -647,22 +698,14 @@ std::vector<int32_t> maskOnCpu(const FlatRun& run, int64_t i)
   return cells;
 }
 
-// The last pass on the GPU: tile i's distances again from the final perimeters, and its mask (into
-// `cells`).
-void maskOnGpu(FlatRun& run, int64_t i, std::vector<int32_t>& cells)
+// The last pass on the GPU: tile i's distances again from the final perimeters on its rings, and its
+// mask (into `cells`).
+void maskOnGpu(FlatRun& run, int64_t i, const Rings& rings, const std::vector<int32_t>& joined,
+               std::vector<int32_t>& cells)
 {
-  const Window t = run.layout.tile(i);
-  std::vector<int32_t> joined(std::size_t(detail::perimeterSize(t)), 0);
-  if (run.withAway)
-  {
-    const TileComponents& mine = run.components[std::size_t(i)];
-    for (std::size_t k = 0; k < joined.size(); ++k)
-      if (mine.first[k] >= 0)
-        joined[k] = joinedHighest(run, i, mine.first[k]);
-  }
-  resizeHuge(cells, std::size_t(t.cells()));
+  resizeHuge(cells, std::size_t(run.layout.tile(i).cells()));
   const auto held = run.gpuVisits.take();
-  flatTileOnGpu(run, i, joined.data(), cells.data(), *held);
+  flatTileOnGpu(run, i, rings, joined.data(), cells.data(), *held);
 }
 
 }  // namespace
@@ -690,9 +733,10 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     run.perimeters.away[std::size_t(i)].assign(std::size_t(size), 0);
   }
   out.graphBytes = run.firstNode.back() * int64_t(4 * sizeof(int32_t));
-  if (!run.gpu)
-    run.state.emplace(scratchFolder, layout.width, layout.height);
-  else
+  run.scratchFolder = scratchFolder;
+  if (!run.gpu && detail::holdsGraph(options))
+    run.state.emplace(scratchFolder, layout.width, layout.height, true);
+  if (run.gpu)
     run.onGpu = std::make_unique<detail::FlatTilesOnGpu>(count, options.gpuKeepBytes);
   if (run.withAway)
   {
@@ -705,18 +749,30 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
   {
     if (!run.gpu)
       componentsPass(run);
-    joinComponents(run);
+    if (detail::holdsGraph(options))
+      joinComponents(run);
   }
+  // The mask: each tile reads its joined components' levels (Combined) and, on the GPU, its rings.
+  detail::ToTiles<std::vector<int32_t>> joined(
+    options, count, [&](int64_t i) { return joinedOf(run, i); }, detail::visitVector<int32_t>);
+  detail::ToTiles<Rings> rings = ringsToTiles(run);
+  TileTraffic traffic;
+  traffic.in = [&](int64_t i, Archive& a) {
+    joined.traffic(i, a);
+    if (run.gpu)
+      rings.traffic(i, a);
+  };
   detail::forEachTile(layout, out.passes + 1, "flats: mask", options, control, out, [&](int64_t i) {
+    const std::vector<int32_t> levels = joined.get(i);
     if (!run.gpu)
     {
-      mask.write(layout.tile(i), maskOnCpu(run, i).data());
+      mask.write(layout.tile(i), maskOnCpu(run, i, levels).data());
       return;
     }
     const auto cells = run.gpuMasks.take();
-    maskOnGpu(run, i, *cells);
+    maskOnGpu(run, i, rings.get(i), levels, *cells);
     mask.write(layout.tile(i), cells->data());
-  });
+  }, traffic);
   ++out.passes;
 }
 

@@ -1,7 +1,6 @@
 // The tiled directions and accumulation (tiled_dem.h).
 #include <algorithm>
 #include <limits>
-#include <mutex>
 #include <vector>
 
 #include "dem/detail/dem_cpu.h"
@@ -222,8 +221,7 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
   TiledReport& out = report ? *report : local;
   const TileLayout layout =
     detail::beginTiledRun(filled.width(), filled.height(), rows, options, kDirectionsBytesPerTileCell, 1, out);
-  DirectionCounts counts;
-  std::mutex counting;
+  std::vector<DirectionCounts> tileCounts(std::size_t(layout.count()));
   struct Buffers
   {
     std::vector<float> z;
@@ -256,12 +254,16 @@ DirectionCounts directionsTiled(const RasterSource<float>& filled, const RowSize
         mine.drainingOut += d < 8 && dem::detail::isNoData(z[std::size_t((y + 1 + kDy[d]) * pw + x + 1 + kDx[d])]);
       }
     directions.write(t, cells.data());
-    std::lock_guard<std::mutex> lock(counting);
+    tileCounts[std::size_t(i)] = mine;
+  }, detail::sendBack(tileCounts));
+  out.passes = 1;
+  DirectionCounts counts;
+  for (const DirectionCounts& mine : tileCounts)
+  {
     for (int d = 0; d < 9; ++d)
       counts.perDirection[d] += mine.perDirection[d];
     counts.drainingOut += mine.drainingOut;
-  });
-  out.passes = 1;
+  }
   return counts;
 }
 
@@ -349,11 +351,20 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
         g.exitArea[std::size_t(node)] = s.area[at];
       }
     });
-  });
+  }, TileTraffic{nullptr, [&](int64_t i, Archive& a) {
+    const int64_t first = g.firstNode[std::size_t(i)], n = g.firstNode[std::size_t(i) + 1] - first;
+    a.span(g.valid.data() + first, n);
+    a.span(g.link.data() + first, n);
+    a.span(g.target.data() + first, n);
+    a.span(g.exitCells.data() + first, n);
+    a.span(g.exitArea.data() + first, n);
+  }});
   buffers.clear();
 
   // The graph summed in dependency order: a node's inflow is final once every exit draining into it
-  // is; an exit's outflow once every node linked to it is.
+  // is; an exit's outflow once every node linked to it is (on the coordinator of a distributed run:
+  // each tile's inflows go out with it in pass 2).
+  if (detail::holdsGraph(options))
   {
     ScopedStage graphTiming(out.times, "accumulation graph");
     g.pendingIn.assign(std::size_t(nodes), 0);
@@ -398,9 +409,18 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
 
   // Pass 2: each tile again with its inflows from other tiles; the terminals summed up, and the
   // largest count kept for the check of the area's range.
-  std::mutex summing;
-  AccumulationSummary summary;
-  int64_t mostCells = 0;
+  struct TileSummary
+  {
+    AccumulationSummary summary;
+    int64_t mostCells = 0;
+  };
+  std::vector<TileSummary> tileSummaries(std::size_t(layout.count()));
+  TileTraffic traffic = detail::sendBack(tileSummaries);
+  traffic.in = [&](int64_t i, Archive& a) {
+    const int64_t first = g.firstNode[std::size_t(i)], n = g.firstNode[std::size_t(i) + 1] - first;
+    a.span(g.inCells.data() + first, n);
+    a.span(g.inArea.data() + first, n);
+  };
   detail::forEachTile(layout, 2, "accumulation pass 2 (with inflows; write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
     const auto b = buffers.take();
@@ -437,7 +457,14 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
       }
     cells.write(t, s.cells.data());
     area.write(t, s.area.data());
-    std::lock_guard<std::mutex> lock(summing);
+    tileSummaries[std::size_t(i)] = TileSummary{mine, tileMost};
+  }, traffic);
+  buffers.clear();
+  out.passes = 2;
+  AccumulationSummary summary;
+  int64_t mostCells = 0;
+  for (const auto& [mine, tileMost] : tileSummaries)
+  {
     mostCells = std::max(mostCells, tileMost);
     summary.outlets += mine.outlets;
     summary.pits += mine.pits;
@@ -450,9 +477,7 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
       summary.largestCells = mine.largestCells;
       summary.largestArea = mine.largestArea;
     }
-  });
-  buffers.clear();
-  out.passes = 2;
+  }
   const Grid grid = detail::rowGrid(rows, layout.width, layout.height);
   if (dem::detail::upstreamAreaCanOverflow(grid))
     dem::detail::checkUpstreamArea(grid, mostCells);

@@ -78,20 +78,11 @@ void readRaiseTile(const RasterSource<float>& filled, const RasterSource<int32_t
   detail::readWithHalo(mask, t, int32_t(0), r.mask);
 }
 
-// The halo of `r.current` from the neighbours' perimeter levels (NaN off the grid).
-void haloFromPerimeters(RaiseTile& r, const TileLayout& layout, const PerimeterLevels& levels)
+// The halo of `r.current` from the neighbours' perimeter levels on its ring (detail::ringOf's, NaN off
+// the grid).
+void haloFromRing(RaiseTile& r, const std::vector<float>& ring)
 {
-  const Window& t = r.t;
-  // NaN first (off the grid), then the neighbours' levels.
-  for (int64_t x = -1; x <= t.width; ++x)
-    r.current[std::size_t(r.at(x, -1))] = r.current[std::size_t(r.at(x, t.height))] =
-      std::numeric_limits<float>::quiet_NaN();
-  for (int64_t y = 0; y < t.height; ++y)
-    r.current[std::size_t(r.at(-1, y))] = r.current[std::size_t(r.at(t.width, y))] =
-      std::numeric_limits<float>::quiet_NaN();
-  detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
-    r.current[std::size_t(r.at(x, y))] = levels[std::size_t(j)][std::size_t(k)];
-  });
+  detail::forRing(r.t, ring, [&](int64_t x, int64_t y, float level) { r.current[std::size_t(r.at(x, y))] = level; });
 }
 
 // Raises the tile's undrained cells, lowest first, each to one step above its lowest neighbour,
@@ -162,8 +153,7 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
   out.graphBytes = perimeterCells * int64_t(2 * sizeof(float));
 
   // Pass 1: each cell raised by its mask, into the work raster; the perimeters kept.
-  RaisedCounts counts;
-  std::mutex counting;
+  std::vector<int64_t> tileCounts(std::size_t(count), 0);  // raised by the mask, then in turn
   detail::forEachTile(layout, 1, "raise: by the mask", options, control, out, [&](int64_t i) {
     RaiseTile r;
     readRaiseTile(filled, mask, layout.tile(i), r);
@@ -184,15 +174,26 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
       perimeter[std::size_t(k)] = cells[std::size_t(y * r.t.width + x)];
     });
     levels[std::size_t(i)] = std::move(perimeter);
-    std::lock_guard<std::mutex> lock(counting);
-    counts.raised += raisedByMask;
-  });
+    tileCounts[std::size_t(i)] = raisedByMask;
+  }, TileTraffic{nullptr, [&](int64_t i, Archive& a) {
+    a.vector(levels[std::size_t(i)]);
+    a.value(tileCounts[std::size_t(i)]);
+  }});
   out.passes = 1;
+  RaisedCounts counts;
+  for (const int64_t raised : tileCounts)
+    counts.raised += raised;
 
-  // Rounds: each active tile drained against its neighbours' perimeters, until none rises.
+  // Rounds: each active tile drained against its neighbours' perimeters on its ring, until none rises
+  // (in a distributed run the coordinator chooses each round's tiles and shares whether another
+  // round follows).
   std::vector<uint8_t> active(std::size_t(count), 1);
   {
     ScopedStage timing(out.times, "raise: overtaken cells (rounds)");
+    detail::ToTiles<std::vector<float>> rings(
+      options, count,
+      [&](int64_t i) { return detail::ringOf(layout, layout.tile(i), levels, std::numeric_limits<float>::quiet_NaN()); },
+      detail::visitVector<float>);
     for (bool changed = true; changed;)
     {
       ++out.passes;
@@ -200,43 +201,40 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
       for (int64_t i = 0; i < count; ++i)
         if (active[std::size_t(i)])
           jobs.push_back(i);
-      std::vector<std::vector<float>> fresh(jobs.size());
-      std::vector<uint8_t> rose(jobs.size(), 0);
-      std::mutex progress;
-      int64_t done = 0;
-      parallelFor(int64_t(jobs.size()), 1, options.threads, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k)
-        {
-          RaiseTile r;
-          readRaiseTile(filled, mask, layout.tile(jobs[std::size_t(k)]), r);
-          detail::readWithHalo(static_cast<const RasterSource<float>&>(work), r.t,
-                               std::numeric_limits<float>::quiet_NaN(), r.current);
-          haloFromPerimeters(r, layout, levels);
-          if (drainTile(r))
-          {
-            rose[std::size_t(k)] = 1;
-            work.write(r.t, detail::withoutHalo(r.current, r.t).data());
-            fresh[std::size_t(k)] = perimeterLevels(r);
-          }
-          std::lock_guard<std::mutex> lock(progress);
-          ++done;
-          if (options.onTile)
-            options.onTile(out.passes, done, int64_t(jobs.size()));
-        }
-      }, &control);
-      if (control.isCanceled())
-        throw Canceled();
+      std::vector<std::vector<float>> fresh(static_cast<std::size_t>(count));  // the risen tiles' new perimeters
+      std::vector<uint8_t> rose(std::size_t(count), 0);
+      TileTraffic traffic;
+      traffic.in = [&](int64_t i, Archive& a) { rings.traffic(i, a); };
+      traffic.out = [&](int64_t i, Archive& a) {
+        a.value(rose[std::size_t(i)]);
+        a.vector(fresh[std::size_t(i)]);
+      };
+      detail::forTiles(layout, jobs, out.passes, "raise: overtaken cells (rounds)", options, control, out,
+                       [&](int64_t i) {
+                         RaiseTile r;
+                         readRaiseTile(filled, mask, layout.tile(i), r);
+                         detail::readWithHalo(static_cast<const RasterSource<float>&>(work), r.t,
+                                              std::numeric_limits<float>::quiet_NaN(), r.current);
+                         haloFromRing(r, rings.get(i));
+                         if (drainTile(r))
+                         {
+                           rose[std::size_t(i)] = 1;
+                           work.write(r.t, detail::withoutHalo(r.current, r.t).data());
+                           fresh[std::size_t(i)] = perimeterLevels(r);
+                         }
+                       }, traffic);
       std::fill(active.begin(), active.end(), 0);
       changed = false;
-      for (std::size_t k = 0; k < jobs.size(); ++k)
-      {
-        const int64_t i = jobs[k];
-        if (!rose[k] || sameBits(fresh[k], levels[std::size_t(i)]))
-          continue;
-        levels[std::size_t(i)] = std::move(fresh[k]);
-        changed = true;
-        detail::markNeighbours(layout, i, active);
-      }
+      if (detail::holdsGraph(options))
+        for (const int64_t i : jobs)
+        {
+          if (!rose[std::size_t(i)] || sameBits(fresh[std::size_t(i)], levels[std::size_t(i)]))
+            continue;
+          levels[std::size_t(i)] = std::move(fresh[std::size_t(i)]);
+          changed = true;
+          detail::markNeighbours(layout, i, active);
+        }
+      detail::share(options, [&](Archive& a) { a.value(changed); });
     }
   }
 
@@ -265,10 +263,11 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
       observe(t, input.data(), cells.data());
     }
     raised.write(t, cells.data());
-    std::lock_guard<std::mutex> lock(counting);
-    counts.raisedInTurn += inTurn;
-  });
+    tileCounts[std::size_t(i)] = inTurn;
+  }, detail::sendBack(tileCounts));
   ++out.passes;
+  for (const int64_t inTurn : tileCounts)
+    counts.raisedInTurn += inTurn;
   return counts;
 }
 

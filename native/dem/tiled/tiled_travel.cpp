@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <vector>
 
 #include "core/errors.h"
@@ -38,7 +37,7 @@ struct TileInputs
   std::vector<int64_t> area;  // the tile's cells (on the GPU: with the halo, 0 there)
   int64_t outlet = -1;  // the outlet's place in the tile (y * width + x), or -1
   // Working room of the passes, reused from tile to tile with the inputs (detail::Reused).
-  std::vector<double> minutes, haloTimes;
+  std::vector<double> minutes;
   std::vector<uint8_t> state;
   std::vector<double> sum;
   std::vector<int64_t> to, path;
@@ -295,7 +294,7 @@ struct TileStats
 // watershed (their times from the forest) and from the outlet, in travel_time.cpp's way (a cell's
 // step plus its receiver's time).
 const std::vector<double>& tileTimes(TileInputs& in, const StepModel& s, const TileLayout& layout,
-                                     const PerimeterForest& f, TileStats& stats)
+                                     const std::vector<double>& ring, TileStats& stats)
 {
   const int64_t n = in.t.cells(), tw = in.t.width;
   std::vector<double>& minutes = in.minutes;
@@ -324,7 +323,8 @@ const std::vector<double>& tileTimes(TileInputs& in, const StepModel& s, const T
     int64_t target = -1;
     if (q == in.outlet || nextOf(in, q, layout.width, &target) != kLeaves)
       return;
-    const double downstream = f.time[std::size_t(f.nodeOf(layout, target))];
+    const int64_t rx = target % layout.width - in.t.x0, ry = target / layout.width - in.t.y0;
+    const double downstream = ring[std::size_t(detail::perimeterPlace(in.pw, in.ph, rx + 1, ry + 1))];
     if (!std::isnan(downstream))
       settle(q, downstream);
   });
@@ -349,22 +349,17 @@ const std::vector<double>& tileTimes(TileInputs& in, const StepModel& s, const T
   return minutes;
 }
 
-// Pass 2 on the GPU: the tile's times from its halo cells' times to the outlet (the forest's).
+// Pass 2 on the GPU: the tile's times from its halo cells' times to the outlet (the forest's, on its
+// ring).
 const std::vector<double>& tileTimesOnGpu(TileInputs& in, const StepModel& s, const TileLayout& layout,
-                                          const PerimeterForest& f, int gpuTiles, const RunControl& control,
+                                          const std::vector<double>& ring, int gpuTiles, const RunControl& control,
                                           TileStats& stats)
 {
   const PaddedTile p = paddedTile(in, s, layout.height);
-  std::vector<double>& haloTimes = in.haloTimes;
-  haloTimes.assign(std::size_t(detail::perimeterCount(in.pw, in.ph)), kNan);
-  detail::forHaloRing(layout, in.t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
-    haloTimes[std::size_t(detail::perimeterPlace(in.pw, in.ph, x + 1, y + 1))] =
-      f.time[std::size_t(f.firstNode[std::size_t(j)] + k)];
-  });
   dem::detail::TileTravel& times = in.travel;
   {
     const detail::GpuTurn turn(gpuTiles);
-    dem::detail::travelTileCuda(p.grid, in.dir.data(), in.area.data(), p.model, p.outlet, haloTimes.data(), false,
+    dem::detail::travelTileCuda(p.grid, in.dir.data(), in.area.data(), p.model, p.outlet, ring.data(), false,
                                 control, times);
   }
   stats.rowCells.assign(std::size_t(in.t.height), 0);
@@ -453,45 +448,96 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
       perimeterSumsOnGpu(in, steps, layout, f.firstNode[std::size_t(i)], options.gpuTiles, control, f);
     else
       perimeterSums(in, steps, layout.width, f.firstNode[std::size_t(i)], f);
-  });
+  }, TileTraffic{nullptr, [&](int64_t i, Archive& a) {
+    const int64_t first = f.firstNode[std::size_t(i)], n = f.firstNode[std::size_t(i) + 1] - first;
+    a.span(f.to.data() + first, n);
+    a.span(f.sum.data() + first, n);
+  }});
   inputs.clear();
+  if (detail::holdsGraph(options))  // the coordinator's, in a distributed run
   {
     ScopedStage timing(out.times, "travel time forest");
     forestTimes(layout, f, control);
   }
 
-  TravelSummary summary;
-  std::vector<int64_t> rowCells(std::size_t(layout.height), 0);
-  TileStats all;
-  std::mutex merging;
-  summary.tilesWithTimes.assign(std::size_t(layout.count()), 0);
+  // Pass 2: each tile reads whether it reaches the outlet and the times on its ring (its neighbours'
+  // perimeter cells' times).
+  struct TileIn
+  {
+    uint8_t reaches = 0;
+    std::vector<double> ring;
+  };
+  detail::ToTiles<TileIn> toTiles(
+    options, layout.count(),
+    [&](int64_t i) {
+      TileIn in;
+      in.reaches = reachesOutlet(layout, f, i, outlet);
+      if (in.reaches)
+        in.ring = detail::ringOf(layout, layout.tile(i), kNan, [&](int64_t j, int64_t k) {
+          return f.time[std::size_t(f.firstNode[std::size_t(j)] + k)];
+        });
+      return in;
+    },
+    [](Archive& a, TileIn& in) {
+      a.value(in.reaches);
+      a.vector(in.ring);
+    });
+  struct TileOut
+  {
+    uint8_t reaches = 0;
+    TileStats stats;
+  };
+  std::vector<TileOut> tileOut(std::size_t(layout.count()));
+  TileTraffic traffic;
+  traffic.in = [&](int64_t i, Archive& a) { toTiles.traffic(i, a); };
+  traffic.out = [&](int64_t i, Archive& a) {
+    TileOut& mine = tileOut[std::size_t(i)];
+    a.value(mine.reaches);
+    a.vector(mine.stats.rowCells);
+    a.value(mine.stats.minSpeed);
+    a.value(mine.stats.maxSpeed);
+    a.value(mine.stats.minTime);
+    a.value(mine.stats.maxTime);
+  };
   detail::forEachTile(layout, 2, "travel time pass 2 (times; write)", options, control, out, [&](int64_t i) {
     const auto held = inputs.take();
     TileInputs& in = *held;
     const Window t = layout.tile(i);
-    if (!reachesOutlet(layout, f, i, outlet))
+    const TileIn reads = toTiles.get(i);
+    if (!reads.reaches)
     {
       assignHuge(in.minutes, std::size_t(t.cells()), kNan);
       minutes.write(t, in.minutes.data());
       return;
     }
-    summary.tilesWithTimes[std::size_t(i)] = 1;
     readInputs(filled, directions, area, manning, model, t, outlet, layout.width, gpu, in);
-    TileStats stats;
-    const std::vector<double>& times = gpu
-                                        ? tileTimesOnGpu(in, steps, layout, f, options.gpuTiles, control, stats)
-                                        : tileTimes(in, steps, layout, f, stats);
+    TileOut& mine = tileOut[std::size_t(i)];
+    mine.reaches = 1;
+    const std::vector<double>& times = gpu ? tileTimesOnGpu(in, steps, layout, reads.ring, options.gpuTiles, control,
+                                                            mine.stats)
+                                           : tileTimes(in, steps, layout, reads.ring, mine.stats);
     minutes.write(t, times.data());
-    std::lock_guard<std::mutex> lock(merging);
-    for (int64_t y = 0; y < t.height; ++y)
-      rowCells[std::size_t(t.y0 + y)] += stats.rowCells[std::size_t(y)];
-    all.minSpeed = std::min(all.minSpeed, stats.minSpeed);
-    all.maxSpeed = std::max(all.maxSpeed, stats.maxSpeed);
-    all.minTime = std::min(all.minTime, stats.minTime);
-    all.maxTime = std::max(all.maxTime, stats.maxTime);
-  });
+  }, traffic);
   inputs.clear();
   out.passes = 2;
+  TravelSummary summary;
+  std::vector<int64_t> rowCells(std::size_t(layout.height), 0);
+  TileStats all;
+  summary.tilesWithTimes.assign(std::size_t(layout.count()), 0);
+  for (int64_t i = 0; i < layout.count(); ++i)
+  {
+    const TileOut& mine = tileOut[std::size_t(i)];
+    if (!mine.reaches)
+      continue;
+    summary.tilesWithTimes[std::size_t(i)] = 1;
+    const Window t = layout.tile(i);
+    for (int64_t y = 0; y < t.height; ++y)
+      rowCells[std::size_t(t.y0 + y)] += mine.stats.rowCells[std::size_t(y)];
+    all.minSpeed = std::min(all.minSpeed, mine.stats.minSpeed);
+    all.maxSpeed = std::max(all.maxSpeed, mine.stats.maxSpeed);
+    all.minTime = std::min(all.minTime, mine.stats.minTime);
+    all.maxTime = std::max(all.maxTime, mine.stats.maxTime);
+  }
   TravelTimes counted;
   dem::detail::watershedFromRows(detail::rowGrid(rows, layout.width, layout.height), rowCells, counted);
   summary.watershedCells = counted.watershedCells;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/run_control.h"
 #include "core/stage_times.h"
 #include "dem/dem.h"
+#include "dem/tiled/distribution.h"
 #include "dem/tiled/perimeter.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
@@ -188,27 +190,80 @@ private:
   std::vector<std::unique_ptr<Set>> mFree;
 };
 
-// Runs body(tile index) over every tile on the options' threads, timing the pass as `stage` in the
-// report and telling options.onTile (pass `pass`) as each tile ends.
+// Whether the run is shared by several processes (TiledOptions::cluster, distribution.h), and
+// whether this process holds the run's perimeters and graphs (the coordinator, or a run of one).
+inline bool distributedRun(const TiledOptions& options)
+{
+  return options.cluster && options.cluster->distributed();
+}
+inline bool holdsGraph(const TiledOptions& options)
+{
+  return !distributedRun(options) || options.cluster->coordinator();
+}
+
+// "tile 7 (columns 1024-2047, rows 0-1023)", for messages.
+std::string describeTile(const TileLayout& layout, int64_t i);
+
+// Runs body(tile) over `tiles` on the options' threads, timing the pass as `stage` in the report and
+// telling options.onTile (pass `pass`) as each tile ends. In a distributed run the coordinator hands
+// the tiles out (with traffic.in) and takes their results (traffic.out); the workers run the bodies
+// (distribution.h's rules).
 template <typename Body>
-void forEachTile(const TileLayout& layout, int pass, const std::string& stage, const TiledOptions& options,
-                 const RunControl& control, TiledReport& report, Body body)
+void forTiles(const TileLayout& layout, const std::vector<int64_t>& tiles, int pass, const std::string& stage,
+              const TiledOptions& options, const RunControl& control, TiledReport& report, Body body,
+              const TileTraffic& traffic = {})
 {
   ScopedStage timing(report.times, stage);
+  const int64_t count = int64_t(tiles.size());
+  if (distributedRun(options))
+  {
+    options.cluster->pass(
+      tiles, traffic, [&](int64_t i) { body(i); },
+      [&](int64_t done) {
+        if (options.onTile)
+          options.onTile(pass, done, count);
+      },
+      [&](int64_t i) { return describeTile(layout, i); }, control);
+    return;
+  }
   std::mutex progress;
   int64_t done = 0;
-  parallelFor(layout.count(), 1, options.threads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
+  parallelFor(count, 1, options.threads, [&](int64_t b, int64_t e) {
+    for (int64_t w = b; w < e; ++w)
     {
-      body(i);
+      body(tiles[std::size_t(w)]);
       std::lock_guard<std::mutex> lock(progress);
       ++done;
       if (options.onTile)
-        options.onTile(pass, done, layout.count());
+        options.onTile(pass, done, count);
     }
   }, &control);
   if (control.isCanceled())
     throw Canceled();
+}
+
+// forTiles over every tile of the layout.
+std::vector<int64_t> allTiles(const TileLayout& layout);
+template <typename Body>
+void forEachTile(const TileLayout& layout, int pass, const std::string& stage, const TiledOptions& options,
+                 const RunControl& control, TiledReport& report, Body body, const TileTraffic& traffic = {})
+{
+  forTiles(layout, allTiles(layout), pass, stage, options, control, report, body, traffic);
+}
+
+// The coordinator's state to the workers of a distributed run (Cluster::share); nothing otherwise.
+inline void share(const TiledOptions& options, const std::function<void(Archive&)>& visit)
+{
+  if (distributedRun(options))
+    options.cluster->share(visit);
+}
+
+// A pass's per-tile results (counts, summaries), each written by its tile's body and sent back with
+// it in a distributed run, merged by the caller after the pass.
+template <typename T>
+TileTraffic sendBack(std::vector<T>& perTile)
+{
+  return TileTraffic{nullptr, [&perTile](int64_t i, Archive& a) { a.value(perTile[std::size_t(i)]); }};
 }
 
 // A Grid of the rows' cell sizes without elevations (for dem.h's per-row sums and checks).
@@ -272,6 +327,73 @@ void forHaloRing(const TileLayout& layout, const Window& t, Visit visit)
       const Window u = layout.tile(j);
       visit(x, y, j, perimeterIndex(u, gx - u.x0, gy - u.y0));
     }
+}
+
+// The values the tiles around tile t hold on their perimeters, at the ring of cells around t: one a
+// ring cell, in the perimeter order of the (width + 2) x (height + 2) window around t (`outside` off
+// the raster). What a tile of the flats' and the raise's rounds reads of its neighbours.
+// valueAt(j, k): perimeter cell k of tile j's value.
+template <typename T, typename ValueAt>
+std::vector<T> ringOf(const TileLayout& layout, const Window& t, T outside, ValueAt valueAt)
+{
+  std::vector<T> ring(std::size_t(perimeterCount(t.width + 2, t.height + 2)), outside);
+  forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
+    ring[std::size_t(perimeterPlace(t.width + 2, t.height + 2, x + 1, y + 1))] = valueAt(j, k);
+  });
+  return ring;
+}
+template <typename T>
+std::vector<T> ringOf(const TileLayout& layout, const Window& t, const std::vector<std::vector<T>>& perimeter, T outside)
+{
+  return ringOf(layout, t, outside, [&](int64_t j, int64_t k) { return perimeter[std::size_t(j)][std::size_t(k)]; });
+}
+
+// visit(x, y, value) for each cell of a ring (ringOf's; x, y within the tile: -1 to width and height).
+template <typename T, typename Visit>
+void forRing(const Window& t, const std::vector<T>& ring, Visit visit)
+{
+  forPerimeter(Window{0, 0, t.width + 2, t.height + 2},
+               [&](int64_t x, int64_t y, int64_t k) { visit(x - 1, y - 1, ring[std::size_t(k)]); });
+}
+
+// What a tile's body reads of the coordinator's state (its ring, its components' levels): made by
+// make(tile) where this process holds that state (a run of one), else made on the coordinator and
+// sent with the tile (traffic(), for TileTraffic::in) into the tile's slot, which get() empties.
+template <typename T>
+class ToTiles
+{
+public:
+  ToTiles(const TiledOptions& options, int64_t tiles, std::function<T(int64_t)> make,
+          std::function<void(Archive&, T&)> visit)
+    : mDistributed(distributedRun(options)), mMake(std::move(make)), mVisit(std::move(visit))
+  {
+    if (mDistributed)
+      mSlots.resize(std::size_t(tiles));
+  }
+  T get(int64_t i) { return mDistributed ? std::move(mSlots[std::size_t(i)]) : mMake(i); }
+  void traffic(int64_t i, Archive& a)
+  {
+    if (a.loading())
+      mVisit(a, mSlots[std::size_t(i)]);
+    else
+    {
+      T value = mMake(i);
+      mVisit(a, value);
+    }
+  }
+
+private:
+  bool mDistributed;
+  std::function<T(int64_t)> mMake;
+  std::function<void(Archive&, T&)> mVisit;
+  std::vector<T> mSlots;
+};
+
+// ToTiles' visit for a vector.
+template <typename T>
+void visitVector(Archive& a, std::vector<T>& v)
+{
+  a.vector(v);
 }
 
 // Marks the (up to eight) tiles around tile i: they read its perimeter.

@@ -1,0 +1,465 @@
+// The tiled DEM tools run by several ranks (distribution.h), the ranks as threads of this process
+// (ThreadTransports): every output equal to the single-process tiled run's, bit for bit, for 1 to 4
+// ranks and tiles from tiny and odd to one; errors on a worker and on the coordinator end every
+// rank with the error; the messages' archive.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+#include "dem/dem.h"
+#include "dem/isochrone_chain.h"
+#include "dem/tiled/distribution.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
+#include "dem_cases.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+using namespace gpugeo::dem::tiled;
+
+namespace {
+
+RunControl noCancel;
+
+// Runs tool(options, rank, cluster) on `ranks` threads, the ranks of one run, each with `base` and
+// its Cluster (2 threads a worker); rank 0 ends the run (finish, or abort with its error), the
+// workers wait for that word (a worker's own error is told to rank 0 first). Rethrows rank 0's error;
+// `workerErrors` gets the workers' messages.
+template <typename Tool>
+void runRanks(int ranks, const TiledOptions& base, Tool tool, std::vector<std::string>* workerErrors = nullptr)
+{
+  ThreadTransports net(ranks);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
+  std::vector<std::string> texts(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      Cluster cluster(net.endpoint(r), 2);
+      TiledOptions options = base;
+      options.cluster = &cluster;
+      try
+      {
+        tool(options, r, cluster);
+        if (r == 0)
+          cluster.finish();
+        else
+          cluster.awaitEnd();
+      }
+      catch (const std::exception& e)
+      {
+        errors[std::size_t(r)] = std::current_exception();
+        texts[std::size_t(r)] = e.what();
+        if (r == 0)
+          cluster.abort(e.what());
+        else if (!dynamic_cast<const RunStopped*>(&e))
+        {
+          cluster.fail(e);
+          try
+          {
+            cluster.awaitEnd();
+          }
+          catch (const RunStopped&)
+          {
+          }
+        }
+      }
+    });
+  for (std::thread& t : threads)
+    t.join();
+  if (workerErrors)
+    workerErrors->assign(texts.begin() + 1, texts.end());
+  if (errors[0])
+    std::rethrow_exception(errors[0]);
+}
+
+struct Outputs
+{
+  std::vector<float> filled;
+  std::vector<uint8_t> directions;
+  std::vector<int64_t> cells, area;
+  DirectionCounts counts;
+  AccumulationSummary summary;
+  TiledReport fillReport;
+  std::vector<int32_t> combined, towards;  // the flat masks
+  std::vector<uint8_t> resolved;           // directions with the flats drained (Combined)
+  std::vector<float> raised;               // the filled DEM with its flats raised (Combined)
+  RaisedCounts raisedCounts;
+};
+
+// A sink on rank 0, a remote one (id) on the workers.
+template <typename T>
+std::unique_ptr<RasterSink<T>> sinkFor(int rank, Cluster* cluster, MemoryRaster<T>& target, int id)
+{
+  if (rank == 0)
+  {
+    if (cluster)
+      cluster->addSink(id, target);
+    return nullptr;
+  }
+  return cluster->remoteSink<T>(id, target.width(), target.height());
+}
+
+struct Isochrones
+{
+  std::vector<double> minutes, copied;
+  TravelSummary travel;
+  TiledBands bands;
+  std::vector<int64_t> streamedCells;  // the cells of each band as BandObserver saw them
+};
+
+// Travel times (slope model, or Manning with a raster) and bands, tiled, from the in-memory chain's
+// rasters, by `ranks` ranks (0: this process alone).
+Isochrones runIsochrones(const TestDem& d, const ChainResult& chain, const VelocityModel& model,
+                         const std::vector<float>* manning, const TiledOptions& options, int ranks)
+{
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<float> filled(d.width, d.height, chain.filled);
+  const MemoryRaster<uint8_t> directions(d.width, d.height, chain.directions);
+  const MemoryRaster<int64_t> area(d.width, d.height, chain.accumulation.area);
+  std::unique_ptr<MemoryRaster<float>> n;
+  if (manning)
+    n = std::make_unique<MemoryRaster<float>>(d.width, d.height, *manning);
+  MemoryRaster<double> minutes(d.width, d.height), copied(d.width, d.height);
+  Isochrones out;
+  const auto run = [&](const TiledOptions& o, int rank, Cluster* cluster) {
+    const auto minutesSink = sinkFor(rank, cluster, minutes, 1);
+    const auto copySink = sinkFor(rank, cluster, copied, 2);
+    const TravelSummary travel = travelTimeTiled(filled, directions, area, n.get(), rows, chain.outlet, model,
+                                                 rank == 0 ? minutes : *minutesSink, o, noCancel);
+    std::vector<int64_t> streamed;
+    TiledBands bands = bandsTiled(minutes, rows, chain.interval, chain.bands, rank == 0 ? &copied : copySink.get(),
+                                  o, noCancel, nullptr,
+                                  [&](int32_t, int64_t cells, double, BandPolygons&) { streamed.push_back(cells); },
+                                  &travel.tilesWithTimes);
+    if (rank == 0)
+    {
+      out.travel = travel;
+      out.bands = std::move(bands);
+      out.streamedCells = streamed;
+    }
+  };
+  if (ranks == 0)
+    run(options, 0, nullptr);
+  else
+    runRanks(ranks, options, [&](const TiledOptions& o, int rank, Cluster& cluster) { run(o, rank, &cluster); });
+  out.minutes = minutes.cells();
+  out.copied = copied.cells();
+  return out;
+}
+
+bool sameDoubles(const std::vector<double>& a, const std::vector<double>& b)
+{
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+// Fill, directions and accumulation (along the filled DEM's directions), both flat masks, the
+// directions with the flats drained and the raised flats, tiled, by `ranks` ranks (0: this process
+// alone, no cluster).
+Outputs runChain(const TestDem& d, const TiledOptions& options, int ranks)
+{
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<float> dem(d.width, d.height, d.z);
+  MemoryRaster<float> filled(d.width, d.height), raised(d.width, d.height);
+  MemoryRaster<uint8_t> directions(d.width, d.height), resolved(d.width, d.height);
+  MemoryRaster<int64_t> cells(d.width, d.height), area(d.width, d.height);
+  MemoryRaster<int32_t> combined(d.width, d.height), towards(d.width, d.height);
+  const ScratchFolder scratch(testing::TempDir());
+  RawFileRaster<float> work(scratch.path() + "/work.f32", d.width, d.height);
+  Outputs out;
+  const auto chain = [&](const TiledOptions& o, int rank, Cluster* cluster) {
+    const auto filledSink = sinkFor(rank, cluster, filled, 1);
+    const auto directionsSink = sinkFor(rank, cluster, directions, 2);
+    const auto cellsSink = sinkFor(rank, cluster, cells, 3);
+    const auto areaSink = sinkFor(rank, cluster, area, 4);
+    const auto combinedSink = sinkFor(rank, cluster, combined, 5);
+    const auto towardsSink = sinkFor(rank, cluster, towards, 6);
+    const auto resolvedSink = sinkFor(rank, cluster, resolved, 7);
+    const auto raisedSink = sinkFor(rank, cluster, raised, 8);
+    TiledReport report;
+    fillTiled(dem, rows, rank == 0 ? filled : *filledSink, o, noCancel, &report);
+    const DirectionCounts counts =
+      directionsTiled(filled, rows, rank == 0 ? directions : *directionsSink, o, noCancel);
+    const AccumulationSummary summary = accumulationTiled(directions, rows, rank == 0 ? cells : *cellsSink,
+                                                          rank == 0 ? area : *areaSink, o, noCancel);
+    flatMaskTiled(filled, rows, rank == 0 ? combined : *combinedSink, FlatGradient::Combined, scratch.path(), o,
+                  noCancel);
+    flatMaskTiled(filled, rows, rank == 0 ? towards : *towardsSink, FlatGradient::TowardsOutlet, scratch.path(), o,
+                  noCancel);
+    directionsTiled(filled, rows, rank == 0 ? resolved : *resolvedSink, o, noCancel, nullptr, &combined);
+    const RaisedCounts raisedCounts =
+      raiseFlatsTiled(filled, combined, rows, work, rank == 0 ? raised : *raisedSink, o, noCancel);
+    if (rank == 0)
+    {
+      out.raisedCounts = raisedCounts;
+      out.counts = counts;
+      out.summary = summary;
+      out.fillReport = report;
+    }
+  };
+  if (ranks == 0)
+    chain(options, 0, nullptr);
+  else
+    runRanks(ranks, options, [&](const TiledOptions& o, int rank, Cluster& cluster) { chain(o, rank, &cluster); });
+  out.filled = filled.cells();
+  out.directions = directions.cells();
+  out.cells = cells.cells();
+  out.area = area.cells();
+  out.combined = combined.cells();
+  out.towards = towards.cells();
+  out.resolved = resolved.cells();
+  out.raised = raised.cells();
+  return out;
+}
+
+void expectSame(const Outputs& got, const Outputs& expected)
+{
+  EXPECT_TRUE(sameBits(got.filled, expected.filled));
+  EXPECT_EQ(got.directions, expected.directions);
+  EXPECT_EQ(got.cells, expected.cells);
+  EXPECT_EQ(got.area, expected.area);
+  for (int k = 0; k < 9; ++k)
+    EXPECT_EQ(got.counts.perDirection[k], expected.counts.perDirection[k]) << k;
+  EXPECT_EQ(got.counts.drainingOut, expected.counts.drainingOut);
+  EXPECT_EQ(got.summary.outlets, expected.summary.outlets);
+  EXPECT_EQ(got.summary.pits, expected.summary.pits);
+  EXPECT_EQ(got.summary.reached, expected.summary.reached);
+  EXPECT_EQ(got.summary.largestCell, expected.summary.largestCell);
+  EXPECT_EQ(got.summary.largestCells, expected.summary.largestCells);
+  EXPECT_EQ(got.summary.largestArea, expected.summary.largestArea);
+  EXPECT_EQ(got.combined, expected.combined);
+  EXPECT_EQ(got.towards, expected.towards);
+  EXPECT_EQ(got.resolved, expected.resolved);
+  EXPECT_TRUE(sameBits(got.raised, expected.raised));
+  EXPECT_EQ(got.raisedCounts.raised, expected.raisedCounts.raised);
+  EXPECT_EQ(got.raisedCounts.raisedInTurn, expected.raisedCounts.raisedInTurn);
+}
+
+}  // namespace
+
+TEST(DemDistributed, ArchivesLoadWhatTheySaved)
+{
+  Archive save;
+  int32_t a = -7;
+  double b = 2.5;
+  std::vector<int64_t> c{1, 2, 3};
+  std::vector<float> empty;
+  std::string s = "tile 3";
+  save.value(a);
+  save.value(b);
+  save.vector(c);
+  save.vector(empty);
+  save.string(s);
+  Archive load(save.bytes().data(), save.bytes().size());
+  int32_t a2 = 0;
+  double b2 = 0;
+  std::vector<int64_t> c2{9};
+  std::vector<float> empty2{1.f};
+  std::string s2;
+  load.value(a2);
+  load.value(b2);
+  load.vector(c2);
+  load.vector(empty2);
+  load.string(s2);
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(b2, b);
+  EXPECT_EQ(c2, c);
+  EXPECT_TRUE(empty2.empty());
+  EXPECT_EQ(s2, s);
+  EXPECT_EQ(load.remaining(), 0u);
+  EXPECT_THROW(load.value(a2), Error);  // past the end: an error, not a read beyond the bytes
+}
+
+TEST(DemDistributed, AnyNumberOfRanksGivesTheSingleProcessRun)
+{
+  const std::vector<TestDem> dems{randomDem(11, 67, 53, 2.0, 6), spiralValley(41),
+                                  randomDem(12, 40, 31, 0.0, 4, 30, 30, true)};
+  for (std::size_t k = 0; k < dems.size(); ++k)
+  {
+    const TestDem& d = dems[k];
+    for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{7, 5}, {1, d.height}, {16, 16}, {d.width, d.height}})
+    {
+      const Outputs expected = runChain(d, tiles(tw, th), 0);
+      for (const int ranks : {1, 2, 3, 4})
+      {
+        SCOPED_TRACE("DEM " + std::to_string(k) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th) +
+                     ", " + std::to_string(ranks) + " ranks");
+        const Outputs got = runChain(d, tiles(tw, th), ranks);
+        expectSame(got, expected);
+        EXPECT_EQ(got.fillReport.tiles, expected.fillReport.tiles);
+        EXPECT_EQ(got.fillReport.passes, expected.fillReport.passes);
+      }
+    }
+  }
+}
+
+TEST(DemDistributed, ProgressIsToldOnTheCoordinatorPerTile)
+{
+  const TestDem d = randomDem(13, 30, 20, 1.0, 2);
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<float> dem(d.width, d.height, d.z);
+  MemoryRaster<float> filled(d.width, d.height);
+  std::vector<std::pair<int, int64_t>> told;
+  TiledOptions o = tiles(10, 10);
+  runRanks(3, o, [&](TiledOptions options, int rank, Cluster& cluster) {
+    if (rank == 0)
+      options.onTile = [&](int pass, int64_t done, int64_t count) {
+        EXPECT_EQ(count, 6);
+        told.emplace_back(pass, done);
+      };
+    const auto sink = sinkFor(rank, &cluster, filled, 1);
+    fillTiled(dem, rows, rank == 0 ? filled : *sink, options, noCancel);
+  });
+  ASSERT_EQ(told.size(), 12u);
+  EXPECT_EQ(told.front(), std::make_pair(1, int64_t(1)));
+  EXPECT_EQ(told[5], std::make_pair(1, int64_t(6)));
+  EXPECT_EQ(told.back(), std::make_pair(2, int64_t(6)));
+}
+
+// A source whose reads fail on one tile, on the workers only (rank 0 never reads a tile).
+class FailingSource : public RasterSource<uint8_t>
+{
+public:
+  FailingSource(const MemoryRaster<uint8_t>& cells, Window bad) : mCells(cells), mBad(bad) {}
+  int64_t width() const override { return mCells.width(); }
+  int64_t height() const override { return mCells.height(); }
+  void read(const Window& window, uint8_t* out) const override
+  {
+    if (window.contains(mBad.x0, mBad.y0))
+      throw WriteFailed("cannot read the directions at cell (12, 3)");
+    mCells.read(window, out);
+  }
+
+private:
+  const MemoryRaster<uint8_t>& mCells;
+  Window mBad;
+};
+
+TEST(DemDistributed, AnErrorOnAWorkerEndsEveryRankNamingTheRankAndTile)
+{
+  const TestDem d = randomDem(14, 40, 30, 1.0, 2);
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<uint8_t> dirs(d.width, d.height,
+                                   flowDirections(Backend::Cpu, d.grid(), false, 1, noCancel));
+  const FailingSource failing(dirs, Window{12, 3, 1, 1});
+  MemoryRaster<int64_t> cells(d.width, d.height), area(d.width, d.height);
+  std::vector<std::string> workerErrors;
+  try
+  {
+    runRanks(3, tiles(8, 8), [&](const TiledOptions& o, int rank, Cluster& cluster) {
+      const auto c = sinkFor(rank, &cluster, cells, 1);
+      const auto a = sinkFor(rank, &cluster, area, 2);
+      accumulationTiled(failing, rows, rank == 0 ? cells : *c, rank == 0 ? area : *a, o, noCancel);
+    }, &workerErrors);
+    FAIL() << "no error";
+  }
+  catch (const WriteFailed& e)  // the worker's error, of its own type
+  {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("rank "), std::string::npos) << text;
+    EXPECT_NE(text.find("tile 1 (columns 8-15, rows 0-7)"), std::string::npos) << text;
+    EXPECT_NE(text.find("cannot read the directions"), std::string::npos) << text;
+  }
+  for (const std::string& w : workerErrors)
+    EXPECT_NE(w.find("stopped by rank 0"), std::string::npos) << w;
+}
+
+TEST(DemDistributed, AnErrorOnTheCoordinatorStopsTheWorkers)
+{
+  // Directions that loop across two tiles: the coordinator's graph finds the loop.
+  const int64_t w = 8, h = 4;
+  std::vector<uint8_t> loop(std::size_t(w * h), 8);
+  loop[std::size_t(1 * w + 3)] = 0;  // (3, 1) east into (4, 1), the next tile
+  loop[std::size_t(1 * w + 4)] = 4;  // (4, 1) west, back
+  const MemoryRaster<uint8_t> dirs(w, h, loop);
+  const RowSizes rows{std::vector<double>(h, 10.0), std::vector<double>(h, 10.0)};
+  MemoryRaster<int64_t> cells(w, h), area(w, h);
+  std::vector<std::string> workerErrors;
+  EXPECT_THROW(runRanks(4, tiles(4, 4), [&](const TiledOptions& o, int rank, Cluster& cluster) {
+                 const auto c = sinkFor(rank, &cluster, cells, 1);
+                 const auto a = sinkFor(rank, &cluster, area, 2);
+                 accumulationTiled(dirs, rows, rank == 0 ? cells : *c, rank == 0 ? area : *a, o, noCancel);
+               }, &workerErrors),
+               LoopedDirections);
+  ASSERT_EQ(workerErrors.size(), 3u);
+  for (const std::string& e : workerErrors)
+    EXPECT_NE(e.find("stopped by rank 0: the flow directions go round in a loop"), std::string::npos) << e;
+}
+
+TEST(DemDistributed, ACancelOnTheCoordinatorStopsEveryRank)
+{
+  const TestDem d = randomDem(15, 60, 60, 1.0, 2);
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<float> dem(d.width, d.height, d.z);
+  MemoryRaster<float> filled(d.width, d.height);
+  std::atomic<int> results{0};
+  RunControl cancelAfterThree;
+  cancelAfterThree.canceled = [&] { return results.load() >= 3; };
+  std::vector<std::string> workerErrors;
+  EXPECT_THROW(runRanks(3, tiles(5, 5), [&](TiledOptions options, int rank, Cluster& cluster) {
+                 options.onTile = [&](int, int64_t, int64_t) { ++results; };
+                 const auto sink = sinkFor(rank, &cluster, filled, 1);
+                 fillTiled(dem, rows, rank == 0 ? filled : *sink, options, rank == 0 ? cancelAfterThree : noCancel);
+               }, &workerErrors),
+               Canceled);
+  for (const std::string& e : workerErrors)
+    EXPECT_NE(e.find("stopped by rank 0: canceled"), std::string::npos) << e;
+}
+
+TEST(DemDistributed, IsochronesOfAnyNumberOfRanksAreTheSingleProcessRuns)
+{
+  const std::vector<TestDem> dems{randomDem(21, 61, 47, 1.0, 5, 30, 30, true), spiralValley(37)};
+  for (std::size_t k = 0; k < dems.size(); ++k)
+  {
+    const TestDem& d = dems[k];
+    const std::vector<float> manning = manningOf(d);
+    for (const VelocityModel::Kind kind : {VelocityModel::Kind::Slope, VelocityModel::Kind::Manning})
+    {
+      ChainOptions o;
+      o.model.kind = kind;
+      o.model.channelArea = 0.05;
+      o.model.mixedArea = 2e4;
+      o.model.channelAreaManning = 8e4;
+      o.model.rainfall = 30;
+      o.model.manning = kind == VelocityModel::Kind::Manning ? manning.data() : nullptr;
+      o.interval = 0.5;
+      o.maxBands = 100000;
+      o.keepFilled = o.keepDirections = o.keepAccumulation = true;
+      const ChainResult chain = isochroneChain(Backend::Cpu, d.grid(), o, 2, noCancel);
+      const std::vector<float>* n = kind == VelocityModel::Kind::Manning ? &manning : nullptr;
+      for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{7, 5}, {1, d.height}, {16, 16}})
+      {
+        const Isochrones expected = runIsochrones(d, chain, o.model, n, tiles(tw, th), 0);
+        ASSERT_GT(expected.travel.watershedCells, 1);
+        for (const int ranks : {2, 3, 4})
+        {
+          SCOPED_TRACE("DEM " + std::to_string(k) + ", model " + std::to_string(int(kind)) + ", tiles " +
+                       std::to_string(tw) + " x " + std::to_string(th) + ", " + std::to_string(ranks) + " ranks");
+          const Isochrones got = runIsochrones(d, chain, o.model, n, tiles(tw, th), ranks);
+          EXPECT_TRUE(sameDoubles(got.minutes, expected.minutes));
+          EXPECT_TRUE(sameDoubles(got.copied, expected.copied));
+          EXPECT_EQ(got.travel.watershedCells, expected.travel.watershedCells);
+          EXPECT_EQ(got.travel.watershedArea, expected.travel.watershedArea);
+          EXPECT_EQ(got.travel.minSpeed, expected.travel.minSpeed);
+          EXPECT_EQ(got.travel.maxSpeed, expected.travel.maxSpeed);
+          EXPECT_EQ(got.travel.minTime, expected.travel.minTime);
+          EXPECT_EQ(got.travel.maxTime, expected.travel.maxTime);
+          EXPECT_EQ(got.travel.tilesWithTimes, expected.travel.tilesWithTimes);
+          EXPECT_EQ(got.bands.bandCells, expected.bands.bandCells);
+          EXPECT_EQ(got.bands.bandArea, expected.bands.bandArea);
+          EXPECT_EQ(got.streamedCells, expected.streamedCells);
+          EXPECT_EQ(got.bands.watershed.bandPolygon, expected.bands.watershed.bandPolygon);
+          EXPECT_EQ(got.bands.watershed.polygonRing, expected.bands.watershed.polygonRing);
+          EXPECT_EQ(got.bands.watershed.ringPoint, expected.bands.watershed.ringPoint);
+          EXPECT_EQ(got.bands.watershed.x, expected.bands.watershed.x);
+          EXPECT_EQ(got.bands.watershed.y, expected.bands.watershed.y);
+        }
+      }
+    }
+  }
+}

@@ -316,7 +316,7 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
     std::vector<char> in;
   };
   std::mutex lock;
-  std::condition_variable ready;
+  std::condition_variable ready, finishedOne;
   std::deque<Job> todo;
   std::deque<std::vector<char>> done;
   bool stop = false;
@@ -379,8 +379,11 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
         todo.pop_front();
       }
       std::vector<char> message = run(job);
-      std::lock_guard<std::mutex> hold(lock);
-      done.push_back(std::move(message));
+      {
+        std::lock_guard<std::mutex> hold(lock);
+        done.push_back(std::move(message));
+      }
+      finishedOne.notify_one();
     }
   };
   std::vector<std::thread> threads;
@@ -404,8 +407,10 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
   };
 
   {
+    // Twice as many tiles as threads: each thread finds its next tile waiting when it ends one, so that
+    // the messages' round trips hide behind the work.
     Archive ask = header(Kind::Ask, step);
-    uint32_t wanted = uint32_t(std::max<std::size_t>(1, threads.size()));
+    uint32_t wanted = uint32_t(2 * std::max<std::size_t>(1, threads.size()));
     ask.value(wanted);
     mTransport.send(0, std::move(ask.bytes()));
   }
@@ -440,10 +445,24 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
       }
       if (noMore && inFlight == 0)
         break;
+      // A message now if one is there; else, while tiles run, wait for one of them to end (its
+      // result goes out at once) but look for messages again within half a millisecond.
       int from = -1;
       std::vector<char> message;
-      if (!mTransport.receive(from, message, std::chrono::milliseconds(1)))
-        continue;
+      if (!mTransport.receive(from, message, std::chrono::milliseconds(0)))
+      {
+        std::unique_lock<std::mutex> hold(lock);
+        if (inFlight > 0 && !threads.empty())
+          finishedOne.wait_for(hold, std::chrono::microseconds(500), [&] { return !done.empty(); });
+        else
+        {
+          hold.unlock();
+          if (!mTransport.receive(from, message, std::chrono::milliseconds(1)))
+            continue;
+        }
+        if (message.empty())
+          continue;
+      }
       Archive a(message.data(), message.size());
       const Header h = readHeader(a);
       if (h.kind == Kind::Abort)

@@ -50,21 +50,35 @@ int64_t ScratchFolder::bytes() const
   return total;
 }
 
-RawFile::RawFile(const std::string& path, int64_t bytes, Mode mode) : mPath(path)
+RawFile::RawFile(const std::string& path, int64_t bytes, Mode mode) : mPath(path), mMode(mode)
+{
+  if (mode != Mode::Update)
+    open(mode, bytes);
+}
+
+void RawFile::open(Mode mode, int64_t bytes)
 {
   const bool create = mode == Mode::Create;
   const int flags = create ? O_RDWR | O_CREAT | O_TRUNC : mode == Mode::Update ? O_RDWR : O_RDONLY;
-  mFd = ::open(path.c_str(), flags | O_CLOEXEC, 0600);
+  mFd = ::open(mPath.c_str(), flags | O_CLOEXEC, 0600);
   if (mFd < 0 && create)
-    throw WriteFailed("could not create " + path + ": " + systemError(errno));
+    throw WriteFailed("could not create " + mPath + ": " + systemError(errno));
   if (mFd < 0)
-    throw InvalidInput("could not open " + path + ": " + systemError(errno));
+    throw InvalidInput("could not open " + mPath + ": " + systemError(errno));
   if (create && ::ftruncate(mFd, bytes) != 0)
   {
     const int code = errno;
     ::close(mFd);
-    throw WriteFailed("could not make " + path + " " + std::to_string(bytes) + " bytes: " + systemError(code));
+    mFd = -1;
+    throw WriteFailed("could not make " + mPath + " " + std::to_string(bytes) + " bytes: " + systemError(code));
   }
+}
+
+int RawFile::fd() const
+{
+  if (mMode == Mode::Update)
+    std::call_once(mOpened, [this] { const_cast<RawFile*>(this)->open(Mode::Update, 0); });
+  return mFd;
 }
 
 RawFile::~RawFile()
@@ -78,7 +92,7 @@ void RawFile::readAt(int64_t offset, void* out, int64_t bytes) const
   char* to = static_cast<char*>(out);
   while (bytes > 0)
   {
-    const ssize_t got = ::pread(mFd, to, std::size_t(bytes), offset);
+    const ssize_t got = ::pread(fd(), to, std::size_t(bytes), offset);
     if (got < 0 && errno == EINTR)
       continue;
     if (got <= 0)
@@ -94,7 +108,7 @@ void RawFile::writeAt(int64_t offset, const void* in, int64_t bytes)
   const char* from = static_cast<const char*>(in);
   while (bytes > 0)
   {
-    const ssize_t put = ::pwrite(mFd, from, std::size_t(bytes), offset);
+    const ssize_t put = ::pwrite(fd(), from, std::size_t(bytes), offset);
     if (put < 0 && errno == EINTR)
       continue;
     if (put <= 0)

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,14 @@ public:
   virtual ~RasterSink() = default;
   // The window's cells from `in`. Each cell is written once.
   virtual void write(const Window& window, const T* in) = 0;
+};
+
+// A sink that keeps nothing (an output nobody asked for).
+template <typename T>
+class DiscardSink : public RasterSink<T>
+{
+public:
+  void write(const Window&, const T*) override {}
 };
 
 // A raster held in memory (the tests' in-memory runs, and the outputs the benchmarks keep).
@@ -117,7 +126,8 @@ class RawFile
 {
 public:
   // Create: a new file of `bytes` (sparse until written); Read: an existing one, read only; Update: an
-  // existing one, read and written (a worker of a distributed run writing into the coordinator's).
+  // existing one, read and written, opened when first read or written (a worker of a distributed run
+  // using the coordinator's file: it opens it only within a pass, while the file surely exists).
   enum class Mode
   {
     Create,
@@ -133,8 +143,13 @@ public:
   const std::string& path() const { return mPath; }
 
 private:
+  void open(Mode mode, int64_t bytes);
+  int fd() const;
+
   std::string mPath;
-  int mFd = -1;
+  Mode mMode;
+  mutable int mFd = -1;
+  mutable std::once_flag mOpened;
 };
 
 template <typename T>

@@ -114,11 +114,12 @@ constexpr int64_t kRaiseBytesPerTileCell = 32;
 // window.cells() each), before they are written; called from the tiles' threads, one at a time.
 using FilledTileObserver = std::function<void(const Window&, const float* dem, const float* filled)>;
 
-// The filled DEM (dem.h's fillDepressions). Throws InvalidInput as validateCellSizes, and for tiles
-// so small that the DEM's perimeter cells pass 2^31.
-void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
-               const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr,
-               const FilledTileObserver& observe = nullptr);
+// The filled DEM (dem.h's fillDepressions); returns the number of cells it raised. Throws
+// InvalidInput as validateCellSizes, and for tiles so small that the DEM's perimeter cells pass 2^31.
+// In a distributed run `observe` is called on the rank that fills the tile.
+int64_t fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
+                  const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr,
+                  const FilledTileObserver& observe = nullptr);
 
 // What the directions hold, for the log: cells per direction (0..7) and without one (8), and the
 // cells that drain out of the grid (off its border or onto nodata).
@@ -131,8 +132,9 @@ struct DirectionCounts
 // The flat mask (dem.h's flatMask) of a filled DEM. The distances through flats that cross tiles
 // take rounds over the tiles until the perimeters settle; between rounds each tile's flat cells and
 // distances wait in raw files in `scratchFolder` (9 bytes a cell; on the GPU nothing is kept: each
-// visit relaxes the tile's distances again). report.passes counts the rounds, the pass for the
-// components (Combined gradient, on the CPU) and the pass that writes.
+// visit relaxes the tile's distances again; a distributed run takes the CPU's path on every rank).
+// report.passes counts the rounds, the pass for the components (Combined gradient, on the CPU) and
+// the pass that writes.
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,
                    FlatGradient gradient, const std::string& scratchFolder, const TiledOptions& options,
                    const RunControl& control, TiledReport* report = nullptr);

@@ -209,9 +209,9 @@ std::vector<float> solveFillGraph(const TileLayout& layout, std::vector<TilePeri
 
 }  // namespace
 
-void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
-               const TiledOptions& options, const RunControl& control, TiledReport* report,
-               const FilledTileObserver& observe)
+int64_t fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& filled,
+                  const TiledOptions& options, const RunControl& control, TiledReport* report,
+                  const FilledTileObserver& observe)
 {
   TiledReport local;
   TiledReport& out = report ? *report : local;
@@ -283,6 +283,7 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
     std::vector<float> z, raised, cells;
   };
   detail::Reused<Pass2> buffers;
+  std::vector<int64_t> raised(std::size_t(layout.count()), 0);  // per tile: the cells the fill raised
   detail::forEachTile(layout, 2, "fill pass 2 (raise and write)", options, control, out, [&](int64_t i) {
     const Window t = layout.tile(i);
     const auto b = buffers.take();
@@ -299,9 +300,19 @@ void fillTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<
       observe(t, input.data(), b->cells.data());
     }
     filled.write(t, b->cells.data());
-  });
+    int64_t mine = 0;
+    const int64_t pw = t.width + 2;
+    for (int64_t y = 0; y < t.height; ++y)
+      for (int64_t x = 0; x < t.width; ++x)
+        mine += b->cells[std::size_t(y * t.width + x)] > b->z[std::size_t((y + 1) * pw + x + 1)];
+    raised[std::size_t(i)] = mine;
+  }, detail::sendBack(raised));
   buffers.clear();
   ++out.passes;
+  int64_t total = 0;
+  for (const int64_t mine : raised)
+    total += mine;
+  return total;
 }
 
 }  // namespace gpugeo::dem::tiled

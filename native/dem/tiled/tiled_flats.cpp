@@ -198,7 +198,8 @@ struct FlatState
   bool owner;
   RawFileRaster<uint8_t> flat;
   RawFileRaster<int32_t> towards, away;
-  // create: new files (a run of one, or the coordinator's); else the coordinator's, opened by a worker.
+  // create: new files (a run of one, or the coordinator's); else the coordinator's, which a worker
+  // opens when it first reads or writes them.
   FlatState(const std::string& scratch, int64_t width, int64_t height, bool create)
     : folder(scratch),
       owner(create),
@@ -357,9 +358,7 @@ struct FlatRun
   TiledReport& out;
   bool withAway = false;
   bool gpu = false;
-  std::string scratchFolder;
-  std::optional<FlatState> state;            // the CPU's tiles between rounds (files())
-  std::once_flag opened;
+  std::optional<FlatState> state;            // the CPU's tiles between rounds
   std::unique_ptr<detail::FlatTilesOnGpu> onGpu;  // the GPU's tiles between rounds, as many as kept
   Perimeters perimeters;                     // every tile's perimeter distances
   std::vector<TileComponents> components;    // Combined: every tile's components on its perimeter
@@ -374,18 +373,6 @@ struct FlatRun
     : filled(f), layout(l), options(o), control(c), out(r)
   {
   }
-
-  // The CPU's state between rounds, in files the coordinator creates (at the start); a worker of a
-  // distributed run opens them when its first tile needs them (the scratch folder is on a file
-  // system the ranks share), so that a worker never opens files its run has already removed.
-  FlatState& files()
-  {
-    std::call_once(opened, [&] {
-      if (!state)
-        state.emplace(scratchFolder, layout.width, layout.height, false);
-    });
-    return *state;
-  }
 };
 
 // A round's visit to tile i on the CPU: the first reads the DEM and finds the distances from the
@@ -394,7 +381,7 @@ void visitOnCpu(FlatRun& run, int64_t i, bool firstVisit, const Rings& rings, Pe
 {
   FlatTile f;
   const Window t = run.layout.tile(i);
-  FlatState& state = run.files();
+  FlatState& state = *run.state;
   if (firstVisit)
   {
     readFlatTile(run.filled, t, f);
@@ -550,7 +537,7 @@ void componentsPass(FlatRun& run)
                       [&](int64_t i) {
     FlatTile f;
     readFlatTile(run.filled, run.layout.tile(i), f);
-    f.away = loadPadded(f, run.files().away);
+    f.away = loadPadded(f, run.state->away);
     const std::vector<int32_t> root = tileComponents(f);
     std::vector<int32_t> most(root.size(), 0);  // at each root: the highest count of its flat cells
     for (int64_t y = 0; y < f.t.height; ++y)
@@ -655,7 +642,7 @@ std::vector<int32_t> maskOnCpu(FlatRun& run, int64_t i, const std::vector<int32_
   FlatTile f;
   const Window t = run.layout.tile(i);
   setGeometry(t, f);
-  f.towards = loadPadded(f, run.files().towards);
+  f.towards = loadPadded(f, run.state->towards);
   std::vector<int32_t> cells(std::size_t(t.cells()), 0);
   if (!run.withAway)
   {
@@ -665,7 +652,7 @@ std::vector<int32_t> maskOnCpu(FlatRun& run, int64_t i, const std::vector<int32_
     return cells;
   }
   detail::readWithHalo(run.filled, t, std::numeric_limits<float>::quiet_NaN(), f.z, kPad);
-  f.away = loadPadded(f, run.files().away);
+  f.away = loadPadded(f, run.state->away);
   const std::vector<int32_t> root = tileComponents(f);
   std::vector<int32_t> most(root.size(), 0);
   for (int64_t y = 0; y < t.height; ++y)
@@ -720,7 +707,9 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     detail::beginTiledRun(filled.width(), filled.height(), rows, options, kFlatsBytesPerTileCell, kPad, out);
   FlatRun run(filled, layout, options, control, out);
   run.withAway = gradient == FlatGradient::Combined;
-  run.gpu = options.backend == Backend::Gpu;
+  // A distributed run takes the CPU's path on every rank: the GPU's keeps no state between rounds and
+  // has no components pass, so ranks of both kinds could not share the rounds.
+  run.gpu = options.backend == Backend::Gpu && !detail::distributedRun(options);
   const int64_t count = layout.count();
   run.perimeters.towards.resize(std::size_t(count));
   run.perimeters.away.resize(std::size_t(count));
@@ -733,9 +722,11 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     run.perimeters.away[std::size_t(i)].assign(std::size_t(size), 0);
   }
   out.graphBytes = run.firstNode.back() * int64_t(4 * sizeof(int32_t));
-  run.scratchFolder = scratchFolder;
-  if (!run.gpu && detail::holdsGraph(options))
-    run.state.emplace(scratchFolder, layout.width, layout.height, true);
+  // The CPU's state between rounds, in files the coordinator creates; the workers of a distributed
+  // run open them when their tiles first need them (RawFile::Mode::Update: the scratch folder is on a
+  // file system the ranks share).
+  if (!run.gpu)
+    run.state.emplace(scratchFolder, layout.width, layout.height, detail::holdsGraph(options));
   if (run.gpu)
     run.onGpu = std::make_unique<detail::FlatTilesOnGpu>(count, options.gpuKeepBytes);
   if (run.withAway)

@@ -445,14 +445,15 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
       }
       if (noMore && inFlight == 0)
         break;
-      // A message now if one is there; else, while tiles run, wait for one of them to end (its
-      // result goes out at once) but look for messages again within half a millisecond.
+      // A message now if one is there; else, while every thread has a tile, wait for one of them to
+      // end (its result goes out at once) but look for messages again within half a millisecond; with
+      // a thread idle, wait for a message.
       int from = -1;
       std::vector<char> message;
       if (!mTransport.receive(from, message, std::chrono::milliseconds(0)))
       {
         std::unique_lock<std::mutex> hold(lock);
-        if (inFlight > 0 && !threads.empty())
+        if (inFlight >= int64_t(threads.size()) && !threads.empty())
           finishedOne.wait_for(hold, std::chrono::microseconds(500), [&] { return !done.empty(); });
         else
         {

@@ -240,7 +240,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
   const float noData = outputNoData(raster, counts, feedback);
 
   std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Float32, double(noData));
-  TiffTileSink<float> sink(*writer, GDT_Float32, nanAsNoData(noData));
+  TiffTileSink<float> sink(*writer, nanAsNoData(noData));
   FillTally tally;
   const auto observe = [&](const dem::tiled::Window& t, const float* dem, const float* filled) {
     for (int64_t y = 0; y < t.height; ++y)

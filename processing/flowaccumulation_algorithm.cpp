@@ -41,13 +41,13 @@ std::array<int16_t, 256> decodingTable(int encoding)
   return table;
 }
 
-int16_t decode(const std::array<int16_t, 256>& table, double value)
+// The directions raster decoded in `encoding`; the other encoding's table tells whether codes this
+// one lacks all fit it (refuseInvalidCodes's hint).
+CodeTileSource directionSource(const DemRaster& raster, int encoding)
 {
-  if (std::isnan(value))
-    return dem::kNoData;
-  if (!(value >= 0.0 && value <= 255.0) || value != std::floor(value))
-    return kInvalid;
-  return table[size_t(value)];
+  return CodeTileSource(raster, decodingTable(encoding),
+                        decodingTable(encoding == FlowDirectionAlgorithm::Esri ? FlowDirectionAlgorithm::Clockwise
+                                                                               : FlowDirectionAlgorithm::Esri));
 }
 
 // About the 99th percentile of the values at the cells where `valid`, from a sample of at most a
@@ -102,6 +102,22 @@ void refuseInvalidCodes(int64_t invalid, double firstInvalid, int64_t firstInval
       .arg(otherEncodingFits ? QObject::tr(" They all fit the other encoding: set ENCODING=%1.")
                                  .arg(encoding == FlowDirectionAlgorithm::Esri ? 1 : 0)
                              : QString()));
+}
+
+// Logs the directions read (their raster, cell sizes and warnings); refuses values that are not
+// directions in the encoding and a raster without a valid cell.
+void reportDirections(const DemRaster& raster, const CodeTileSource::Counts& counts, int encoding,
+                      QgsProcessingFeedback* feedback)
+{
+  feedback->pushInfo(describeDem(raster, counts.valid).replace(QStringLiteral("DEM:"), QObject::tr("Flow directions:")));
+  reportCellSizes(raster, feedback);
+  refuseInvalidCodes(counts.invalid, counts.firstInvalid, counts.firstInvalidCell, raster.width,
+                     counts.otherTableFits, encoding);
+  if (counts.valid == 0)
+    throw QgsProcessingException(QObject::tr("The flow direction raster has no valid cell: all %1 cells of band %2 "
+                                             "are nodata.")
+                                   .arg(raster.width * raster.height)
+                                   .arg(raster.band));
 }
 
 // Every valid cell ends at one terminal (an outlet or a pit): the terminals' counts add up to the
@@ -298,25 +314,13 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, cons
 
   // --- Read the directions once, checking their codes.
   feedback->setProgressText(QObject::tr("Reading the flow directions (checking their codes)"));
-  CodeTileSource source(raster, decodingTable(encoding),
-                        decodingTable(encoding == FlowDirectionAlgorithm::Esri ? FlowDirectionAlgorithm::Clockwise
-                                                                               : FlowDirectionAlgorithm::Esri));
+  const CodeTileSource source = directionSource(raster, encoding);
   CodeTileSource::Counts counts;
   {
     ScopedStage stage(times, "read (check)");
     counts = source.scan(&steps);
   }
-  feedback->pushInfo(describeDem(raster, counts.valid).replace(QStringLiteral("DEM:"), QObject::tr("Flow directions:")));
-  feedback->pushInfo(raster.cellSizeNote);
-  for (const QString& warning : raster.warnings)
-    feedback->pushWarning(warning);
-  refuseInvalidCodes(counts.invalid, counts.firstInvalid, counts.firstInvalidCell, raster.width,
-                     counts.otherTableFits, encoding);
-  if (counts.valid == 0)
-    throw QgsProcessingException(QObject::tr("The flow direction raster has no valid cell: all %1 cells of band %2 "
-                                             "are nodata.")
-                                   .arg(raster.width * raster.height)
-                                   .arg(raster.band));
+  reportDirections(raster, counts, encoding, feedback);
 
   // --- Accumulate tile by tile, writing both rasters as the tiles finish.
   steps.setCurrentStep(1);
@@ -327,7 +331,7 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, cons
   const GDALDataType cellsType = wideCounts ? GDT_Float64 : GDT_Int32;
   std::unique_ptr<GeoTiffWriter> cellsWriter = demRasterWriter(cellsPath, raster, cellsType, double(kCellsNoData));
   Sample cellsSample(counts.valid), areaSample(counts.valid);
-  TiffTileSink<int64_t> cellsSink(*cellsWriter, cellsType, [&](const int64_t* in, int64_t count, void* buffer) {
+  TiffTileSink<int64_t> cellsSink(*cellsWriter, [&](const int64_t* in, int64_t count, void* buffer) {
     cellsSample.add(in, count);
     for (int64_t i = 0; i < count; ++i)
       if (wideCounts)
@@ -340,7 +344,7 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, cons
   std::unique_ptr<dem::tiled::RasterSink<int64_t>> areaSink;
   if (areaWriter)
     areaSink = std::make_unique<TiffTileSink<int64_t>>(
-      *areaWriter, GDT_Float64, [&](const int64_t* in, int64_t count, void* buffer) {
+      *areaWriter, [&](const int64_t* in, int64_t count, void* buffer) {
         areaSample.add(in, count);
         double* out = static_cast<double*>(buffer);
         for (int64_t i = 0; i < count; ++i)
@@ -413,55 +417,18 @@ QVariantMap FlowAccumulationAlgorithm::executeInMemory(const BackendChoice& devi
   feedback->setProgressText(QObject::tr("Reading the flow directions"));
   DemRaster raster;
   std::vector<uint8_t> directions;
-  std::vector<float> z;
-  int64_t valid = 0, invalid = 0;
-  double firstInvalid = 0.0;
-  int64_t firstInvalidCell = -1;
-  bool otherEncodingFits = true;
+  CodeTileSource::Counts counts;
   {
     ScopedStage stage(times, "read");
     raster = openDemRaster(mSource, band);
-    const std::array<int16_t, 256> table = decodingTable(encoding);
-    const std::array<int16_t, 256> otherTable =
-      decodingTable(encoding == FlowDirectionAlgorithm::Esri ? FlowDirectionAlgorithm::Clockwise
-                                                             : FlowDirectionAlgorithm::Esri);
-    const size_t n = size_t(raster.width * raster.height);
-    directions.resize(n);
-    z.resize(n);
-    readDemRows(
-      raster,
-      [&](int64_t row0, int64_t rows, const double* values) {
-        const int64_t first = row0 * raster.width;
-        for (int64_t i = 0; i < rows * raster.width; ++i)
-        {
-          const int16_t d = decode(table, values[i]);
-          otherEncodingFits = otherEncodingFits && decode(otherTable, values[i]) != kInvalid;
-          if (d == kInvalid)
-          {
-            if (invalid++ == 0)
-            {
-              firstInvalid = values[i];
-              firstInvalidCell = first + i;
-            }
-            continue;
-          }
-          directions[size_t(first + i)] = uint8_t(d);
-          z[size_t(first + i)] = d == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
-          valid += d != dem::kNoData;
-        }
-      },
-      &steps);
+    directions.resize(size_t(raster.width * raster.height));
+    counts = directionSource(raster, encoding).scan(&steps, directions.data());
   }
-  feedback->pushInfo(describeDem(raster, valid).replace(QStringLiteral("DEM:"), QObject::tr("Flow directions:")));
-  feedback->pushInfo(raster.cellSizeNote);
-  for (const QString& warning : raster.warnings)
-    feedback->pushWarning(warning);
-  refuseInvalidCodes(invalid, firstInvalid, firstInvalidCell, raster.width, otherEncodingFits, encoding);
-  if (valid == 0)
-    throw QgsProcessingException(QObject::tr("The flow direction raster has no valid cell: all %1 cells of band %2 "
-                                             "are nodata.")
-                                   .arg(raster.width * raster.height)
-                                   .arg(raster.band));
+  reportDirections(raster, counts, encoding, feedback);
+  const int64_t valid = counts.valid;
+  std::vector<float> z(directions.size());
+  for (size_t i = 0; i < z.size(); ++i)
+    z[i] = directions[i] == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
 
   // --- Accumulate ---------------------------------------------------------------------------
   steps.setCurrentStep(1);

@@ -225,7 +225,7 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
   steps.setCurrentStep(resolveFlats ? 2 : 1);
   feedback->setProgressText(QObject::tr("Computing flow directions tile by tile"));
   std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Byte, 255.0);
-  TiffTileSink<uint8_t> sink(*writer, GDT_Byte, [encoding](const uint8_t* in, int64_t count, void* buffer) {
+  TiffTileSink<uint8_t> sink(*writer, [encoding](const uint8_t* in, int64_t count, void* buffer) {
     uint8_t* out = static_cast<uint8_t*>(buffer);
     for (int64_t i = 0; i < count; ++i)
       out[i] = encode(in[i], encoding);

@@ -15,7 +15,10 @@
 
 namespace gpugeo {
 
+namespace gdal {
 struct TilingPlan;
+}
+using gdal::TilingPlan;
 
 class Algorithm : public QgsProcessingAlgorithm
 {

@@ -620,18 +620,10 @@ IsochronesAlgorithm::Outcome IsochronesAlgorithm::executeInMemory(const BackendC
   std::vector<float> manning;
   {
     ScopedStage stage(times, "read");
+    // Read as the tiled run reads it (DemTileSource): a value that is not finite in float32 is NaN,
+    // which the model, like an infinite one, takes as no n (MANNING_OVERLAND's).
     if (const std::optional<DemRaster> n = openManning(request, raster, feedback))
-    {
-      manning.resize(size_t(raster.width * raster.height));
-      readDemRows(
-        *n,
-        [&](int64_t row0, int64_t rows, const double* values) {
-          float* out = manning.data() + row0 * raster.width;
-          for (int64_t i = 0; i < rows * raster.width; ++i)
-            out[i] = static_cast<float>(values[i]);
-        },
-        nullptr);
-    }
+      manning = readElevations(*n, nullptr).z;
     elevations = readElevations(raster, &steps);
   }
   reportElevations(raster, elevations, feedback);

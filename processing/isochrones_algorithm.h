@@ -26,8 +26,6 @@
 
 namespace gpugeo {
 
-struct TilingPlan;
-
 class IsochronesAlgorithm : public Algorithm
 {
 public:

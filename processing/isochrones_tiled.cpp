@@ -66,7 +66,7 @@ struct OptionalOutput
     if (path.isEmpty())
       return;
     writer = demRasterWriter(path, raster, type, noData);
-    sink = std::make_unique<TiffTileSink<T>>(*writer, type, std::move(convert));
+    sink = std::make_unique<TiffTileSink<T>>(*writer, std::move(convert));
   }
   void finish(const DemRaster& raster, FinishedRasters& finished)
   {
@@ -212,7 +212,7 @@ public:
   {
     begin(5, QObject::tr("Tracing the watershed and the isochrones tile by tile"));
     std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(timePath, mRaster, GDT_Float64, kTimeNoData);
-    TiffTileSink<double> sink(*writer, GDT_Float64, nanAsNoData(kTimeNoData));
+    TiffTileSink<double> sink(*writer, nanAsNoData(kTimeNoData));
     mOptions.onTile = tileProgress(&mSteps, 1);
     dem::tiled::TiledReport report;
     dem::tiled::TiledBands traced =

@@ -413,7 +413,7 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     }
     {
       ScopedStage stage(times, "write");
-      finished.add(writer.finish());
+      finished.add(QString::fromStdString(writer.finish()));
     }
     std::set<int32_t> distinct;
     for (int64_t s = 0; s < siteCount; ++s)

@@ -412,11 +412,11 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
     feedback->pushWarning(QString::fromStdString(warning));
   {
     ScopedStage stage(writeTimes, "write");
-    finished.add(allocation->finish());
+    finished.add(QString::fromStdString(allocation->finish()));
     if (distance)
-      finished.add(distance->finish());
+      finished.add(QString::fromStdString(distance->finish()));
     if (siteIndex)
-      finished.addTemporary(siteIndex->finish());
+      finished.addTemporary(QString::fromStdString(siteIndex->finish()));
   }
   times.merge(writeTimes);
 
@@ -440,14 +440,14 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
   QVariantMap outputs;
   outputs.insert(QStringLiteral("OUTPUT"), outputPath);
   if (distance)
-    outputs.insert(QStringLiteral("OUTPUT_DISTANCE"), distance->path());
+    outputs.insert(QStringLiteral("OUTPUT_DISTANCE"), QString::fromStdString(distance->path()));
   if (wantPolygons)
   {
     steps.setCurrentStep(2);
     feedback->setProgressText(QObject::tr("Tracing the regions"));
     ScopedStage stage(times, "polygons");
     outputs.insert(QStringLiteral("OUTPUT_POLYGONS"),
-                   writeRegions(parameters, context, *source, points, siteIndex ? siteIndex->path() : outputPath,
+                   writeRegions(parameters, context, *source, points, siteIndex ? QString::fromStdString(siteIndex->path()) : outputPath,
                                 siteIndex ? 0 : 1, &steps));
   }
   logStageTimes(times, feedback);
@@ -459,7 +459,7 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
     if (siteUsed[static_cast<size_t>(s)] && input.labelOfSite[static_cast<size_t>(s)] != kNoData)
       distinct.insert(input.labelOfSite[static_cast<size_t>(s)]);
   mLabels = QVector<int>(distinct.begin(), distinct.end());
-  mDistancePath = distance ? distance->path() : QString();
+  mDistancePath = distance ? QString::fromStdString(distance->path()) : QString();
   mMaxDistance = maxDistance;
   return outputs;
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it on a fresh Debian 12 clone: set-up (packages, build), then
-# every ctest label: native (the core; GPU tests skip themselves without a GPU), processing (the
-# algorithms through the QGIS API) and e2e (qgis_process in a throwaway profile); then the native and
-# processing tests again under AddressSanitizer + UndefinedBehaviorSanitizer and the native tests
-# under ThreadSanitizer (tests/sanitizers.sh: build-asan/, build-tsan/; CPU only). Both parts always
-# run; the exit status is non-zero if either failed. GPUGEO_SKIP_SANITIZERS=1 leaves the sanitizer
-# part out (a quicker local run).
+# every ctest label: native (the core; GPU tests skip themselves without a GPU), gdal (the GDAL layer
+# without QGIS), processing (the algorithms through the QGIS API) and e2e (qgis_process in a throwaway
+# profile); then the native and processing tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer and the native tests under ThreadSanitizer (tests/sanitizers.sh:
+# build-asan/, build-tsan/; CPU only). Both parts always run; the exit status is non-zero if either
+# failed. GPUGEO_SKIP_SANITIZERS=1 leaves the sanitizer part out (a quicker local run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${GPUGEO_BUILD_DIR:-$ROOT/build}

@@ -1,8 +1,9 @@
-// Writes a single-band GeoTIFF row band by row band (tiled, integers compressed, BigTIFF when needed), so a
-// raster never has to be whole in memory. A writer that is destroyed before finish() deletes its
-// file: a failed or canceled run leaves nothing behind that looks like a result.
+// The GeoTIFF outputs of the QGIS algorithms: the GDAL layer's writer (gdal/geotiff_output.h: tiled,
+// integers compressed, BigTIFF when needed, deleted unless finished) made from QGIS's types, and the
+// guard that deletes a run's finished rasters unless the run succeeds.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -10,6 +11,8 @@
 #include <QStringList>
 
 #include <gdal.h>
+
+#include "gdal/geotiff_output.h"
 
 class QgsCoordinateReferenceSystem;
 
@@ -27,48 +30,18 @@ struct GridGeometry
   int64_t height = 0;
 };
 
-class GeoTiffWriter
+class GeoTiffWriter : public gdal::GeoTiffWriter
 {
 public:
-  // Throws QgsProcessingException when the file cannot be created (the message says why).
+  using gdal::GeoTiffWriter::GeoTiffWriter;
+  // A raster of square pixels on `grid`, in `crs` (none where it is invalid). Throws InvalidInput or
+  // WriteFailed as gdal::GeoTiffWriter does.
   GeoTiffWriter(const QString& path, const GridGeometry& grid, GDALDataType type, std::optional<double> noData,
                 const QgsCoordinateReferenceSystem& crs);
-  ~GeoTiffWriter();
-  GeoTiffWriter(const GeoTiffWriter&) = delete;
-  GeoTiffWriter& operator=(const GeoTiffWriter&) = delete;
-
-  // Writes rows [row0, row0 + rows) from `data` (rows * width values of the raster's type).
-  void writeRows(int64_t row0, int64_t rows, const void* data);
-  // Writes the window [x0, x0 + width) x [row0, row0 + rows) from `data` (row-major, of the raster's
-  // type), in any order (the tiled DEM tools' tiles); not flushed, so that GDAL's block cache
-  // gathers blocks that several windows share.
-  void writeWindow(int64_t x0, int64_t row0, int64_t width, int64_t rows, const void* data);
-  // Flushes and closes; returns the path. Throws on a write error (and deletes the file).
-  QString finish();
-
-  const QString& path() const { return mPath; }
-
-  // Rows per block of the files written (bands are best written in multiples of it), and the
-  // largest floating raster (cells) written compressed.
-  static constexpr int kBlockSize = 256;
-  static constexpr int64_t kSmallRaster = 1 << 20;
-  // The blocks of the Cloud Optimized GeoTIFFs written (makeCloudOptimized).
-  static constexpr int kBlockSizeForCog = 256;
 
 private:
-  void discard();
-
-  QString mPath;
-  GDALDatasetH mDataset = nullptr;
-  GDALDataType mType;
-  int64_t mWidth = 0;
+  static std::array<double, 6> geoTransformOf(const GridGeometry& grid);
 };
-
-// Rewrites the finished GeoTIFF at `path` as a Cloud Optimized GeoTIFF through GDAL's COG driver
-// (blocks of 256, DEFLATE with a predictor on all cores, BigTIFF when needed, overviews: nearest
-// for integer rasters, average for floating ones), reading it block by block; the file is replaced
-// only once the copy is whole. Throws QgsProcessingException (the copy deleted) when GDAL cannot.
-void makeCloudOptimized(const QString& path);
 
 // The rasters a run has finished writing. Unless keep() is called (the run succeeded), they are
 // deleted when the guard goes: a run that fails or is canceled after a raster was complete leaves

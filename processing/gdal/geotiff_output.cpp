@@ -1,0 +1,199 @@
+#include "gdal/geotiff_output.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <cpl_vsi.h>
+
+#include "core/errors.h"
+
+namespace gpugeo::gdal {
+
+namespace {
+
+bool isGeoTiffName(const std::string& path)
+{
+  std::string suffix = std::filesystem::path(path).extension().string();
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return suffix == ".tif" || suffix == ".tiff";
+}
+
+// Label rasters (long runs of one value) are compressed with DEFLATE, which every GeoTIFF reader
+// knows, and the horizontal predictor: a hundredfold smaller for little time (8192^2 Int32 labels
+// on 2 cores: 0.56 s and 2 MB, against 0.24 s and 268 MB uncompressed). Floating rasters such as
+// distances barely compress (DEFLATE at its fastest level with the floating-point predictor:
+// 1.0 s for 43% of the size), so they are written plain, as QGIS and gdal_proximity do.
+// A raster smaller than a block gets blocks of its own size (whole multiples of 16, as TIFF has
+// them), and a small floating raster is compressed too: a 1 x 1 DEM made a 256 KB file.
+CPLStringList creationOptions(int64_t width, int64_t height, GDALDataType type)
+{
+  const auto blockSide = [](int64_t side) {
+    return std::to_string(std::min<int64_t>(GeoTiffWriter::kBlockSize, (side + 15) / 16 * 16));
+  };
+  const bool floating = type == GDT_Float32 || type == GDT_Float64;
+  const bool small = width * height <= GeoTiffWriter::kSmallRaster;
+  CPLStringList options;
+  options.SetNameValue("TILED", "YES");
+  options.SetNameValue("BLOCKXSIZE", blockSide(width).c_str());
+  options.SetNameValue("BLOCKYSIZE", blockSide(height).c_str());
+  options.SetNameValue("BIGTIFF", "IF_SAFER");
+  if (!floating || small)
+  {
+    options.SetNameValue("COMPRESS", "DEFLATE");
+    options.SetNameValue("PREDICTOR", floating ? "3" : "2");
+    options.SetNameValue("NUM_THREADS", "ALL_CPUS");
+  }
+  return options;
+}
+
+}  // namespace
+
+GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t width, int64_t height, const double* geoTransform,
+                             const std::string& crsWkt, GDALDataType type, std::optional<double> noData)
+  : mPath(path), mType(type), mWidth(width)
+{
+  if (!isGeoTiffName(path))
+    throw InvalidInput(path + ": only GeoTIFF outputs (.tif) are supported.");
+  GDALAllRegister();
+  GDALDriverH driver = GDALGetDriverByName("GTiff");
+  if (!driver)
+    throw Error("GDAL has no GeoTIFF driver.");
+  CPLErrorReset();
+  mDataset = GDALCreate(driver, path.c_str(), static_cast<int>(width), static_cast<int>(height), 1, type,
+                        creationOptions(width, height, type).List());
+  if (!mDataset)
+    throw WriteFailed("Could not create " + path + ": " + lastGdalError());
+  GDALSetGeoTransform(mDataset, const_cast<double*>(geoTransform));
+  if (!crsWkt.empty())
+    GDALSetProjection(mDataset, crsWkt.c_str());
+  if (noData)
+    GDALSetRasterNoDataValue(GDALGetRasterBand(mDataset, 1), *noData);
+}
+
+GeoTiffWriter::GeoTiffWriter(const std::string& path, const GdalRaster& like, GDALDataType type,
+                             std::optional<double> noData)
+  : GeoTiffWriter(path, like.width, like.height, like.geoTransform, like.crsWkt, type, noData)
+{
+}
+
+GeoTiffWriter::~GeoTiffWriter()
+{
+  if (mDataset)
+    discard();
+}
+
+void GeoTiffWriter::writeRows(int64_t row0, int64_t rows, const void* data)
+{
+  writeWindow(0, row0, mWidth, rows, data);
+  // Bands are whole rows of blocks: flushing now compresses them (on all cores) and frees the
+  // block cache instead of letting a full cache evict blocks one by one.
+  GDALFlushCache(mDataset);
+  if (CPLGetLastErrorType() == CE_Failure)
+    failWrite();
+}
+
+void GeoTiffWriter::writeWindow(int64_t x0, int64_t row0, int64_t width, int64_t rows, const void* data)
+{
+  requireOpen();
+  CPLErrorReset();
+  const CPLErr status = GDALRasterIO(GDALGetRasterBand(mDataset, 1), GF_Write, static_cast<int>(x0),
+                                     static_cast<int>(row0), static_cast<int>(width), static_cast<int>(rows),
+                                     const_cast<void*>(data), static_cast<int>(width), static_cast<int>(rows), mType, 0,
+                                     0);
+  if (status != CE_None || CPLGetLastErrorType() == CE_Failure)
+    failWrite();
+}
+
+std::string GeoTiffWriter::finish()
+{
+  requireOpen();
+  CPLErrorReset();
+  GDALFlushCache(mDataset);
+  GDALClose(mDataset);
+  mDataset = nullptr;
+  if (CPLGetLastErrorType() == CE_Failure)
+  {
+    const std::string error = lastGdalError();
+    deleteGeoTiff(mPath);
+    throw WriteFailed("Could not finish " + mPath + " (disk full?): " + error);
+  }
+  return mPath;
+}
+
+void GeoTiffWriter::failWrite()
+{
+  const std::string error = lastGdalError();
+  discard();
+  throw WriteFailed("Could not write " + mPath + " (disk full?): " + error);
+}
+
+void GeoTiffWriter::requireOpen() const
+{
+  if (!mDataset)
+    throw WriteFailed("Could not write " + mPath + ": the file is closed (an earlier write failed, or it was "
+                      "discarded or finished).");
+}
+
+void GeoTiffWriter::discard()
+{
+  if (mDataset)
+    GDALClose(mDataset);
+  mDataset = nullptr;
+  deleteGeoTiff(mPath);
+}
+
+void makeCloudOptimized(const std::string& path)
+{
+  GDALAllRegister();
+  GDALDriverH cog = GDALGetDriverByName("COG");
+  if (!cog)
+    throw Error(std::string("This GDAL (") + GDALVersionInfo("RELEASE_NAME") +
+                ") has no COG driver (GDAL 3.1 or later); write plain GeoTIFFs.");
+  CPLErrorReset();
+  Dataset source(GDALOpen(path.c_str(), GA_ReadOnly));
+  if (!source)
+    throw WriteFailed("Could not reopen " + path + ": " + lastGdalError());
+  const GDALDataType type = GDALGetRasterDataType(GDALGetRasterBand(source.get(), 1));
+  const bool floating = type == GDT_Float32 || type == GDT_Float64;
+  CPLStringList options;
+  options.SetNameValue("BLOCKSIZE", std::to_string(GeoTiffWriter::kBlockSizeForCog).c_str());
+  options.SetNameValue("COMPRESS", "DEFLATE");
+  options.SetNameValue("PREDICTOR", "YES");
+  options.SetNameValue("NUM_THREADS", "ALL_CPUS");
+  options.SetNameValue("BIGTIFF", "IF_SAFER");
+  options.SetNameValue("RESAMPLING", floating ? "AVERAGE" : "NEAREST");
+  const std::string copy = path + ".cog.tif";
+  GDALDatasetH written = GDALCreateCopy(cog, copy.c_str(), source.get(), FALSE, options.List(), nullptr, nullptr);
+  source.reset();
+  bool ok = written != nullptr;
+  if (written)
+  {
+    GDALClose(written);
+    ok = CPLGetLastErrorType() != CE_Failure;
+  }
+  if (!ok)
+  {
+    const std::string error = lastGdalError();
+    deleteGeoTiff(copy);
+    throw WriteFailed("Could not write " + path + " as a Cloud Optimized GeoTIFF (disk full?): " + error);
+  }
+  deleteGeoTiff(path);
+  if (VSIRename(copy.c_str(), path.c_str()) != 0)
+  {
+    deleteGeoTiff(copy);
+    throw WriteFailed("Could not move the Cloud Optimized GeoTIFF into place at " + path + ".");
+  }
+}
+
+void deleteGeoTiff(const std::string& path)
+{
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  GDALDeleteDataset(GDALGetDriverByName("GTiff"), path.c_str());
+  CPLPopErrorHandler();
+}
+
+}  // namespace gpugeo::gdal

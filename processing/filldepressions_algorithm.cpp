@@ -1,5 +1,7 @@
 #include "filldepressions_algorithm.h"
 
+#include "mpi_launch.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -213,6 +215,17 @@ QVariantMap FillDepressionsAlgorithm::execute(const QVariantMap& parameters, Qgs
                flats == 0 ? dem::tiled::kFillBytesPerTileCell : dem::tiled::kFlatsBytesPerTileCell, cpuThreads(),
                device.backend, flats == 0 ? dem::kGpuFillBytesPerCell : dem::kGpuDirectionBytesPerCell);
   logTilingPlan(plan, feedback);
+  if (const std::optional<MpiJob> job = mpiJobOf(parameters, context, feedback))
+  {
+    const QString output = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
+    static const QStringList flatOptions{QStringLiteral("none"), QStringLiteral("resolve"), QStringLiteral("epsilon")};
+    runDemProgram(*job, QStringLiteral("filldepressions"),
+                  programArguments(parameters, context, mSource, band, plan)
+                    << QStringLiteral("--dem") << mSource.gdalName << QStringLiteral("--flats") << flatOptions.value(flats)
+                    << QStringLiteral("--output") << output,
+                  {output}, feedback);
+    return {{QStringLiteral("OUTPUT"), output}};
+  }
   if (!plan.tiled)
     return executeInMemory(device, parameters, context, feedback, times);
   QVariantMap outputs;

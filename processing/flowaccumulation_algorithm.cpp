@@ -1,5 +1,7 @@
 #include "flowaccumulation_algorithm.h"
 
+#include "mpi_launch.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -293,10 +295,43 @@ QVariantMap FlowAccumulationAlgorithm::execute(const QVariantMap& parameters, Qg
                                      kInMemoryBytesPerCell, dem::tiled::kAccumulationBytesPerTileCell, cpuThreads(),
                                      device.backend, dem::kGpuAccumulationBytesPerCell);
   logTilingPlan(plan, feedback);
+  if (const std::optional<MpiJob> job = mpiJobOf(parameters, context, feedback))
+    return executeUnderMpi(*job, request, raster, plan, parameters, context, feedback);
   if (!plan.tiled)
     return executeInMemory(device, request, feedback, times);
   QVariantMap outputs;
   runTiled(device, plan, feedback, [&](const TilingPlan& on) { outputs = executeTiled(request, raster, on, feedback, times); });
+  return outputs;
+}
+
+QVariantMap FlowAccumulationAlgorithm::executeUnderMpi(const MpiJob& job, const Request& request,
+                                                       const DemRaster& raster, const TilingPlan& plan,
+                                                       const QVariantMap& parameters,
+                                                       QgsProcessingContext& context, QgsProcessingFeedback* feedback)
+{
+  QStringList arguments = programArguments(parameters, context, mSource, request.band, plan);
+  arguments << QStringLiteral("--directions") << mSource.gdalName << QStringLiteral("--encoding")
+            << (request.encoding == FlowDirectionAlgorithm::Esri ? QStringLiteral("esri") : QStringLiteral("clockwise"))
+            << QStringLiteral("--units") << (request.squareKilometres ? QStringLiteral("km2") : QStringLiteral("m2"))
+            << QStringLiteral("--cells") << request.cellsPath;
+  if (!request.areaPath.isEmpty())
+    arguments << QStringLiteral("--area") << request.areaPath;
+  runDemProgram(job, QStringLiteral("flowaccumulation"), arguments, {request.cellsPath, request.areaPath}, feedback);
+  // The styles' ranges: the largest count, and the area from one cell's to the largest.
+  QVariantMap outputs{{QStringLiteral("OUTPUT_CELLS"), request.cellsPath}};
+  mCellsPath = request.cellsPath;
+  mCellsTop = std::max(2.0, rasterMaximum(request.cellsPath));
+  mAreaPath = request.areaPath;
+  if (!mAreaPath.isEmpty())
+  {
+    const double areaScale = request.squareKilometres ? 1e-12 : 1e-6;
+    double smallest = std::numeric_limits<double>::infinity();
+    for (int64_t y = 0; y < raster.height; ++y)
+      smallest = std::min(smallest, raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)] * areaScale * 1e6);
+    mAreaBottom = smallest;
+    mAreaTop = std::max(2.0 * smallest, rasterMaximum(mAreaPath));
+    outputs.insert(QStringLiteral("OUTPUT_AREA"), mAreaPath);
+  }
   return outputs;
 }
 

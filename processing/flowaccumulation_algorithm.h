@@ -10,6 +10,8 @@
 
 namespace gpugeo {
 
+struct MpiJob;
+
 class FlowAccumulationAlgorithm : public Algorithm
 {
 public:
@@ -43,6 +45,10 @@ private:
   QVariantMap executeInMemory(const BackendChoice& device, const Request& request, QgsProcessingFeedback* feedback,
                               StageTimes& times);
   // The tiled run (adapters/tiled_rasters.h): the directions checked, then accumulated tile by tile.
+  // MPI_PROCESSES: the run by gpugeo_dem under mpiexec (mpi_launch.h).
+  QVariantMap executeUnderMpi(const MpiJob& job, const Request& request, const DemRaster& raster,
+                              const TilingPlan& plan, const QVariantMap& parameters, QgsProcessingContext& context,
+                              QgsProcessingFeedback* feedback);
   QVariantMap executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
                            QgsProcessingFeedback* feedback, StageTimes& times);
 

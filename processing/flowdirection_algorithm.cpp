@@ -1,5 +1,7 @@
 #include "flowdirection_algorithm.h"
 
+#include "mpi_launch.h"
+
 #include <algorithm>
 #include <array>
 #include <vector>
@@ -168,6 +170,24 @@ QVariantMap FlowDirectionAlgorithm::execute(const QVariantMap& parameters, QgsPr
                resolveFlats ? dem::tiled::kFlatsBytesPerTileCell : dem::tiled::kDirectionsBytesPerTileCell,
                cpuThreads(), device.backend, dem::kGpuDirectionBytesPerCell);
   logTilingPlan(plan, feedback);
+  if (const std::optional<MpiJob> job = mpiJobOf(parameters, context, feedback))
+  {
+    const int encoding = parameterAsEnum(parameters, QStringLiteral("ENCODING"), context);
+    mOutputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
+    runDemProgram(*job, QStringLiteral("flowdirection"),
+                  programArguments(parameters, context, mSource, band, plan)
+                    << QStringLiteral("--dem") << mSource.gdalName << QStringLiteral("--resolve-flats")
+                    << (resolveFlats ? QStringLiteral("yes") : QStringLiteral("no")) << QStringLiteral("--encoding")
+                    << (encoding == Esri ? QStringLiteral("esri") : QStringLiteral("clockwise"))
+                    << QStringLiteral("--output") << mOutputPath,
+                  {mOutputPath}, feedback);
+    // Every code in the style's legend: the job's counts stay in its log.
+    mCodes.clear();
+    for (int d = 0; d <= 8; ++d)
+      mCodes << encode(d < 8 ? uint8_t(d) : dem::kNoFlow, encoding);
+    std::sort(mCodes.begin(), mCodes.end());
+    return {{QStringLiteral("OUTPUT"), mOutputPath}};
+  }
   if (!plan.tiled)
     return executeInMemory(device, parameters, context, feedback, times);
   QVariantMap outputs;

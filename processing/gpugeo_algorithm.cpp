@@ -19,6 +19,7 @@
 #include "adapters/tiled_rasters.h"
 #include "core/errors.h"
 #include "core/parallel.h"
+#include "mpi_launch.h"
 #include "parameter_checks.h"
 #include "provider.h"
 
@@ -131,19 +132,40 @@ void Algorithm::addTilingParameters()
     QStringLiteral("COG"), QObject::tr("Write the rasters as Cloud Optimized GeoTIFFs"), false, true);
   cog->setFlags(cog->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   addParameter(cog.release());
+  addParameter(mpiProcessesParameter());
+  addParameter(mpiHostfileParameter());
+}
+
+QStringList Algorithm::programArguments(const QVariantMap& parameters, QgsProcessingContext& context,
+                                        const DemSource& source, int band, const TilingPlan& plan) const
+{
+  static const QStringList devices{QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("gpu")};
+  QStringList arguments{QStringLiteral("--band"), QString::number(band), QStringLiteral("--device"),
+                        devices.value(parameterAsEnum(parameters, QStringLiteral("DEVICE"), context))};
+  if (source.crs.isValid())
+    arguments << QStringLiteral("--crs") << source.crs.toWkt(QgsCoordinateReferenceSystem::WKT_PREFERRED_GDAL);
+  const int budget = parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context);
+  if (budget > 0)
+    arguments << QStringLiteral("--memory-budget") << QString::number(budget);
+  if (parameterAsBool(parameters, QStringLiteral("COG"), context))
+    arguments << QStringLiteral("--cog");
+  if (plan.tiled)
+    arguments << QStringLiteral("--tile") << QString::number(plan.options.tileWidth);
+  if (parameters.value(QStringLiteral("MPI_HOSTFILE")).toString().isEmpty())
+    arguments << QStringLiteral("--scratch") << QString::fromStdString(scratchParent());
+  return arguments;
 }
 
 QString Algorithm::tilingHelp()
 {
   return QObject::tr(
-    "<p><b>Memory budget</b> (advanced, MiB; 0, the default: half the memory available at the start) and "
-    "<b>Process tile by tile</b> (advanced): a DEM whose in-memory run would need more than the budget runs tile by "
-    "tile, reading and writing the rasters window by window, so its size is limited by the disk, not the memory; "
-    "the result is the in-memory run's, cell for cell. Tiles: the largest squares (up to 4,096 cells) that fit the "
-    "budget, one a thread. On the GPU, tiles take turns on the device for all but the raised flats and the bands "
-    "(on the CPU), and a DEM whose GPU run would pass half the free GPU memory is tiled too. The log says "
-    "which path ran, the tiles and the passes; scratch rasters go to QGIS's temporary folder, removed at the end. "
-    "<b>COG</b> (advanced): outputs as Cloud Optimized GeoTIFFs (one more pass each).</p>");
+           "<p><b>Memory budget</b> (advanced, MiB; 0: half the memory available) and <b>Process tile by tile</b>: a "
+           "DEM whose in-memory run would pass the budget runs tile by tile, rasters read and written window by "
+           "window, so its size is limited by the disk; the result is the in-memory run's, cell for cell. Tiles: the "
+           "largest squares (up to 4,096 cells) that fit, one a thread; on the GPU they take turns on the device. "
+           "Scratch rasters go to QGIS's temporary folder, removed at the end. <b>COG</b>: outputs as Cloud "
+           "Optimized GeoTIFFs.</p>") +
+         mpiHelp();
 }
 
 int Algorithm::cpuThreads()

@@ -15,6 +15,8 @@
 
 namespace gpugeo {
 
+struct DemSource;
+
 namespace gdal {
 struct TilingPlan;
 }
@@ -57,8 +59,15 @@ protected:
   static QString deviceHelp();
   // The DEM tools' advanced MEMORY_BUDGET (MiB, 0: automatic) and TILED (tile by tile even when
   // the DEM fits) parameters, and their help paragraph.
+  // MEMORY_BUDGET, TILED, COG and the MPI parameters (mpi_launch.h) of the DEM algorithms.
   void addTilingParameters();
   static QString tilingHelp();
+  // The arguments every tool of gpugeo_dem takes, from those parameters: the band, the layer's CRS,
+  // DEVICE, MEMORY_BUDGET, COG, the plan's tiles where it is tiled (so that the job's tiles are those of
+  // this process's tiled run, and so its outputs), and QGIS's temporary folder for the scratch where
+  // the job stays on this machine (with a host file the program's default, the outputs' folder).
+  QStringList programArguments(const QVariantMap& parameters, QgsProcessingContext& context,
+                               const DemSource& source, int band, const TilingPlan& plan) const;
 
   // Runs work(backend) on the resolved backend; under DEVICE=Auto a GPU failure (not a missing GPU,
   // which Auto never chose) runs it again on the CPU with a warning.

@@ -30,6 +30,7 @@
 #include "dem/isochrone_chain.h"
 #include "dem/travel_time.h"
 #include "flowdirection_algorithm.h"
+#include "mpi_launch.h"
 #include "parameter_checks.h"
 
 namespace gpugeo {
@@ -193,13 +194,12 @@ QString IsochronesAlgorithm::shortHelpString() const
            "<b>Filled DEM</b>, the <b>Flow direction</b> (ESRI codes 1 = E &hellip; 128 = NE, nodata 255) and "
            "the <b>Flow accumulation</b> (cells, nodata &minus;1). The polygons follow the cells' edges, one "
            "polygon per 4-connected group of cells (cells meeting only at a corner stay apart, as GDAL's "
-           "polygonizer makes them), holes included. The log gives the outlet, the watershed's area, the range "
-           "of times and speeds, and the interval used.</p>"
+           "polygonizer makes them), holes included.</p>"
            "<p><b>Caveats</b>: times are those of the flow paths of a filled DEM: a filled depression is a flat "
            "where water moves at the minimum slope (a lake or reservoir). Travel times depend on the DEM's "
            "resolution through the flow lengths. The GPU and the CPU sum the steps in different orders: times "
-           "agree to about 10<sup>&minus;12</sup> relative; tile by tile (below), with the in-memory run's to about "
-           "10<sup>&minus;15</sup> per tile a path crosses (the polygons and the table are the same).</p>") +
+           "agree to about 10<sup>&minus;12</sup> relative; tile by tile (below), to about 10<sup>&minus;15</sup> "
+           "per tile a path crosses (the same polygons and table).</p>") +
          cellSizeHelp() +
          QObject::tr(
            "<p><b>References</b>: USDA NRCS (1986), Urban hydrology for small watersheds, Technical Release 55, "
@@ -586,6 +586,13 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
                                      kInMemoryBytesPerCell, tiledBytesPerCell(), cpuThreads(), device.backend,
                                      dem::kGpuChainBytesPerCell + (mHasManning ? 4 : 0));
   logTilingPlan(plan, feedback);
+  if (const std::optional<MpiJob> job = mpiJobOf(parameters, context, feedback))
+  {
+    const Outcome outcome = executeUnderMpi(*job, request, plan, parameters, context, feedback);
+    QVariantMap outputs = writeResults(request, raster, outcome, parameters, context, feedback, times);
+    logStageTimes(times, feedback);
+    return outputs;
+  }
   FinishedRasters finished;
   Outcome outcome;
   try

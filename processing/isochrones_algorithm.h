@@ -26,6 +26,8 @@
 
 namespace gpugeo {
 
+struct MpiJob;
+
 class IsochronesAlgorithm : public Algorithm
 {
 public:
@@ -136,6 +138,10 @@ private:
   static float filledNoData(const DemRaster& raster, int64_t roundedToNoData);
   Outcome executeInMemory(const BackendChoice& device, const Request& request, const DemRaster& raster,
                           QgsProcessingFeedback* feedback, StageTimes& times, FinishedRasters& finished);
+  // MPI_PROCESSES: the chain run by gpugeo_dem under mpiexec (mpi_launch.h), its outcome read back.
+  Outcome executeUnderMpi(const MpiJob& job, const Request& request, const TilingPlan& plan,
+                          const QVariantMap& parameters, QgsProcessingContext& context,
+                          QgsProcessingFeedback* feedback);
   // Writes ISOCHRONES as each band is traced (never holding all bands' polygons).
   Outcome executeTiled(const Request& request, const DemRaster& raster, const TilingPlan& plan,
                        const QVariantMap& parameters, QgsProcessingContext& context, QgsProcessingFeedback* feedback,

@@ -283,6 +283,7 @@ const std::vector<OptionSpec>& commonOptions()
     {"scratch", "DIR",
      "Where the scratch folder goes (removed however the run ends). Default: $TMPDIR or /tmp alone; in an MPI job "
      "the first output's folder, which every rank must see."},
+    {"crs", "WKT", "The input's CRS (any definition GDAL takes) instead of its file's, as a QGIS layer's may be."},
     {"machine-readable", "", "Tagged lines for a program to read (@progress, @text, @info, @warning, @error)."},
     {"quiet", "", "Only warnings and errors."},
   };

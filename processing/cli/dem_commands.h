@@ -30,6 +30,7 @@ struct RunContext
   int64_t tileSide = 0;            // 0: from the budget
   bool cog = false;                // outputs as Cloud Optimized GeoTIFFs
   std::string scratchParent;       // where the scratch folder goes (empty: the default)
+  std::string crs;                 // the inputs' CRS instead of their files' (empty: theirs)
 
   bool coordinator() const { return !cluster || cluster->coordinator(); }
 };

@@ -93,6 +93,7 @@ int runTool(const Command& command, int argc, char** argv, Job& job)
   ctx.tileSide = args.integer("tile", 0);
   ctx.cog = args.flag("cog");
   ctx.scratchParent = args.text("scratch");
+  ctx.crs = args.text("crs");
   if (ctx.threads < 1 || ctx.budgetMiB < 0 || ctx.tileSide < 0)
     throw UsageError{"--threads takes a number of at least 1, --memory-budget and --tile of at least 0"};
 #ifdef GPUGEO_WITH_MPI

@@ -10,7 +10,7 @@ namespace gpugeo::cli {
 
 gdal::GdalRaster openInput(RunContext& ctx, const std::string& path, int band)
 {
-  gdal::GdalRaster raster = gdal::openGdalRaster(path, band);
+  gdal::GdalRaster raster = ctx.crs.empty() ? gdal::openGdalRaster(path, band) : gdal::openGdalRaster(path, band, ctx.crs);
   ctx.report.info(path + ", band " + std::to_string(band) + ": " + std::to_string(raster.width) + " x " +
                   std::to_string(raster.height) + " cells; " + raster.cellSizeNote);
   for (const std::string& w : raster.warnings)

@@ -5,7 +5,7 @@ matplotlib's jacksboro_fault_dem.npz; Int16, 403 x 344 cells of 3 arc-seconds, n
 DEM against a Priority-Flood written here (bit for bit); the directions against the D8 rule with the
 ellipsoid's cell sizes; the accumulation against its own balance (every cell's count is itself plus
 its donors', every cell reaches an outlet, the largest count is the largest basin); a model chaining
-the three; help and bad input.
+the three; the chain under MPI (MPI_PROCESSES=2) against the in-process run; help and bad input.
 
 usage: test_dem.py [unittest arguments, e.g. DemTest.test_dem_chain]
 """
@@ -13,6 +13,7 @@ import heapq
 import json
 import math
 import os
+import shutil
 import unittest
 
 import numpy as np
@@ -49,6 +50,18 @@ def jacksboro():
     assert elevation.shape == (344, 403) and elevation.dtype == np.int16
     assert all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(dataset.GetGeoTransform(), GEOTRANSFORM))
     return elevation
+
+
+def vector_rows(path):
+    """Every feature's attributes and geometry (WKB) of a vector file."""
+    from osgeo import ogr
+    dataset = ogr.Open(path)  # held while its layer is read
+    layer = dataset.GetLayer(0)
+    rows = []
+    for feature in layer:
+        geometry = feature.GetGeometryRef()
+        rows.append((tuple(feature.items().items()), geometry.ExportToWkb() if geometry else None))
+    return rows
 
 
 def priority_flood(z):
@@ -230,6 +243,42 @@ class DemTest(QgisProcessBase):
         self.assertTrue(any("Model processed OK" in line for line in out["log"]["info"]), out["log"])
         np.testing.assert_array_equal(read_raster(cells)[0], read_raster(paths["cells"])[0])
         np.testing.assert_array_equal(read_raster(area)[0], read_raster(paths["area"])[0])
+
+    def test_dem_mpi(self):
+        """The chain with MPI_PROCESSES=2 (gpugeo_dem under mpiexec, from the installed plugin's bin/):
+        every raster the in-process tiled run's, bit for bit; the isochrones' layers feature for
+        feature, their travel times within 1e-12 relative."""
+        if not shutil.which("mpiexec"):
+            self.skipTest("mpiexec is not installed")
+        tiled = {"TILED": "true", "MEMORY_BUDGET": 3, "DEVICE": 1}
+        mpi = {"MPI_PROCESSES": 2, "MEMORY_BUDGET": 3, "DEVICE": 1}
+        rasters = {}
+        for how, extra in (("local", tiled), ("mpi", mpi)):
+            paths = {name: self.path(f"{how}_{name}.tif") for name in ("filled", "directions", "cells", "area")}
+            rc, out = self.run_alg("gpugeo:filldepressions", {"INPUT": self.dem, "FLATS": 1, "OUTPUT": paths["filled"], **extra})
+            self.assertEqual(rc, 0, out)
+            if how == "mpi":
+                self.assertTrue(any("Running 2 processes under MPI" in line for line in out["log"]["info"]), out["log"])
+            rc, out = self.run_alg("gpugeo:flowdirection", {"INPUT": paths["filled"], "OUTPUT": paths["directions"], **extra})
+            self.assertEqual(rc, 0, out)
+            rc, out = self.run_alg("gpugeo:flowaccumulation", {"INPUT": paths["directions"], "UNITS": 1,
+                                                               "OUTPUT_CELLS": paths["cells"],
+                                                               "OUTPUT_AREA": paths["area"], **extra})
+            self.assertEqual(rc, 0, out)
+            rasters[how] = paths
+            iso = {name: self.path(f"{how}_iso_{name}") for name in ("time.tif", "watershed.gpkg", "bands.gpkg", "table.gpkg")}
+            rc, out = self.run_alg("gpugeo:isochrones", {"INPUT": self.dem, "INTERVAL": 30, "TRAVEL_TIME": iso["time.tif"],
+                                                         "WATERSHED": iso["watershed.gpkg"], "ISOCHRONES": iso["bands.gpkg"],
+                                                         "TIME_AREA": iso["table.gpkg"], **extra})
+            self.assertEqual(rc, 0, out)
+            rasters[how + "_iso"] = iso
+        for name in ("filled", "directions", "cells", "area"):
+            a, b = read_raster(rasters["local"][name]), read_raster(rasters["mpi"][name])
+            np.testing.assert_array_equal(a[0], b[0], err_msg=name)
+        t1, t2 = read_raster(rasters["local_iso"]["time.tif"])[0], read_raster(rasters["mpi_iso"]["time.tif"])[0]
+        np.testing.assert_allclose(t2, t1, rtol=1e-12, atol=0)
+        for name in ("watershed.gpkg", "bands.gpkg", "table.gpkg"):
+            self.assertEqual(vector_rows(rasters["mpi_iso"][name]), vector_rows(rasters["local_iso"][name]), name)
 
     def test_dem_help(self):
         for algorithm, words in (("gpugeo:filldepressions", ("INPUT:", "BAND:", "OUTPUT:", "0: Auto", "Priority-Flood",

@@ -207,6 +207,36 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
   std::size_t next = 0;
   int64_t results = 0;
   mInFlight.clear();
+  // Hands out up to `wanted` tiles to `from` (or tells it that none are left).
+  const auto give = [&](int from, uint32_t wanted) {
+    for (; wanted > 0; --wanted)
+    {
+      if (next == tiles.size())
+      {
+        if (!told[std::size_t(from)])
+          mTransport.send(from, header(Kind::NoMore, mStep).bytes());
+        told[std::size_t(from)] = 1;
+        return;
+      }
+      int64_t tile = tiles[next++];
+      Archive m = header(Kind::Tile, mStep);
+      m.value(tile);
+      Archive in;
+      if (traffic.in)
+        traffic.in(tile, in);
+      m.vector(in.bytes());
+      mTransport.send(from, std::move(m.bytes()));
+      mInFlight[tile] = from;
+    }
+  };
+  // Workers that left the last pass early asked for this one's tiles before it began.
+  std::vector<EarlyAsk> early;
+  early.swap(mEarlyAsks);
+  for (const EarlyAsk& ask : early)
+    if (ask.step == mStep)
+      give(ask.from, ask.wanted);
+    else if (ask.step > mStep)
+      mEarlyAsks.push_back(ask);
   while (results < int64_t(tiles.size()))
   {
     if (control.isCanceled())
@@ -231,7 +261,15 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
     }
     if (h.step != mStep)
     {
-      if (h.kind == Kind::Ask)  // a late ask of an earlier pass
+      // An ask of an earlier pass comes late and is void; one of a later pass comes from a worker that
+      // left this pass (it had no tile left) and waits for that pass to begin.
+      if (h.kind == Kind::Ask && h.step > mStep)
+      {
+        uint32_t wanted = 0;
+        a.value(wanted);
+        mEarlyAsks.push_back(EarlyAsk{h.step, from, wanted});
+      }
+      if (h.kind == Kind::Ask)
         continue;
       throw Error("rank " + std::to_string(from) + " sent a message of another step (the ranks disagree)");
     }
@@ -239,25 +277,7 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
     {
       uint32_t wanted = 0;
       a.value(wanted);
-      for (; wanted > 0; --wanted)
-      {
-        if (next == tiles.size())
-        {
-          if (!told[std::size_t(from)])
-            mTransport.send(from, header(Kind::NoMore, mStep).bytes());
-          told[std::size_t(from)] = 1;
-          break;
-        }
-        int64_t tile = tiles[next++];
-        Archive m = header(Kind::Tile, mStep);
-        m.value(tile);
-        Archive in;
-        if (traffic.in)
-          traffic.in(tile, in);
-        m.vector(in.bytes());
-        mTransport.send(from, std::move(m.bytes()));
-        mInFlight[tile] = from;
-      }
+      give(from, wanted);
     }
     else if (h.kind == Kind::Result)
     {

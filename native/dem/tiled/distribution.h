@@ -253,6 +253,13 @@ private:
   uint32_t mStep = 0;  // passes and shares so far: every rank counts them alike
   std::map<int, SinkEntry> mSinks;
   std::map<int64_t, int> mInFlight;  // tile -> rank
+  struct EarlyAsk
+  {
+    uint32_t step;
+    int from;
+    uint32_t wanted;
+  };
+  std::vector<EarlyAsk> mEarlyAsks;  // asks of a pass not yet begun
   bool mEnded = false;
 };
 

@@ -1,0 +1,191 @@
+// Times the tiled DEM chain (fill, D8 directions without flat resolution, accumulation) run by the
+// ranks of an MPI job (dem/tiled/distribution.h over processing/cli's MpiTransport): rank 0 holds the
+// graphs and takes the accumulation's two rasters, the workers process the tiles, each generating its
+// tiles' terrain itself (generated_terrain.h: no input file) and writing the filled DEM and the
+// directions straight into raw files of a folder every rank sees (default /dev/shm). For the scaling
+// tables: strong (one DEM, more ranks) and weak (cells per worker fixed) scaling, CPU and GPU
+// workers.
+//
+// usage: mpiexec -n N bench_dem_mpi --width W --height H [--tile T] [--threads N] [--gpu]
+//                                   [--gpu-threads N] [--scratch DIR]
+// --threads N: tiles each CPU worker processes at once (default 1: a rank a core).
+// --gpu: each worker takes the GPU its place on its host maps to (processing/cli/gpu_mapping.h: the
+// host's first worker GPU 0 ...), the others their CPU; --gpu-threads N: tiles a GPU worker has at
+// once (default 4).
+// Prints one JSON object (rank 0): the ranks, workers on the GPU, the stage times (ms), the cells per
+// second and checksums of the three outputs (the same for any number of ranks).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cli/gpu_mapping.h"
+#include "cli/mpi_transport.h"
+#include "core/backend.h"
+#include "dem/tiled/distribution.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
+#include "generated_terrain.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem::tiled;
+
+namespace {
+
+// An order-free checksum of the cells written (each cell once): the sum of a hash of (cell, value).
+template <typename T>
+class ChecksumSink : public RasterSink<T>
+{
+public:
+  explicit ChecksumSink(int64_t width) : mWidth(width) {}
+  void write(const Window& window, const T* in) override
+  {
+    uint64_t sum = 0;
+    for (int64_t y = 0; y < window.height; ++y)
+      for (int64_t x = 0; x < window.width; ++x)
+        sum += hash(uint64_t((window.y0 + y) * mWidth + window.x0 + x), in[y * window.width + x]);
+    std::lock_guard<std::mutex> lock(mLock);
+    mSum += sum;
+  }
+  uint64_t sum() const { return mSum; }
+
+  static uint64_t hash(uint64_t cell, T value)
+  {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    uint64_t k = cell * 0x9E3779B97F4A7C15ull ^ (bits + 0x632BE59BD9B4E019ull);
+    k ^= k >> 31;
+    k *= 0xBF58476D1CE4E5B9ull;
+    return k ^ (k >> 29);
+  }
+
+private:
+  int64_t mWidth;
+  std::mutex mLock;
+  uint64_t mSum = 0;
+};
+
+// The checksum of a raster in a raw file (rank 0, after the stage, off the clock).
+template <typename T>
+uint64_t checksumOf(const RawFileRaster<T>& raster)
+{
+  ChecksumSink<T> sink(raster.width());
+  std::vector<T> row(std::size_t(raster.width()));
+  for (int64_t y = 0; y < raster.height(); ++y)
+  {
+    const Window w{0, y, raster.width(), 1};
+    raster.read(w, row.data());
+    sink.write(w, row.data());
+  }
+  return sink.sum();
+}
+
+double msSince(std::chrono::steady_clock::time_point start)
+{
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+  cli::MpiSession session(argc, argv);
+  if (!session.active())
+  {
+    std::fprintf(stderr, "run under mpiexec\n");
+    return 2;
+  }
+  int64_t w = 4000, h = 4000, tile = 1024;
+  int threads = 1, gpuThreads = 4;
+  bool gpu = false;
+  std::string scratchParent = "/dev/shm";
+  for (int i = 1; i < argc; ++i)
+  {
+    const std::string a = argv[i];
+    const auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--width")
+      w = std::atoll(next());
+    else if (a == "--height")
+      h = std::atoll(next());
+    else if (a == "--tile")
+      tile = std::atoll(next());
+    else if (a == "--threads")
+      threads = std::atoi(next());
+    else if (a == "--gpu-threads")
+      gpuThreads = std::atoi(next());
+    else if (a == "--gpu")
+      gpu = true;
+    else if (a == "--scratch")
+      scratchParent = next();
+  }
+  cli::MpiTransport transport;
+  if (transport.size() > 1)
+    cli::mapGpu(transport.rank(), transport.localRank(), transport.hostHoldsRankZero());
+  const bool onGpu = gpu && transport.rank() != 0 && probeGpu().usable;
+  Cluster cluster(transport, onGpu ? gpuThreads : threads);
+  const bool coordinator = cluster.coordinator();
+
+  TiledOptions options;
+  options.tileWidth = options.tileHeight = tile;
+  options.threads = onGpu ? gpuThreads : threads;
+  options.backend = onGpu ? Backend::Gpu : Backend::Cpu;
+  options.gpuTiles = onGpu ? 2 : 1;
+  options.cluster = &cluster;
+  const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
+  const GeneratedTerrain terrain(w, h);
+
+  // The scratch folder: rank 0's, its path shared.
+  std::unique_ptr<ScratchFolder> folder;
+  std::string scratch;
+  if (coordinator)
+  {
+    folder = std::make_unique<ScratchFolder>(scratchParent);
+    scratch = folder->path();
+  }
+  cluster.share([&](Archive& a) { a.string(scratch); });
+  const RawFile::Mode mode = coordinator ? RawFile::Mode::Create : RawFile::Mode::Update;
+  RawFileRaster<float> filled(scratch + "/filled.f32", w, h, mode);
+  RawFileRaster<uint8_t> directions(scratch + "/directions.u8", w, h, mode);
+  ChecksumSink<int64_t> cellsSum(w), areaSum(w);
+  std::unique_ptr<RasterSink<int64_t>> cells, area;
+  if (coordinator)
+  {
+    cluster.addSink(1, cellsSum);
+    cluster.addSink(2, areaSum);
+  }
+  else
+  {
+    cells = cluster.remoteSink<int64_t>(1, w, h);
+    area = cluster.remoteSink<int64_t>(2, w, h);
+  }
+  // How many workers hold a GPU (each worker's word, gathered through rank 0 by MPI).
+  int mine = onGpu ? 1 : 0, gpuWorkers = 0;
+  MPI_Reduce(&mine, &gpuWorkers, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+
+  RunControl control;
+  TiledReport fill, dirs, acc;
+  const auto start = std::chrono::steady_clock::now();
+  fillTiled(terrain, rows, filled, options, control, &fill);
+  const double fillMs = msSince(start);
+  directionsTiled(filled, rows, directions, options, control, &dirs);
+  const double dirMs = msSince(start) - fillMs;
+  accumulationTiled(directions, rows, coordinator ? cellsSum : *cells, coordinator ? areaSum : *area, options, control,
+                    &acc);
+  const double totalMs = msSince(start);
+  cluster.finish();
+  cluster.awaitEnd();
+  if (coordinator)
+    std::printf("{\"ranks\": %d, \"workers\": %d, \"gpu_workers\": %d, \"width\": %lld, \"height\": %lld, \"tile\": %lld, "
+                "\"threads\": %d, \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
+                "\"total_ms\": %.1f, \"cells_per_s\": %.4g, \"tiles\": %lld, \"checksums\": [\"%016llx\", "
+                "\"%016llx\", \"%016llx\", \"%016llx\"]}\n",
+                cluster.size(), cluster.size() - 1, gpuWorkers, (long long)w, (long long)h, (long long)tile, threads,
+                fillMs, dirMs, totalMs - fillMs - dirMs, totalMs, double(w) * double(h) / (totalMs / 1000.0),
+                (long long)fill.tiles, (unsigned long long)checksumOf(filled),
+                (unsigned long long)checksumOf(directions), (unsigned long long)cellsSum.sum(),
+                (unsigned long long)areaSum.sum());
+  return 0;
+}

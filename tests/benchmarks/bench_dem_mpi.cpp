@@ -7,7 +7,10 @@
 // workers.
 //
 // usage: mpiexec -n N bench_dem_mpi --width W --height H [--tile T] [--threads N] [--gpu]
-//                                   [--gpu-threads N] [--scratch DIR]
+//                                   [--gpu-threads N] [--scratch DIR] [--workers-write]
+// --workers-write: the accumulation's rasters too go to raw files that the workers write (rank 0 then
+// holds only the graphs), instead of through rank 0 (as gpugeo_dem's outputs go: GDAL files that rank
+// 0 writes).
 // --threads N: tiles each CPU worker processes at once (default 1: a rank a core).
 // --gpu: each worker takes the GPU its place on its host maps to (processing/cli/gpu_mapping.h: the
 // host's first worker GPU 0 ...), the others their CPU; --gpu-threads N: tiles a GPU worker has at
@@ -51,6 +54,7 @@ public:
     mSum += sum;
   }
   uint64_t sum() const { return mSum; }
+  void add(uint64_t sum) { mSum += sum; }
 
   static uint64_t hash(uint64_t cell, T value)
   {
@@ -100,7 +104,7 @@ int main(int argc, char** argv)
   }
   int64_t w = 4000, h = 4000, tile = 1024;
   int threads = 1, gpuThreads = 4;
-  bool gpu = false;
+  bool gpu = false, workersWrite = false;
   std::string scratchParent = "/dev/shm";
   for (int i = 1; i < argc; ++i)
   {
@@ -118,6 +122,8 @@ int main(int argc, char** argv)
       gpuThreads = std::atoi(next());
     else if (a == "--gpu")
       gpu = true;
+    else if (a == "--workers-write")
+      workersWrite = true;
     else if (a == "--scratch")
       scratchParent = next();
   }
@@ -151,7 +157,13 @@ int main(int argc, char** argv)
   RawFileRaster<uint8_t> directions(scratch + "/directions.u8", w, h, mode);
   ChecksumSink<int64_t> cellsSum(w), areaSum(w);
   std::unique_ptr<RasterSink<int64_t>> cells, area;
-  if (coordinator)
+  std::unique_ptr<RawFileRaster<int64_t>> cellsFile, areaFile;
+  if (workersWrite)
+  {
+    cellsFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/cells.i64", w, h, mode);
+    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode);
+  }
+  else if (coordinator)
   {
     cluster.addSink(1, cellsSum);
     cluster.addSink(2, areaSum);
@@ -161,6 +173,8 @@ int main(int argc, char** argv)
     cells = cluster.remoteSink<int64_t>(1, w, h);
     area = cluster.remoteSink<int64_t>(2, w, h);
   }
+  RasterSink<int64_t>& cellsOut = workersWrite ? *cellsFile : coordinator ? static_cast<RasterSink<int64_t>&>(cellsSum) : *cells;
+  RasterSink<int64_t>& areaOut = workersWrite ? *areaFile : coordinator ? static_cast<RasterSink<int64_t>&>(areaSum) : *area;
   // How many workers hold a GPU (each worker's word, gathered through rank 0 by MPI).
   int mine = onGpu ? 1 : 0, gpuWorkers = 0;
   MPI_Reduce(&mine, &gpuWorkers, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -172,17 +186,23 @@ int main(int argc, char** argv)
   const double fillMs = msSince(start);
   directionsTiled(filled, rows, directions, options, control, &dirs);
   const double dirMs = msSince(start) - fillMs;
-  accumulationTiled(directions, rows, coordinator ? cellsSum : *cells, coordinator ? areaSum : *area, options, control,
-                    &acc);
+  accumulationTiled(directions, rows, cellsOut, areaOut, options, control, &acc);
   const double totalMs = msSince(start);
   cluster.finish();
   cluster.awaitEnd();
+  if (coordinator && workersWrite)
+  {
+    const uint64_t c = checksumOf(*cellsFile), a = checksumOf(*areaFile);
+    cellsSum.add(c);
+    areaSum.add(a);
+  }
   if (coordinator)
     std::printf("{\"ranks\": %d, \"workers\": %d, \"gpu_workers\": %d, \"width\": %lld, \"height\": %lld, \"tile\": %lld, "
-                "\"threads\": %d, \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
+                "\"threads\": %d, \"workers_write\": %s, \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
                 "\"total_ms\": %.1f, \"cells_per_s\": %.4g, \"tiles\": %lld, \"checksums\": [\"%016llx\", "
                 "\"%016llx\", \"%016llx\", \"%016llx\"]}\n",
                 cluster.size(), cluster.size() - 1, gpuWorkers, (long long)w, (long long)h, (long long)tile, threads,
+                workersWrite ? "true" : "false",
                 fillMs, dirMs, totalMs - fillMs - dirMs, totalMs, double(w) * double(h) / (totalMs / 1000.0),
                 (long long)fill.tiles, (unsigned long long)checksumOf(filled),
                 (unsigned long long)checksumOf(directions), (unsigned long long)cellsSum.sum(),

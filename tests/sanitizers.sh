@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The tests under sanitizers, CPU only (run by tests/run_tests.sh after the normal suite):
 #   asan: build-asan/, AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow
-#         included), QGIS on: ctest -L native and ctest -L processing (the plugin and e2e are not run
-#         under ASan: qgis_process itself is not instrumented);
+#         included), QGIS on: ctest -L native, processing, gdal and cli (gpugeo_dem under mpiexec; the
+#         plugin and e2e are not run under ASan: qgis_process itself is not instrumented);
 #   tsan: build-tsan/, ThreadSanitizer, QGIS off: ctest -L native.
 # Any report fails the run: every report is fatal (-fno-sanitize-recover=all, halt_on_error) and
 # makes the test exit non-zero; every stage runs, and the script exits non-zero at the end if a test
@@ -77,10 +77,12 @@ run_ctest() {
 for config in "${configs[@]}"; do
   case $config in
     asan)
-      configure_and_build "$ASAN_BUILD" address,undefined "gpugeo_native_tests gpugeo_gpu_tests gpugeo_processing_tests" \
-        -DGPUGEO_WITH_QGIS=ON
+      configure_and_build "$ASAN_BUILD" address,undefined \
+        "gpugeo_native_tests gpugeo_gpu_tests gpugeo_processing_tests gpugeo_gdal_tests gpugeo_dem" -DGPUGEO_WITH_QGIS=ON
       run_ctest "$ASAN_BUILD" native
       run_ctest "$ASAN_BUILD" processing
+      run_ctest "$ASAN_BUILD" gdal
+      run_ctest "$ASAN_BUILD" cli
       ;;
     tsan)
       configure_and_build "$TSAN_BUILD" thread "gpugeo_native_tests gpugeo_gpu_tests" -DGPUGEO_WITH_QGIS=OFF

@@ -113,6 +113,10 @@ Header readHeader(Archive& a)
 
 thread_local std::vector<Cluster::Write>* tCurrentWrites = nullptr;
 
+// A written window's cells lie in the message at this alignment: the coordinator's sink reads them in
+// place (as int64 or double).
+constexpr std::size_t kWriteAlignment = 16;
+
 }  // namespace
 
 // --- ThreadTransports --------------------------------------------------------------------------------
@@ -317,6 +321,7 @@ void Cluster::applyWrites(Archive& a)
     a.value(id);
     a.value(window);
     a.value(cellBytes);
+    a.align(kWriteAlignment);
     const auto sink = mSinks.find(id);
     if (sink == mSinks.end() || int64_t(sink->second.cellBytes) != cellBytes)
       throw Error("a worker wrote to an output the coordinator does not have (the ranks disagree)");
@@ -370,6 +375,7 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
         m.value(id);
         m.value(w.window);
         m.value(cellBytes);
+        m.align(kWriteAlignment);
         m.span(w.bytes.data(), int64_t(w.bytes.size()));
       }
       return std::move(m.bytes());

@@ -39,7 +39,8 @@ class Archive
 {
 public:
   Archive() = default;  // saving into bytes()
-  Archive(const char* data, std::size_t size) : mLoading(true), mRead(data), mEnd(data + size) {}
+  // Loading from `data`, which is aligned for any type (a new allocation's, as a message's bytes are).
+  Archive(const char* data, std::size_t size) : mLoading(true), mBegin(data), mRead(data), mEnd(data + size) {}
 
   bool loading() const { return mLoading; }
   std::vector<char>& bytes() { return mBytes; }
@@ -91,6 +92,16 @@ public:
     else
       mBytes.insert(mBytes.end(), s.begin(), s.end());
   }
+  // Pads (saving) or skips (loading) to a multiple of `bytes` from the start: what follows may then be
+  // read in place as values of that alignment (the windows a worker writes, handed to a sink as they
+  // lie in the message).
+  void align(std::size_t bytes)
+  {
+    if (mLoading)
+      skip((bytes - std::size_t(mRead - mBegin) % bytes) % bytes);
+    else
+      mBytes.resize((mBytes.size() + bytes - 1) / bytes * bytes, 0);
+  }
   // Loading: what is left unread.
   std::size_t remaining() const { return std::size_t(mEnd - mRead); }
   const char* position() const { return mRead; }
@@ -108,6 +119,7 @@ private:
   }
   bool mLoading = false;
   std::vector<char> mBytes;
+  const char* mBegin = nullptr;
   const char* mRead = nullptr;
   const char* mEnd = nullptr;
 };

@@ -20,28 +20,16 @@
 #include "dem/dem.h"
 #include "dem/tiled/tiled_dem.h"
 #include "flowdirection_algorithm.h"
+#include "gdal/dem_conventions.h"
 #include "parameter_checks.h"
 
 namespace gpugeo {
 
 namespace {
 
-constexpr int32_t kCellsNoData = -1;
-constexpr double kAreaNoData = -1.0;
-constexpr int16_t kInvalid = -1;
-
-// value -> direction (0..7, dem::kNoFlow, dem::kNoData) or kInvalid, for the values 0..255 of one
-// encoding.
-std::array<int16_t, 256> decodingTable(int encoding)
-{
-  std::array<int16_t, 256> table;
-  table.fill(kInvalid);
-  for (int d = 0; d < 8; ++d)
-    table[FlowDirectionAlgorithm::encode(uint8_t(d), encoding)] = int16_t(d);
-  table[FlowDirectionAlgorithm::encode(dem::kNoFlow, encoding)] = dem::kNoFlow;
-  table[255] = dem::kNoData;
-  return table;
-}
+using gdal::decodingTable;
+using gdal::kAreaNoData;
+using gdal::kCellsNoData;
 
 // The directions raster decoded in `encoding`; the other encoding's table tells whether codes this
 // one lacks all fit it (refuseInvalidCodes's hint).

@@ -1,5 +1,6 @@
 #include "flowdirection_algorithm.h"
 
+#include "gdal/dem_conventions.h"
 #include "mpi_launch.h"
 
 #include <algorithm>
@@ -19,13 +20,12 @@
 
 namespace gpugeo {
 
+static_assert(int(FlowDirectionAlgorithm::Esri) == int(gdal::kEsri) && int(FlowDirectionAlgorithm::Clockwise) == int(gdal::kClockwise),
+              "ENCODING's options are the GDAL layer's encodings");
+
 uint8_t FlowDirectionAlgorithm::encode(uint8_t direction, int encoding)
 {
-  if (direction == dem::kNoData)
-    return 255;
-  if (encoding == Esri)
-    return direction < 8 ? uint8_t(dem::kEsriCode[direction]) : 0;
-  return direction < 8 ? direction : 8;
+  return gdal::encodeDirection(direction, encoding);
 }
 
 QgsProcessingParameterDefinition* FlowDirectionAlgorithm::encodingParameter(const QString& description)

@@ -184,11 +184,10 @@ Cluster::Cluster(Transport& transport, int threads) : mTransport(transport), mTh
 
 Cluster::~Cluster() = default;
 
-void Cluster::addWrite(Write write, std::size_t cellBytes)
+void Cluster::addWrite(Write write)
 {
   if (!tCurrentWrites)
     throw Error("a remote sink was written outside a tile's work");
-  (void)cellBytes;
   tCurrentWrites->push_back(std::move(write));
 }
 
@@ -526,7 +525,7 @@ void Cluster::serve(const TileTraffic& traffic, const std::function<void(int64_t
   stopThreads();
 }
 
-std::vector<char> Cluster::waitFromCoordinator(const char* what)
+std::vector<char> Cluster::waitFromCoordinator()
 {
   for (;;)
   {
@@ -542,7 +541,6 @@ std::vector<char> Cluster::waitFromCoordinator(const char* what)
       a.string(why);
       throw RunStopped("stopped by rank 0: " + why);
     }
-    (void)what;
     return message;
   }
 }
@@ -560,7 +558,7 @@ void Cluster::share(const std::function<void(Archive&)>& visit)
       mTransport.send(r, m.bytes());
     return;
   }
-  const std::vector<char> message = waitFromCoordinator("share");
+  const std::vector<char> message = waitFromCoordinator();
   Archive a(message.data(), message.size());
   const Header h = readHeader(a);
   if (h.kind != Kind::Share || h.step != mStep)
@@ -611,7 +609,7 @@ void Cluster::awaitEnd()
     return;
   for (;;)
   {
-    const std::vector<char> message = waitFromCoordinator("the end");
+    const std::vector<char> message = waitFromCoordinator();
     Archive a(message.data(), message.size());
     if (readHeader(a).kind == Kind::End)
       return;

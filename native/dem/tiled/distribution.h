@@ -245,19 +245,20 @@ private:
     void write(const Window& window, const T* in) override
     {
       const char* bytes = reinterpret_cast<const char*>(in);
-      addWrite(Write{mId, window, std::vector<char>(bytes, bytes + window.cells() * int64_t(sizeof(T)))}, sizeof(T));
+      addWrite(Write{mId, window, std::vector<char>(bytes, bytes + window.cells() * int64_t(sizeof(T)))});
     }
 
   private:
     int mId;
   };
-  static void addWrite(Write write, std::size_t cellBytes);
+  static void addWrite(Write write);
 
   void dispatch(const std::vector<int64_t>& tiles, const TileTraffic& traffic,
                 const std::function<void(int64_t)>& onResult, const std::function<std::string(int64_t)>& describe,
                 const RunControl& control);
   void serve(const TileTraffic& traffic, const std::function<void(int64_t)>& body);
-  std::vector<char> waitFromCoordinator(const char* what);
+  // The next message from rank 0; throws RunStopped on an abort.
+  std::vector<char> waitFromCoordinator();
   void applyWrites(Archive& a);
 
   Transport& mTransport;

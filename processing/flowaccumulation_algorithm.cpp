@@ -158,13 +158,6 @@ private:
   std::mutex mMutex;
 };
 
-// A sink that keeps nothing (the area, when OUTPUT_AREA is not asked for).
-class DiscardSink : public dem::tiled::RasterSink<int64_t>
-{
-public:
-  void write(const dem::tiled::Window&, const int64_t*) override {}
-};
-
 }  // namespace
 
 QString FlowAccumulationAlgorithm::name() const
@@ -374,7 +367,7 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, cons
           out[i] = in[i] > 0 ? double(in[i]) * areaScale : kAreaNoData;
       });
   else
-    areaSink = std::make_unique<DiscardSink>();
+    areaSink = std::make_unique<dem::tiled::DiscardSink<int64_t>>();  // OUTPUT_AREA not asked for
   if (wideCounts)
     feedback->pushInfo(QObject::tr("The upstream cells are written as Float64 (exact to 2^53): the DEM has more "
                                    "cells than Int32 holds."));

@@ -46,13 +46,6 @@ private:
   dem::tiled::RasterSink<T>* mOutput;
 };
 
-// A sink that keeps nothing (the counts, when no outlet point is snapped to them).
-class DiscardSink : public dem::tiled::RasterSink<int64_t>
-{
-public:
-  void write(const dem::tiled::Window&, const int64_t*) override {}
-};
-
 // A GeoTIFF output of the chain (when asked for): its writer and its sink.
 template <typename T>
 struct OptionalOutput
@@ -166,7 +159,7 @@ public:
                                        else
                                          static_cast<int32_t*>(buffer)[i] = in[i] > 0 ? int32_t(in[i]) : kCellsNoData;
                                    });
-    DiscardSink noCells;
+    dem::tiled::DiscardSink<int64_t> noCells;  // no outlet point is snapped to the counts
     TeeSink<int64_t> sink(mCells ? static_cast<dem::tiled::RasterSink<int64_t>&>(*mCells) : noCells,
                           output.sink.get());
     mOptions.onTile = tileProgress(&mSteps, 2);

@@ -8,15 +8,23 @@
 //
 // usage: mpiexec -n N bench_dem_mpi --width W --height H [--tile T] [--threads N] [--gpu]
 //                                   [--gpu-threads N] [--scratch DIR] [--workers-write]
+//                                   [--flats] [--isochrones [--bands N]]
 // --workers-write: the accumulation's rasters too go to raw files that the workers write (rank 0 then
 // holds only the graphs), instead of through rank 0 (as gpugeo_dem's outputs go: GDAL files that rank
 // 0 writes).
+// --flats: the directions drain the filled DEM's flats (flatMaskTiled's mask, Combined, in the
+// scratch folder; its rounds on the CPU of every rank, as in any distributed run).
+// --isochrones: the chain goes on to the isochrones' travel times to the outlet of the largest
+// catchment (the accumulation's area in a raw file the workers write, the counts checksummed by the
+// workers where they are computed, the times in a raw file); --bands N: and their N isochrone bands
+// traced (the polygons dropped as they come).
 // --threads N: tiles each CPU worker processes at once (default 1: a rank a core).
 // --gpu: each worker takes the GPU its place on its host maps to (processing/cli/gpu_mapping.h: the
 // host's first worker GPU 0 ...), the others their CPU; --gpu-threads N: tiles a GPU worker has at
 // once (default 4).
 // Prints one JSON object (rank 0): the ranks, workers on the GPU, the stage times (ms), the cells per
-// second and checksums of the three outputs (the same for any number of ranks).
+// second and checksums of the outputs (the same for any number of ranks).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +32,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli/gpu_mapping.h"
 #include "cli/mpi_transport.h"
@@ -55,6 +65,7 @@ public:
   }
   uint64_t sum() const { return mSum; }
   void add(uint64_t sum) { mSum += sum; }
+  void reset(uint64_t sum) { mSum = sum; }
 
   static uint64_t hash(uint64_t cell, T value)
   {
@@ -72,19 +83,34 @@ private:
   uint64_t mSum = 0;
 };
 
-// The checksum of a raster in a raw file (rank 0, after the stage, off the clock).
+// The checksum of a raster in a raw file (rank 0, after the run, off the clock; rows on every core).
 template <typename T>
 uint64_t checksumOf(const RawFileRaster<T>& raster)
 {
   ChecksumSink<T> sink(raster.width());
-  std::vector<T> row(std::size_t(raster.width()));
-  for (int64_t y = 0; y < raster.height(); ++y)
-  {
-    const Window w{0, y, raster.width(), 1};
-    raster.read(w, row.data());
-    sink.write(w, row.data());
-  }
+  const int64_t n = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<T> rows(std::size_t(raster.width()) * 16);
+      for (int64_t y = t * 16; y < raster.height(); y += n * 16)
+      {
+        const Window w{0, y, raster.width(), std::min<int64_t>(16, raster.height() - y)};
+        raster.read(w, rows.data());
+        sink.write(w, rows.data());
+      }
+    });
+  for (std::thread& thread : threads)
+    thread.join();
   return sink.sum();
+}
+
+// The sum over the ranks of their checksums (rank 0's result).
+uint64_t summed(uint64_t mine)
+{
+  uint64_t all = 0;
+  MPI_Reduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  return all;
 }
 
 double msSince(std::chrono::steady_clock::time_point start)
@@ -104,7 +130,8 @@ int main(int argc, char** argv)
   }
   int64_t w = 4000, h = 4000, tile = 1024;
   int threads = 1, gpuThreads = 4;
-  bool gpu = false, workersWrite = false;
+  bool gpu = false, workersWrite = false, isochrones = false, flats = false;
+  int32_t bandCount = 0;
   std::string scratchParent = "/dev/shm";
   for (int i = 1; i < argc; ++i)
   {
@@ -126,6 +153,12 @@ int main(int argc, char** argv)
       workersWrite = true;
     else if (a == "--scratch")
       scratchParent = next();
+    else if (a == "--flats")
+      flats = true;
+    else if (a == "--isochrones")
+      isochrones = true;
+    else if (a == "--bands")
+      bandCount = std::atoi(next());
   }
   cli::MpiTransport transport;
   if (transport.size() > 1)
@@ -158,7 +191,16 @@ int main(int argc, char** argv)
   ChecksumSink<int64_t> cellsSum(w), areaSum(w);
   std::unique_ptr<RasterSink<int64_t>> cells, area;
   std::unique_ptr<RawFileRaster<int64_t>> cellsFile, areaFile;
-  if (workersWrite)
+  std::unique_ptr<RawFileRaster<double>> minutesFile;
+  std::unique_ptr<RawFileRaster<int32_t>> mask;
+  if (flats)
+    mask = std::make_unique<RawFileRaster<int32_t>>(scratch + "/flat_mask.i32", w, h, mode);
+  if (isochrones)
+  {
+    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode);
+    minutesFile = std::make_unique<RawFileRaster<double>>(scratch + "/minutes.f64", w, h, mode);
+  }
+  else if (workersWrite)
   {
     cellsFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/cells.i64", w, h, mode);
     areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode);
@@ -173,24 +215,70 @@ int main(int argc, char** argv)
     cells = cluster.remoteSink<int64_t>(1, w, h);
     area = cluster.remoteSink<int64_t>(2, w, h);
   }
-  RasterSink<int64_t>& cellsOut = workersWrite ? *cellsFile : coordinator ? static_cast<RasterSink<int64_t>&>(cellsSum) : *cells;
-  RasterSink<int64_t>& areaOut = workersWrite ? *areaFile : coordinator ? static_cast<RasterSink<int64_t>&>(areaSum) : *area;
+  RasterSink<int64_t>& cellsOut = isochrones     ? static_cast<RasterSink<int64_t>&>(cellsSum)
+                                  : workersWrite ? *cellsFile
+                                  : coordinator  ? static_cast<RasterSink<int64_t>&>(cellsSum)
+                                                 : *cells;
+  RasterSink<int64_t>& areaOut = isochrones || workersWrite ? *areaFile
+                                 : coordinator              ? static_cast<RasterSink<int64_t>&>(areaSum)
+                                                            : *area;
   // How many workers hold a GPU (each worker's word, gathered through rank 0 by MPI).
   int mine = onGpu ? 1 : 0, gpuWorkers = 0;
   MPI_Reduce(&mine, &gpuWorkers, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
 
   RunControl control;
-  TiledReport fill, dirs, acc;
+  TiledReport fill, flatRounds, dirs, acc, travel, traced;
   const auto start = std::chrono::steady_clock::now();
   fillTiled(terrain, rows, filled, options, control, &fill);
   const double fillMs = msSince(start);
-  directionsTiled(filled, rows, directions, options, control, &dirs);
-  const double dirMs = msSince(start) - fillMs;
-  accumulationTiled(directions, rows, cellsOut, areaOut, options, control, &acc);
+  double flatsMs = 0;
+  if (flats)
+  {
+    flatMaskTiled(filled, rows, *mask, dem::FlatGradient::Combined, scratch, options, control, &flatRounds);
+    flatsMs = msSince(start) - fillMs;
+  }
+  directionsTiled(filled, rows, directions, options, control, &dirs, mask.get());
+  const double dirMs = msSince(start) - fillMs - flatsMs;
+  const AccumulationSummary accumulated = accumulationTiled(directions, rows, cellsOut, areaOut, options, control, &acc);
+  const double accMs = msSince(start) - fillMs - flatsMs - dirMs;
+  double travelMs = 0, bandsMs = 0;
+  int64_t outlet = accumulated.largestCell, watershed = 0;
+  if (isochrones)
+  {
+    // The outlet and the bands' interval are rank 0's word.
+    MPI_Bcast(&outlet, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    const auto travelStart = std::chrono::steady_clock::now();
+    const TravelSummary times =
+      travelTimeTiled(filled, directions, *areaFile, nullptr, rows, outlet, dem::VelocityModel{}, *minutesFile, options,
+                      control, &travel);
+    travelMs = msSince(travelStart);
+    watershed = times.watershedCells;
+    if (bandCount > 0)
+    {
+      double interval = times.maxTime / bandCount * (1 + 1e-9);  // the slowest cell in the last band
+      MPI_Bcast(&interval, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      const auto bandsStart = std::chrono::steady_clock::now();
+      bandsTiled(*minutesFile, rows, interval, bandCount, nullptr, options, control, &traced,
+                 [](int32_t, int64_t, double, BandPolygons& polygons) { polygons = BandPolygons{}; },
+                 &times.tilesWithTimes);
+      bandsMs = msSince(bandsStart);
+    }
+  }
   const double totalMs = msSince(start);
   cluster.finish();
   cluster.awaitEnd();
-  if (coordinator && workersWrite)
+  uint64_t minutesSum = 0;
+  if (isochrones)
+  {
+    const uint64_t c = summed(cellsSum.sum());  // every rank's share of the counts
+    if (coordinator)
+    {
+      cellsSum.reset(c);
+      areaSum.add(checksumOf(*areaFile));
+      minutesSum = checksumOf(*minutesFile);
+    }
+  }
+  else if (coordinator && workersWrite)
   {
     const uint64_t c = checksumOf(*cellsFile), a = checksumOf(*areaFile);
     cellsSum.add(c);
@@ -198,14 +286,15 @@ int main(int argc, char** argv)
   }
   if (coordinator)
     std::printf("{\"ranks\": %d, \"workers\": %d, \"gpu_workers\": %d, \"width\": %lld, \"height\": %lld, \"tile\": %lld, "
-                "\"threads\": %d, \"workers_write\": %s, \"fill_ms\": %.1f, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
+                "\"threads\": %d, \"workers_write\": %s, \"fill_ms\": %.1f, \"flats_ms\": %.1f, \"flat_rounds\": %d, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
+                "\"travel_ms\": %.1f, \"bands_ms\": %.1f, \"bands\": %d, \"outlet\": %lld, \"watershed_cells\": %lld, "
                 "\"total_ms\": %.1f, \"cells_per_s\": %.4g, \"tiles\": %lld, \"checksums\": [\"%016llx\", "
-                "\"%016llx\", \"%016llx\", \"%016llx\"]}\n",
+                "\"%016llx\", \"%016llx\", \"%016llx\", \"%016llx\"]}\n",
                 cluster.size(), cluster.size() - 1, gpuWorkers, (long long)w, (long long)h, (long long)tile, threads,
-                workersWrite ? "true" : "false",
-                fillMs, dirMs, totalMs - fillMs - dirMs, totalMs, double(w) * double(h) / (totalMs / 1000.0),
-                (long long)fill.tiles, (unsigned long long)checksumOf(filled),
-                (unsigned long long)checksumOf(directions), (unsigned long long)cellsSum.sum(),
-                (unsigned long long)areaSum.sum());
+                workersWrite ? "true" : "false", fillMs, flatsMs, int(flatRounds.passes), dirMs, accMs, travelMs, bandsMs, bandCount,
+                (long long)(isochrones ? outlet : -1), (long long)watershed, totalMs,
+                double(w) * double(h) / (totalMs / 1000.0), (long long)fill.tiles,
+                (unsigned long long)checksumOf(filled), (unsigned long long)checksumOf(directions),
+                (unsigned long long)cellsSum.sum(), (unsigned long long)areaSum.sum(), (unsigned long long)minutesSum);
   return 0;
 }

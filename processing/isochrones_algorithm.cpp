@@ -148,16 +148,14 @@ QString IsochronesAlgorithm::shortHelpString() const
            "<p>From a DEM: the time water needs to flow from every cell of a watershed to its outlet, the "
            "watershed and its <i>isochrones</i> (bands of equal travel time) as polygons, and the time&ndash;area "
            "table (the histogram of the Clark unit hydrograph).</p>"
-           "<p>The DEM's depressions are filled, its D8 flow directions found with flats resolved and the flow "
-           "accumulated, as <i>Fill depressions</i>, <i>Flow direction</i> and <i>Flow accumulation</i> do. A "
-           "cell's <i>step time</i> is its flow length (its width, height or diagonal) divided by its speed; its "
-           "travel time is the sum of the step times down its flow path to the outlet, the outlet's own step "
-           "included (as SAGA's <i>Isochrones Variable Speed</i> counts it).</p>"
+           "<p>The DEM is filled, its D8 directions found with flats resolved and the flow accumulated, as "
+           "<i>Fill depressions</i>, <i>Flow direction</i> and <i>Flow accumulation</i> do. A cell's travel time "
+           "is the sum of the step times (flow length / speed) down its path to the outlet, the outlet's own step "
+           "included (as SAGA counts it).</p>"
            "<p><b>Input DEM</b> and <b>Band number</b>: a north-up raster; nodata, NaN and infinite values are "
-           "nodata. <b>Outlet point</b> (optional): the first point of the layer, in any CRS, snapped to the cell "
-           "of highest flow accumulation within <b>Snap distance</b> (metres; 0: the cell under the point), so "
-           "that a point put next to a stream lands on it. Without it, the outlet is where the largest basin "
-           "leaves the grid.</p>"
+           "nodata. <b>Outlet point</b> (optional): the layer's first point, in any CRS, snapped to the cell of "
+           "highest flow accumulation within <b>Snap distance</b> (metres; 0: the cell under it). Without it, the "
+           "outlet is where the largest basin leaves the grid.</p>"
            "<p><b>Velocity model</b>, speeds in m/s, s the slope along the flow direction (m/m):</p><ul>"
            "<li><b>Constant speed</b>: v = <i>speed</i> (default %1 m/s).</li>"
            "<li><b>Slope-based</b> (the default; the NRCS velocity method): v = max(<i>minimum speed</i>, k "
@@ -165,50 +163,51 @@ QString IsochronesAlgorithm::shortHelpString() const
            "upstream area reaches the <i>channel threshold</i>, else the <i>overland</i> one; n = b = 1 by default "
            "(with other values, our reading of the source paper's t = n&middot;l / (k&middot;v(s)&middot;b), whose "
            "symbols it leaves undefined).</li>"
-           "<li><b>Manning-based</b> overland, mixed and channel flow, SAGA's <i>Isochrones Variable Speed</i> "
-           "(Olaya 2004) with its defaults: runoff from the <i>rainfall intensity</i> and the SCS <i>curve "
-           "number</i>; overland flow v = (I D)<sup>0.4</sup> s<sup>0.3</sup> / n<sup>0.6</sup> below the "
-           "<i>mixed flow threshold</i>; above it Manning's equation in a triangular channel of the given <i>side "
-           "slope</i>, its depth found by bisection (at most <i>maximum bisection steps</i>), with n for mixed "
-           "flow and, past the <i>channel threshold</i>, for channel flow. The optional <i>Manning's n raster</i> "
-           "(on the DEM's grid) gives overland n per cell; where it has no value above 0, the overland n "
-           "applies.</li></ul>"
+           "<li><b>Manning-based</b>, SAGA's <i>Isochrones Variable Speed</i> (Olaya 2004) with its defaults: runoff "
+           "from the <i>rainfall intensity</i> and SCS <i>curve number</i>; overland v = (I D)<sup>0.4</sup> "
+           "s<sup>0.3</sup> / n<sup>0.6</sup> below the <i>mixed flow threshold</i>; above, Manning's equation in a "
+           "triangular channel of the <i>side slope</i> (depth by bisection, at most <i>maximum bisection "
+           "steps</i>), n for mixed flow and, past the <i>channel threshold</i>, channel flow. The optional "
+           "<i>Manning's n raster</i> (the DEM's grid) gives overland n per cell (no value above 0: the overland "
+           "n).</li></ul>"
            "<p>The models' settings are advanced parameters, each named after its model.</p>"
-           "<p><b>Where the defaults come from</b>: overland k = %2 m/s is the NRCS's shallow concentrated flow on "
-           "unpaved ground (TR-55, 1986); channel k = %3 m/s is Manning's v for a hydraulic radius of 0.5 m and "
-           "n = 0.035 (Chow 1959); channels start at %4 km&sup2;; the minimum slope %5 is SAGA's. Where the "
-           "land cover is known, take k from NRCS NEH 630 chapter 15.</p>"
+           "<p><b>Defaults</b>: overland k = %2 m/s, NRCS shallow concentrated flow, unpaved (TR-55); channel k = "
+           "%3 m/s, Manning's v at R = 0.5 m, n = 0.035 (Chow); channels from %4 km&sup2;; minimum slope %5 "
+           "(SAGA's). Take k from NEH 630 ch. 15 where the land cover is known.</p>"
            "<p><b>Isochrone interval</b> (minutes): band k holds the cells with (k&minus;1) &times; interval &le; t "
-           "&lt; k &times; interval. 0, the default, picks the first of 1, 2, 5, 10, 15, 20, 30 minutes, 1, 2, 3, 4, "
-           "6, 8, 12 hours, 1, 2, 3 days or whole weeks that gives at most %6 bands.</p>")
+           "&lt; k &times; interval. 0, the default, picks the first of 1, 2, 5, 10, 15, 20, 30 min, 1, 2, 3, 4, 6, "
+           "8, 12 h, 1, 2, 3 days or weeks giving at most %6 bands.</p>")
            .arg(number(d.speed), number(d.kOverland), number(d.kChannel), number(d.channelArea / 1e6),
                 number(d.minSlope))
            .arg(dem::kAutomaticBands) +
          QObject::tr(
            "<p><b>Outputs</b>: <b>Travel time</b> (Float64 raster, minutes; nodata &minus;1 outside the "
-           "watershed). <b>Watershed</b>: one polygon with area_km2, cells and t_max (the longest travel time), "
-           "styled as an outline. <b>Isochrones</b>: one polygon per band, with band, t_min, t_max (minutes), cells "
-           "and area_km2; they tile the watershed and are coloured by band. <b>Time&ndash;area table</b>: one row "
-           "per band (empty bands included) with the same fields and cumulative_share, the share of the "
-           "watershed's area within t_max of the outlet. Areas are sums of the cells' areas. Optional: the "
+           "watershed). <b>Watershed</b>: one polygon with area_km2, cells and t_max (the longest time). "
+           "<b>Isochrones</b>: one polygon per band, with band, t_min, t_max (minutes), cells and area_km2. "
+           "<b>Time&ndash;area table</b>: one row per band (empty ones included) with the same fields and "
+           "cumulative_share, the share of the area within t_max. Areas are sums of the cells' areas. Optional: the "
            "<b>Filled DEM</b>, the <b>Flow direction</b> (ESRI codes 1 = E &hellip; 128 = NE, nodata 255) and "
-           "the <b>Flow accumulation</b> (cells, nodata &minus;1). The polygons follow the cells' edges, one "
-           "polygon per 4-connected group of cells (cells meeting only at a corner stay apart, as GDAL's "
-           "polygonizer makes them), holes included.</p>"
-           "<p><b>Caveats</b>: times are those of the flow paths of a filled DEM: a filled depression is a flat "
-           "where water moves at the minimum slope (a lake or reservoir). Travel times depend on the DEM's "
-           "resolution through the flow lengths. The GPU and the CPU sum the steps in different orders: times "
-           "agree to about 10<sup>&minus;12</sup> relative; tile by tile (below), to about 10<sup>&minus;15</sup> "
-           "per tile a path crosses (the same polygons and table).</p>") +
+           "the <b>Flow accumulation</b> (cells, nodata &minus;1). Polygons follow the cells' edges, one per "
+           "4-connected group of cells (as GDAL's polygonizer), holes included.</p>"
+           "<p><b>Hydrograph</b> (optional), by the time&ndash;area method (Ross 1921): excess falling on band k "
+           "in step j reaches the outlet in step j + k; the step is the interval. Excess (mm/h): the <i>excess "
+           "field</i> of the <i>excess table</i>, a row per step in order (set the interval to its step), else "
+           "the <i>constant excess</i> for its <i>duration</i>. Rows: t_min, t_max, excess_mm_h, discharge_m3s "
+           "(the step's mean), unit_m3s (1 mm in one step). No storage attenuates the peak.</p>"
+           "<p><b>Caveats</b>: a filled depression is a flat where water moves at the minimum slope (a lake or "
+           "reservoir). Times depend on the DEM's resolution through the flow lengths. GPU and CPU times agree to about "
+           "10<sup>&minus;12</sup> relative (sums in other orders); tile by tile (below), to about "
+           "10<sup>&minus;15</sup> per tile a path crosses (the same polygons and table).</p>") +
          cellSizeHelp() +
          QObject::tr(
-           "<p><b>References</b>: USDA NRCS (1986), Urban hydrology for small watersheds, Technical Release 55, "
-           "appendix F; USDA NRCS (2010), National Engineering Handbook part 630, chapter 15 (the velocity "
-           "method). V. T. Chow (1959), Open-channel hydraulics, McGraw-Hill (Manning's n). V. Olaya (2004), "
-           "Hidrolog&iacute;a computacional y modelos digitales del terreno (SAGA's <i>Isochrones Variable "
-           "Speed</i>). Zhao X., Miao Q., Fu Z., Su C., Li X. (2010), CUDA-based confluence analysis, Application "
+           "<p><b>References</b>: USDA NRCS (1986), Urban hydrology for small watersheds, TR-55, appendix F;"
+           " USDA NRCS (2010), National Engineering Handbook part 630, chapter 15 (the velocity "
+           "method). V. T. Chow (1959), Open-channel hydraulics, McGraw-Hill. V. Olaya (2004), "
+           "Hidrolog&iacute;a computacional y modelos digitales del terreno. Zhao X., Miao Q., Fu Z., Su C., Li X. (2010), CUDA-based confluence analysis, Application "
            "Research of Computers, doi:10.3969/j.issn.1001-3695.2010.07.011. C. O. Clark (1945), Storage and the "
-           "unit hydrograph, Transactions of the ASCE 110, 1419&ndash;1446.</p>") +
+           "unit hydrograph, Transactions of the ASCE 110, 1419&ndash;1446. A. D. Ross (1921), The calculation of "
+           "flood discharges by the use of a time contour plan, Transactions of the Institution of Engineers, "
+           "Australia.</p>") +
          rangesHelp(*this) + deviceHelp() + tilingHelp();
 }
 
@@ -283,6 +282,7 @@ void IsochronesAlgorithm::initAlgorithm(const QVariantMap&)
   iterations->setMinimum(1);
   iterations->setMaximum(1e6);
   addParameter(iterations);
+  addHydrographParameters();
   addDeviceParameter();
   addTilingParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("TRAVEL_TIME"),
@@ -293,6 +293,8 @@ void IsochronesAlgorithm::initAlgorithm(const QVariantMap&)
                                                      QgsProcessing::TypeVectorPolygon, QVariant(), true, true));
   addParameter(new QgsProcessingParameterFeatureSink(QStringLiteral("TIME_AREA"), QObject::tr("Time–area table"),
                                                      QgsProcessing::TypeVector, QVariant(), true, true));
+  addParameter(new QgsProcessingParameterFeatureSink(QStringLiteral("HYDROGRAPH"), QObject::tr("Hydrograph"),
+                                                     QgsProcessing::TypeVector, QVariant(), true, false));
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("FILLED"), QObject::tr("Filled DEM"),
                                                            QVariant(), true, false));
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("FLOWDIR"),
@@ -306,6 +308,10 @@ void IsochronesAlgorithm::initAlgorithm(const QVariantMap&)
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("INTERVAL_MIN"), QObject::tr("Isochrone interval (minutes)")));
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("OUTLET_X"), QObject::tr("Outlet cell centre x (DEM CRS)")));
   addOutput(new QgsProcessingOutputNumber(QStringLiteral("OUTLET_Y"), QObject::tr("Outlet cell centre y (DEM CRS)")));
+  addOutput(new QgsProcessingOutputNumber(QStringLiteral("PEAK_DISCHARGE_M3S"),
+                                          QObject::tr("Hydrograph: peak discharge (m³/s)")));
+  addOutput(new QgsProcessingOutputNumber(QStringLiteral("PEAK_TIME_MIN"),
+                                          QObject::tr("Hydrograph: end of the peak's time step (minutes)")));
 }
 
 QString IsochronesAlgorithm::numericProblem(const QVariantMap& parameters, QgsProcessingContext& context) const
@@ -580,6 +586,7 @@ QVariantMap IsochronesAlgorithm::execute(const QVariantMap& parameters, QgsProce
     raster = openDemRaster(mSource, request.band);
   }
   readOutlet(parameters, context, raster, request, feedback);
+  readExcess(parameters, context, request);
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
@@ -923,6 +930,7 @@ QVariantMap IsochronesAlgorithm::writeResults(const Request& request, const DemR
     }
     outputs.insert(QStringLiteral("TIME_AREA"), id);
   }
+  writeHydrograph(request, outcome, parameters, context, feedback, outputs);
   outputs.insert(QStringLiteral("WATERSHED_AREA_KM2"), watershedKm2);
   outputs.insert(QStringLiteral("MAX_TIME_MIN"), outcome.maxTime);
   outputs.insert(QStringLiteral("INTERVAL_MIN"), interval);

@@ -78,6 +78,11 @@ private:
     bool wantWatershed = false, wantIsochrones = false, wantTable = false;
     std::optional<QgsPointXY> outletPoint;  // in the DEM's CRS
     std::optional<std::pair<int64_t, int64_t>> outletCell;  // column, row
+    // HYDROGRAPH: the rainfall excess, a table's series (mm/h per interval) or, when it is empty, a
+    // constant intensity (mm/h) for a duration (minutes).
+    bool wantHydrograph = false;
+    std::vector<double> excessSeries;
+    double excessIntensity = 0, excessDuration = 0;
   };
   // What either path found: for the log, the features and the table.
   struct Outcome
@@ -126,6 +131,13 @@ private:
   // The first point of OUTLET in the DEM's CRS (none when OUTLET is empty), and its cell.
   void readOutlet(const QVariantMap& parameters, QgsProcessingContext& context, const DemRaster& raster,
                   Request& request, QgsProcessingFeedback* feedback) const;
+  // The hydrograph's parameters (isochrones_hydrograph.cpp).
+  void addHydrographParameters();
+  // The rainfall excess (EXCESS_TABLE's series or the constant), checked before the run.
+  void readExcess(const QVariantMap& parameters, QgsProcessingContext& context, Request& request) const;
+  // HYDROGRAPH and its numbers, from the bands' areas: the time–area method.
+  void writeHydrograph(const Request& request, const Outcome& outcome, const QVariantMap& parameters,
+                       QgsProcessingContext& context, QgsProcessingFeedback* feedback, QVariantMap& outputs) const;
   // The MANNING raster, checked against the DEM's grid (none when not used).
   std::optional<DemRaster> openManning(const Request& request, const DemRaster& raster,
                                        QgsProcessingFeedback* feedback) const;

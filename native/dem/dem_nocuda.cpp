@@ -1,6 +1,7 @@
 // The DEM tools where this build has no CUDA backend.
 #include "core/errors.h"
 #include "dem/detail/dem_cuda.h"
+#include "dem/watersheds.h"
 
 namespace gpugeo::dem::detail {
 
@@ -10,6 +11,11 @@ namespace {
   throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
 }
 }  // namespace
+
+void labelWatershedsCuda(const uint8_t*, int64_t, int64_t, int32_t*, const RunControl&)
+{
+  noCuda();
+}
 
 std::vector<float> fillCuda(const Grid&, const RunControl&)
 {

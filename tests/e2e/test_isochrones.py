@@ -6,13 +6,15 @@ the watershed (their areas add up to the watershed's, their union is the watersh
 travel time grows from every cell's receiver to the cell (the FLOWDIR and TRAVEL_TIME rasters read with
 GDAL), the time-area table adds up to the watershed. A snapped outlet with the constant model: the
 snapped cell is the highest accumulation within the snap distance and every time is the walk down the
-cell's path. Help and bad input through the command line.
+cell's path. The hydrograph against a direct sum over the cells and the excess steps, in memory,
+tiled and under MPI. Help and bad input through the command line.
 
 usage: test_isochrones.py [unittest arguments, e.g. IsochronesTest.test_isochrones_automatic_outlet]
 """
 import json
 import math
 import os
+import shutil
 import unittest
 
 import numpy as np
@@ -244,6 +246,101 @@ class IsochronesTest(QgisProcessBase):
         self.assertEqual(rows, int(longest // interval) + 1)
         self.assertLessEqual(rows, 12)
 
+    def write_excess(self, path, values):
+        """A GeoPackage table without geometry, field `excess` (mm/h), one row per step."""
+        dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
+        layer = dataset.CreateLayer("rain", geom_type=ogr.wkbNone)
+        layer.CreateField(ogr.FieldDefn("excess", ogr.OFTReal))
+        layer.CreateField(ogr.FieldDefn("label", ogr.OFTString))
+        for value in values:
+            feature = ogr.Feature(layer.GetLayerDefn())
+            if value is not None:
+                feature.SetField("excess", value)
+            feature.SetField("label", "x")
+            layer.CreateFeature(feature)
+        dataset = None
+
+    def test_isochrones_hydrograph(self):
+        """The HYDROGRAPH table against a direct sum over the travel-time raster's cells and the excess
+        series' steps (each cell's excess of step j reaching the outlet in step j + its band); a table
+        series in memory, tiled and under MPI, and a constant intensity; volume; the unit hydrograph."""
+        interval = 30.0
+        excess = [0.0, 12.5, 40.0, 7.25, 0.0, 3.0]
+        rain = self.path("rain.gpkg")
+        self.write_excess(rain, excess)
+        h, w = jacksboro().shape
+        widths, heights = cell_sizes(h)
+        cell_area = np.repeat(widths * heights, w)
+        runs = {"memory": {}, "tiled": {"TILED": "true", "MEMORY_BUDGET": 3, "DEVICE": 1}}
+        if shutil.which("mpiexec"):
+            runs["mpi"] = {"MPI_PROCESSES": 2, "MEMORY_BUDGET": 3, "DEVICE": 1}
+        tables = {}
+        for how, extra in runs.items():
+            paths = {"TRAVEL_TIME": self.path(f"{how}_h_time.tif"), "HYDROGRAPH": self.path(f"{how}_hydrograph.gpkg")}
+            rc, out = self.run_alg(dict(paths, INPUT=self.dem, INTERVAL=interval, EXCESS_TABLE=rain,
+                                        EXCESS_FIELD="excess", **extra))
+            self.assertEqual(rc, 0, out)
+            self.assertIn("Hydrograph (time–area method, steps of 30 min", "\n".join(out["log"]["info"]))
+            t = read_raster(paths["TRAVEL_TIME"])[0].ravel()
+            inside = t != -1
+            band = np.floor(t[inside] / interval).astype(np.int64)
+            bands = int(band.max()) + 1
+            area = np.bincount(band, weights=cell_area[inside], minlength=bands)
+            # The direct sum: cells by steps.
+            expected = np.zeros(bands + len(excess) - 1)
+            for j, i in enumerate(excess):
+                np.add.at(expected, band + j, cell_area[inside] * i / 3.6e6)
+            rows = [item for item, _ in features(paths["HYDROGRAPH"])]
+            self.assertEqual([r["step"] for r in rows], list(range(1, len(expected) + 1)), how)
+            self.assertEqual([r["t_min"] for r in rows], [k * interval for k in range(len(expected))])
+            self.assertEqual([r["t_max"] for r in rows], [(k + 1) * interval for k in range(len(expected))])
+            self.assertEqual([r["excess_mm_h"] for r in rows], excess + [0.0] * (bands - 1))
+            q = np.array([r["discharge_m3s"] for r in rows])
+            np.testing.assert_allclose(q, expected, rtol=1e-12, err_msg=how)
+            unit = np.array([r["unit_m3s"] for r in rows])
+            np.testing.assert_allclose(unit[:bands], area * 0.001 / (interval * 60), rtol=1e-12)
+            self.assertTrue(np.all(unit[bands:] == 0))
+            # Volume: the watershed's area times the excess depth.
+            depth = sum(excess) / 1000.0 * interval / 60.0
+            self.assertAlmostEqual(float(q.sum()) * interval * 60, float(cell_area[inside].sum()) * depth,
+                                   delta=1e-9 * float(cell_area[inside].sum()) * depth)
+            peak = int(np.argmax(q))
+            self.assertEqual(out["results"]["PEAK_DISCHARGE_M3S"], float(q[peak]))
+            self.assertEqual(out["results"]["PEAK_TIME_MIN"], (peak + 1) * interval)
+            tables[how] = q
+        for how in tables:
+            np.testing.assert_allclose(tables[how], tables["memory"], rtol=1e-12, err_msg=how)
+
+        # A constant 20 mm/h for 45 minutes in steps of the automatic interval (120 minutes): one part step.
+        path = self.path("constant_hydrograph.gpkg")
+        rc, out = self.run_alg({"INPUT": self.dem, "TRAVEL_TIME": self.path("c_time.tif"), "HYDROGRAPH": path,
+                                "EXCESS_INTENSITY": 20, "EXCESS_DURATION": 45})
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out["results"]["INTERVAL_MIN"], 120.0)
+        rows = [item for item, _ in features(path)]
+        self.assertEqual(rows[0]["excess_mm_h"], 20 * 45 / 120)
+        self.assertTrue(all(r["excess_mm_h"] == 0 for r in rows[1:]))
+        # 15 mm of excess in the first step: 15 unit hydrographs.
+        np.testing.assert_allclose([r["discharge_m3s"] for r in rows], [r["unit_m3s"] * 15 for r in rows], rtol=1e-12)
+
+        # Bad input: a table with the automatic interval; a row without a value; a negative value.
+        holes = self.path("holes.gpkg")
+        self.write_excess(holes, [1.0, None, 2.0])
+        negative = self.path("negative.gpkg")
+        self.write_excess(negative, [1.0, 2.0, -3.0])
+        for parameters, words in (
+                ({"EXCESS_TABLE": rain, "EXCESS_FIELD": "excess"}, "set INTERVAL (the isochrone interval)"),
+                ({"EXCESS_TABLE": rain, "INTERVAL": 30}, "EXCESS_FIELD must name the field"),
+                ({"EXCESS_TABLE": holes, "EXCESS_FIELD": "excess", "INTERVAL": 30}, "row 2 (feature 2) has no rainfall"),
+                ({"EXCESS_TABLE": negative, "EXCESS_FIELD": "excess", "INTERVAL": 30}, "row 3 (feature 3)")):
+            target, time = self.path("bad_hydrograph.gpkg"), self.path("bad_time.tif")
+            rc, out = self.run_alg(dict(parameters, INPUT=self.dem, HYDROGRAPH=target, TRAVEL_TIME=time))
+            text = out if isinstance(out, str) else json.dumps(out)
+            self.assertNotEqual(rc, 0, text)
+            self.assertIn(words, text, parameters)
+            self.assertFalse(os.path.exists(target), parameters)
+            self.assertFalse(os.path.exists(time), parameters)
+
     def test_isochrones_help(self):
         rc, out = self.qgis(["help", "gpugeo:isochrones"], parse_json=False)
         self.assertEqual(rc, 0, out)
@@ -252,7 +349,8 @@ class IsochronesTest(QgisProcessBase):
                       "N_FACTOR:", "B_FACTOR:", "MIN_SPEED:", "RAINFALL:", "CURVE_NUMBER:", "MANNING_OVERLAND:",
                       "MIXED_THRESHOLD:", "CHANNEL_THRESHOLD_MANNING:", "MANNING_MIXED:", "MANNING_CHANNEL:",
                       "SIDE_SLOPE:", "MAX_ITERATIONS:", "TRAVEL_TIME:", "WATERSHED:", "ISOCHRONES:", "TIME_AREA:",
-                      "FILLED:", "FLOWDIR:", "ACCUMULATION:", "Olaya", "Zhao", "our reading",
+                      "FILLED:", "FLOWDIR:", "ACCUMULATION:", "HYDROGRAPH:", "EXCESS_TABLE:",
+                      "EXCESS_FIELD:", "EXCESS_INTENSITY:", "EXCESS_DURATION:", "Ross", "Olaya", "Zhao", "our reading",
                       "the outlet's own step included", "Clark"):
             self.assertIn(words, out)
 

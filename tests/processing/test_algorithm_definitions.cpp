@@ -140,7 +140,7 @@ TEST_F(AlgorithmDefinitionsTest, PointNeighboursSaysItsUnitsAndItsDefaultsRun)
 }
 
 // Isochrones: the basic section holds what every run needs; each model's settings are advanced and
-// named after their model, in the models' order.
+// named after their model, in the models' order, then the hydrograph's, named after it.
 TEST_F(AlgorithmDefinitionsTest, IsochronesGroupsItsParametersByModel)
 {
   const QgsProcessingAlgorithm* a = QgsApplication::processingRegistry()->algorithmById(QStringLiteral("gpugeo:isochrones"));
@@ -159,11 +159,13 @@ TEST_F(AlgorithmDefinitionsTest, IsochronesGroupsItsParametersByModel)
         p->name().startsWith(QLatin1String("MPI_")))
       continue;
     const QString prefix = p->description().section(QLatin1Char(':'), 0, 0);
-    EXPECT_TRUE(prefix.endsWith(QLatin1String("model")) || prefix.endsWith(QLatin1String("models")))
+    EXPECT_TRUE(prefix.endsWith(QLatin1String("model")) || prefix.endsWith(QLatin1String("models")) ||
+                prefix == QLatin1String("Hydrograph"))
       << p->name().toStdString() << ": " << p->description().toStdString();
     if (prefixes.isEmpty() || prefixes.last() != prefix)
       prefixes << prefix;
   }
   EXPECT_EQ(basic, (QStringList{"INPUT", "BAND", "OUTLET", "SNAP_DISTANCE", "VELOCITY_MODEL", "INTERVAL"}));
-  EXPECT_EQ(prefixes, (QStringList{"Constant model", "Slope model", "Slope and Manning models", "Manning model"}));
+  EXPECT_EQ(prefixes,
+            (QStringList{"Constant model", "Slope model", "Slope and Manning models", "Manning model", "Hydrograph"}));
 }

@@ -1,0 +1,160 @@
+// Watersheds of many outlets (dem/watersheds.h) on the CPU against a walk down every cell's whole path
+// (watershed_cases.h): the labels; each outlet's total cells against the cells whose path passes
+// through it (what GRASS r.water.outlet gives per outlet); own and total areas; downstream outlets;
+// outlets sharing a cell, in pits, nested; loops; bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "dem/watersheds.h"
+#include "watershed_cases.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+
+namespace {
+
+RunControl noCancel;
+
+Watersheds run(const WatershedCase& c, Backend backend = Backend::Cpu)
+{
+  return watersheds(backend, c.directions, c.dem.width, c.dem.height, c.dem.cellWidth.data(), c.dem.cellHeight.data(),
+                    c.outlets, noCancel);
+}
+
+}  // namespace
+
+TEST(Watersheds, EveryCellIsTheWalkDownItsPath)
+{
+  int64_t nested = 0, shared = 0, loopCells = 0;
+  for (const uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u})
+  {
+    const WatershedCase c = watershedCase(seed, 37 + int64_t(seed) * 5, 29 + int64_t(seed) * 3, seed % 3 != 0,
+                                          seed >= 5 ? 6 : 0, 4 + int(seed) * 3);
+    const std::string what = "seed " + std::to_string(seed);
+    const WatershedReference ref = watershedReference(c);
+    const Watersheds got = run(c);
+    ASSERT_EQ(got.labels, ref.labels) << what;
+    const int64_t w = c.dem.width;
+    for (std::size_t k = 0; k < c.outlets.size(); ++k)
+    {
+      nested += got.downstream[k] >= 0;
+      shared += got.sameCellAs[k] >= 0;
+    }
+    for (std::size_t i = 0; i + 1 < c.directions.size(); ++i)
+      loopCells += c.directions[i] == 0 && c.directions[i + 1] == 4 && got.labels[i] == 0;
+    for (std::size_t k = 0; k < c.outlets.size(); ++k)
+    {
+      // Own cells and area: the labelled cells, the area per row.
+      int64_t own = 0;
+      double area = 0;
+      for (int64_t y = 0; y < c.dem.height; ++y)
+      {
+        int64_t inRow = 0;
+        for (int64_t x = 0; x < w; ++x)
+          inRow += ref.labels[std::size_t(y * w + x)] == int32_t(k + 1);
+        own += inRow;
+        area += double(inRow) * c.dem.cellWidth[std::size_t(y)] * c.dem.cellHeight[std::size_t(y)];
+      }
+      EXPECT_EQ(got.ownCells[k], own) << what << ", outlet " << k;
+      EXPECT_NEAR(got.ownArea[k], area, 1e-12 * area) << what << ", outlet " << k;
+      // The earlier outlet on the same cell takes it; the later has nothing.
+      int32_t earlier = -1;
+      for (std::size_t j = 0; j < k && earlier < 0; ++j)
+        if (c.outlets[j] == c.outlets[k])
+          earlier = int32_t(j);
+      EXPECT_EQ(got.sameCellAs[k], earlier) << what << ", outlet " << k;
+      if (earlier >= 0)
+      {
+        EXPECT_EQ(got.ownCells[k], 0) << what;
+        EXPECT_EQ(got.totalCells[k], 0) << what;
+        EXPECT_EQ(got.downstream[k], -1) << what;
+        continue;
+      }
+      // Total: the cells whose path passes through the outlet's cell, as r.water.outlet counts them
+      // (loops aside: a cell on a loop through an outlet is labelled by it but counted once here too).
+      EXPECT_EQ(got.totalCells[k], ref.throughCells[k]) << what << ", outlet " << k;
+      // Downstream: the first outlet below the outlet cell.
+      const int64_t cell = c.outlets[k];
+      const uint8_t d = c.directions[std::size_t(cell)];
+      int32_t below = -1;
+      if (d < 8)
+      {
+        const int64_t x = cell % w + kDx[d], y = cell / w + kDy[d];
+        if (x >= 0 && y >= 0 && x < w && y < c.dem.height)
+        {
+          const int32_t l = ref.labels[std::size_t(y * w + x)];
+          if (l > 0 && l != int32_t(k + 1))
+            below = l - 1;
+        }
+      }
+      EXPECT_EQ(got.downstream[k], below) << what << ", outlet " << k;
+    }
+    // The union of every outlet's own cells nested under an outermost outlet is its total.
+    for (std::size_t k = 0; k < c.outlets.size(); ++k)
+    {
+      if (got.downstream[k] >= 0 || got.sameCellAs[k] >= 0)
+        continue;
+      double inside = 0;
+      for (std::size_t j = 0; j < c.outlets.size(); ++j)
+      {
+        int32_t i = int32_t(j);
+        for (int steps = 0; i >= 0 && i != int32_t(k) && steps < 1000; ++steps)
+          i = got.downstream[std::size_t(i)];
+        if (i == int32_t(k))
+          inside += got.ownArea[j];
+      }
+      EXPECT_NEAR(got.totalArea[k], inside, 1e-12 * inside) << what << ", outlet " << k;
+    }
+  }
+  // The cases hold what they are meant to: nested outlets, shared cells, loops reaching no outlet.
+  EXPECT_GT(nested, 10);
+  EXPECT_GT(shared, 3);
+  EXPECT_GT(loopCells, 3);
+}
+
+TEST(Watersheds, NestedOutletsAlongOneValley)
+{
+  // A 1-row valley draining west: outlets at columns 2, 5 and 8 of 10.
+  TestDem d;
+  d.width = 10;
+  d.height = 1;
+  d.cellWidth = {10};
+  d.cellHeight = {20};
+  const std::vector<uint8_t> west(10, 4);
+  const Watersheds got = watersheds(Backend::Cpu, west, 10, 1, d.cellWidth.data(), d.cellHeight.data(), {5, 2, 8},
+                                    noCancel);
+  EXPECT_EQ(got.labels, (std::vector<int32_t>{0, 0, 2, 2, 2, 1, 1, 1, 3, 3}));
+  EXPECT_EQ(got.ownCells, (std::vector<int64_t>{3, 3, 2}));
+  EXPECT_EQ(got.totalCells, (std::vector<int64_t>{5, 8, 2}));
+  EXPECT_EQ(got.downstream, (std::vector<int32_t>{1, -1, 0}));
+  EXPECT_EQ(got.totalArea, (std::vector<double>{1000.0, 1600.0, 400.0}));
+}
+
+TEST(Watersheds, BadInput)
+{
+  const std::vector<uint8_t> dirs{0, kNoData, 8, 4};
+  const std::vector<double> size{30, 30};
+  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {4}, noCancel), InvalidInput);
+  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {-1}, noCancel), InvalidInput);
+  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 3, 2, size.data(), size.data(), {0}, noCancel), InvalidInput);
+  try
+  {
+    watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {0, 1}, noCancel);
+    FAIL();
+  }
+  catch (const InvalidInput& e)
+  {
+    EXPECT_NE(std::string(e.what()).find("outlet 2 lies on a nodata cell (column 1, row 0)"), std::string::npos)
+      << e.what();
+  }
+  // No outlets: every cell 0.
+  const Watersheds none = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {}, noCancel);
+  EXPECT_EQ(none.labels, (std::vector<int32_t>(4, 0)));
+  // An outlet in a pit takes what drains into it.
+  const Watersheds pit = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {2}, noCancel);
+  EXPECT_EQ(pit.labels, (std::vector<int32_t>{0, 0, 1, 1}));
+}

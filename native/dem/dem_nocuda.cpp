@@ -1,6 +1,7 @@
 // The DEM tools where this build has no CUDA backend.
 #include "core/errors.h"
 #include "dem/detail/dem_cuda.h"
+#include "dem/detail/watershed_labels.h"
 #include "dem/watersheds.h"
 
 namespace gpugeo::dem::detail {

@@ -1,5 +1,7 @@
+#include "dem/detail/watershed_labels.h"
 #include "dem/watersheds.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -55,6 +57,36 @@ void labelWatershedsCpu(const uint8_t* directions, int64_t width, int64_t height
   }
 }
 
+std::vector<int32_t> sameCellAs(const std::vector<int64_t>& outlets)
+{
+  std::vector<int32_t> order(outlets.size());
+  for (std::size_t k = 0; k < order.size(); ++k)
+    order[k] = int32_t(k);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return outlets[std::size_t(a)] < outlets[std::size_t(b)]; });
+  std::vector<int32_t> same(outlets.size(), -1);
+  for (std::size_t i = 1; i < order.size(); ++i)
+    if (outlets[std::size_t(order[i])] == outlets[std::size_t(order[i - 1])])
+      same[std::size_t(order[i])] = same[std::size_t(order[i - 1])] >= 0 ? same[std::size_t(order[i - 1])] : order[i - 1];
+  return same;
+}
+
+void addNestedTotals(Watersheds& out)
+{
+  // Each outlet's own, added down its chain of downstream outlets (a forest: a chain ends where an
+  // outlet drains into no outlet's watershed), in outlet order: the same sums in every run.
+  const int32_t count = int32_t(out.ownCells.size());
+  out.totalCells = out.ownCells;
+  out.totalArea = out.ownArea;
+  for (int32_t k = 0; k < count; ++k)
+    for (int32_t j = out.downstream[std::size_t(k)], steps = 0; j >= 0 && steps < count;
+         j = out.downstream[std::size_t(j)], ++steps)
+    {
+      out.totalCells[std::size_t(j)] += out.ownCells[std::size_t(k)];
+      out.totalArea[std::size_t(j)] += out.ownArea[std::size_t(k)];
+    }
+}
+
 }  // namespace detail
 
 Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, int64_t width, int64_t height,
@@ -68,7 +100,6 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
   const int32_t count = int32_t(outlets.size());
   Watersheds out;
   out.labels.assign(directions.size(), -1);
-  out.sameCellAs.assign(std::size_t(count), -1);
   for (int32_t k = 0; k < count; ++k)
   {
     const int64_t c = outlets[std::size_t(k)];
@@ -77,12 +108,11 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
     if (directions[std::size_t(c)] == kNoData)
       throw InvalidInput("outlet " + std::to_string(k + 1) + " lies on a nodata cell (column " +
                          std::to_string(c % width) + ", row " + std::to_string(c / width) + ")");
-    int32_t& label = out.labels[std::size_t(c)];
-    if (label > 0)
-      out.sameCellAs[std::size_t(k)] = label - 1;
-    else
-      label = k + 1;
   }
+  out.sameCellAs = detail::sameCellAs(outlets);
+  for (int32_t k = 0; k < count; ++k)
+    if (out.sameCellAs[std::size_t(k)] < 0)
+      out.labels[std::size_t(outlets[std::size_t(k)])] = k + 1;
   if (backend == Backend::Gpu)
     detail::labelWatershedsCuda(directions.data(), width, height, out.labels.data(), control);
   else
@@ -128,18 +158,7 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
     if (below > 0 && below - 1 != k)
       out.downstream[std::size_t(k)] = below - 1;
   }
-  // Totals: each outlet's own, added down its chain of downstream outlets (a forest: a chain ends
-  // where an outlet drains into no outlet's watershed). Sum in outlet order along each chain, so the
-  // result does not depend on the backend.
-  out.totalCells = out.ownCells;
-  out.totalArea = out.ownArea;
-  for (int32_t k = 0; k < count; ++k)
-    for (int32_t j = out.downstream[std::size_t(k)], steps = 0; j >= 0 && steps < count;
-         j = out.downstream[std::size_t(j)], ++steps)
-    {
-      out.totalCells[std::size_t(j)] += out.ownCells[std::size_t(k)];
-      out.totalArea[std::size_t(j)] += out.ownArea[std::size_t(k)];
-    }
+  detail::addNestedTotals(out);
   return out;
 }
 

@@ -39,13 +39,4 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
                       const double* cellWidth, const double* cellHeight, const std::vector<int64_t>& outlets,
                       const RunControl& control);
 
-namespace detail {
-// The labels alone (the backends' part): `labels` holds k + 1 at outlet k's cell and -1 elsewhere on
-// entry, the final labels on return.
-void labelWatershedsCpu(const uint8_t* directions, int64_t width, int64_t height, int32_t* labels,
-                        const RunControl& control);
-void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height, int32_t* labels,
-                         const RunControl& control);
-}  // namespace detail
-
 }  // namespace gpugeo::dem

@@ -12,6 +12,7 @@
 #include "core/device_buffer.h"
 #include "core/errors.h"
 #include "dem/dem.h"
+#include "dem/detail/watershed_labels.h"
 #include "dem/watersheds.h"
 
 namespace gpugeo::dem::detail {

@@ -1,8 +1,9 @@
 // The tiled DEM tools run by several ranks (distribution.h), the ranks as threads of this process
 // (ThreadTransports): every output equal to the single-process tiled run's, bit for bit, for 1 to 4
 // ranks and tiles from tiny and odd to one; errors on a worker and on the coordinator end every
-// rank with the error; the messages' archive.
+// rank with the error; the messages' archive; watersheds of many outlets.
 #include "distributed_ranks.h"
+#include "watershed_cases.h"
 
 using namespace gpugeo::dem::tiled::testing_ranks;
 
@@ -225,5 +226,32 @@ TEST(DemDistributed, IsochronesOfAnyNumberOfRanksAreTheSingleProcessRuns)
         }
       }
     }
+  }
+}
+
+// Watersheds of many outlets under 1 to 4 ranks: the single process's labels and sums.
+TEST(DemDistributed, WatershedsOfAnyNumberOfRanksAreTheSingleProcessRuns)
+{
+  const WatershedCase c = watershedCase(21, 50, 37, true, 4, 30);
+  const RowSizes rows{c.dem.cellWidth, c.dem.cellHeight};
+  const MemoryRaster<uint8_t> dirs(c.dem.width, c.dem.height, c.directions);
+  MemoryRaster<int32_t> single(c.dem.width, c.dem.height);
+  const Watersheds want = watershedsTiled(dirs, rows, c.outlets, single, tiles(8, 6), noCancel);
+  for (const int ranks : {2, 3, 4})
+  {
+    MemoryRaster<int32_t> labels(c.dem.width, c.dem.height);
+    Watersheds got;
+    runRanks(ranks, tiles(8, 6), [&](const TiledOptions& o, int rank, Cluster& cluster) {
+      const auto sink = sinkFor(rank, &cluster, labels, 1);
+      Watersheds w = watershedsTiled(dirs, rows, c.outlets, rank == 0 ? labels : *sink, o, noCancel);
+      if (rank == 0)
+        got = std::move(w);
+    });
+    const std::string what = std::to_string(ranks) + " ranks";
+    EXPECT_EQ(labels.cells(), single.cells()) << what;
+    EXPECT_EQ(got.ownCells, want.ownCells) << what;
+    EXPECT_EQ(got.ownArea, want.ownArea) << what;
+    EXPECT_EQ(got.downstream, want.downstream) << what;
+    EXPECT_EQ(got.totalArea, want.totalArea) << what;
   }
 }

@@ -6,9 +6,12 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
 #include "dem/watersheds.h"
 #include "watershed_cases.h"
 
@@ -157,4 +160,47 @@ TEST(Watersheds, BadInput)
   // An outlet in a pit takes what drains into it.
   const Watersheds pit = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {2}, noCancel);
   EXPECT_EQ(pit.labels, (std::vector<int32_t>{0, 0, 1, 1}));
+}
+
+// Tile by tile (tiled_watersheds.cpp): the in-memory labels, cells, areas and downstream outlets, on
+// tiles from one cell wide to larger than the grid, with loops across tiles.
+TEST(Watersheds, TileByTileIsTheInMemoryRun)
+{
+  for (const uint64_t seed : {7u, 8u, 9u})
+  {
+    const WatershedCase c = watershedCase(seed, 45 + int64_t(seed), 31 + int64_t(seed) * 2, seed != 8,
+                                          seed == 9 ? 8 : 0, 25);
+    const Watersheds want = run(c);
+    const tiled::RowSizes rows{c.dem.cellWidth, c.dem.cellHeight};
+    const tiled::MemoryRaster<uint8_t> dirs(c.dem.width, c.dem.height, c.directions);
+    for (const auto& [tw, th] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, c.dem.height}, {c.dem.width, 1}, {2, 3}, {7, 5}, {16, 16}, {c.dem.width + 3, c.dem.height + 3}})
+    {
+      const std::string what = "seed " + std::to_string(seed) + ", tiles " + std::to_string(tw) + " x " +
+                               std::to_string(th);
+      tiled::MemoryRaster<int32_t> labels(c.dem.width, c.dem.height);
+      tiled::TiledReport report;
+      const Watersheds got = tiled::watershedsTiled(dirs, rows, c.outlets, labels, tiles(tw, th), noCancel, &report);
+      std::vector<int32_t> written(c.directions.size());
+      labels.read(tiled::Window{0, 0, c.dem.width, c.dem.height}, written.data());
+      EXPECT_EQ(written, want.labels) << what;
+      EXPECT_EQ(got.ownCells, want.ownCells) << what;
+      EXPECT_EQ(got.ownArea, want.ownArea) << what;
+      EXPECT_EQ(got.downstream, want.downstream) << what;
+      EXPECT_EQ(got.totalCells, want.totalCells) << what;
+      EXPECT_EQ(got.totalArea, want.totalArea) << what;
+      EXPECT_EQ(got.sameCellAs, want.sameCellAs) << what;
+      EXPECT_EQ(report.passes, 2) << what;
+    }
+  }
+}
+
+TEST(Watersheds, TiledBadInput)
+{
+  const std::vector<uint8_t> dirs{0, kNoData, 8, 4};
+  const tiled::RowSizes rows{{30, 30}, {30, 30}};
+  const tiled::MemoryRaster<uint8_t> raster(2, 2, dirs);
+  tiled::MemoryRaster<int32_t> labels(2, 2);
+  EXPECT_THROW(tiled::watershedsTiled(raster, rows, {4}, labels, tiles(1, 1), noCancel), InvalidInput);
+  EXPECT_THROW(tiled::watershedsTiled(raster, rows, {1}, labels, tiles(1, 1), noCancel), InvalidInput);
 }

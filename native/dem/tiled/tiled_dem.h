@@ -44,6 +44,7 @@
 #include "dem/dem.h"
 #include "dem/travel_time.h"
 #include "dem/tiled/raster_io.h"
+#include "dem/watersheds.h"
 
 namespace gpugeo::dem::tiled {
 
@@ -235,5 +236,15 @@ TiledBands bandsTiled(const RasterSource<double>& minutes, const RowSizes& rows,
                       RasterSink<double>* copy, const TiledOptions& options, const RunControl& control,
                       TiledReport* report = nullptr, const BandObserver& onBand = nullptr,
                       const std::vector<uint8_t>* tilesWithTimes = nullptr);
+
+// --- Watersheds of many outlets -----------------------------------------------------------------------
+
+// watersheds.h's watersheds tile by tile: the labels into `labels` (k + 1 in outlet k's own
+// watershed, else 0), the rest as watersheds() gives it (labels empty; in a distributed run, on the
+// coordinator only). Throws InvalidInput as watersheds() does.
+constexpr int64_t kWatershedsBytesPerTileCell = 10;
+Watersheds watershedsTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows,
+                           const std::vector<int64_t>& outlets, RasterSink<int32_t>& labels,
+                           const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
 
 }  // namespace gpugeo::dem::tiled

@@ -98,8 +98,6 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
   if (outlets.size() > std::size_t(std::numeric_limits<int32_t>::max() - 1))
     throw InvalidInput("watersheds: more than 2147483646 outlets");
   const int32_t count = int32_t(outlets.size());
-  Watersheds out;
-  out.labels.assign(directions.size(), -1);
   for (int32_t k = 0; k < count; ++k)
   {
     const int64_t c = outlets[std::size_t(k)];
@@ -109,6 +107,8 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
       throw InvalidInput("outlet " + std::to_string(k + 1) + " lies on a nodata cell (column " +
                          std::to_string(c % width) + ", row " + std::to_string(c / width) + ")");
   }
+  Watersheds out;
+  out.labels.assign(directions.size(), -1);
   out.sameCellAs = detail::sameCellAs(outlets);
   for (int32_t k = 0; k < count; ++k)
     if (out.sameCellAs[std::size_t(k)] < 0)

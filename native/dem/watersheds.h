@@ -5,7 +5,8 @@
 // outlet is our outlet's own cells plus those of every outlet nested upstream of it.
 //
 // CPU: each unlabelled cell walks down its path to the first labelled cell (or a terminal) and
-// labels the cells it passed. GPU: pointer jumping (Wyllie), each round every unresolved cell either
+// labels the cells it passed (one thread; on several, tiled_dem.h's watershedsOnThreads gives the same
+// results). GPU: pointer jumping (Wyllie), each round every unresolved cell either
 // takes its successor's label or jumps to its successor's successor, about log₂ of the longest path
 // rounds. A path that ends off the grid, on nodata, in a pit (kNoFlow) or goes round a loop reaches no
 // outlet: label 0. Both give the same labels.

@@ -46,6 +46,12 @@ for bench in "$@"; do
     # the isochrones' times and polygons against the in-memory ones), then the isochrone chain at
     # 40,000^2 (1.6e9 cells, beyond the in-memory GPU path), rasters in host memory, with the GPU's
     # use sampled every 100 ms.
+    watersheds) for size in "2511 2550 3" "20000 20000 1"; do set -- $size
+                  ./build-gpu/tests/benchmarks/bench_watersheds --width $1 --height $2 --backend gpu --reps 5
+                  ./build-gpu/tests/benchmarks/bench_watersheds --width $1 --height $2 --backend gpu --tile 4096 --threads 8 --reps 3
+                  ./build-gpu/tests/benchmarks/bench_watersheds --width $1 --height $2 --backend cpu --threads 1 --reps $3
+                  ./build-gpu/tests/benchmarks/bench_watersheds --width $1 --height $2 --backend cpu --threads 16 --reps $3
+                done 2>&1 | tee "$OUT/bench_watersheds.log" ;;
     dem-tiled-gpu) { ./build-gpu/tests/benchmarks/bench_staged_copy;
                      ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 \
                        --gpu --flats --no-raise --compare --input-in-ram --in-ram;

@@ -204,3 +204,17 @@ TEST(Watersheds, TiledBadInput)
   EXPECT_THROW(tiled::watershedsTiled(raster, rows, {4}, labels, tiles(1, 1), noCancel), InvalidInput);
   EXPECT_THROW(tiled::watershedsTiled(raster, rows, {1}, labels, tiles(1, 1), noCancel), InvalidInput);
 }
+
+// On several threads (tiles of 1,024² in memory): the one thread's walks.
+TEST(Watersheds, ThreadsGiveTheOneThreadsResult)
+{
+  const WatershedCase c = watershedCase(12, 1100, 2100, true, 40, 400);
+  const Watersheds one = run(c);
+  const Watersheds four =
+    tiled::watershedsOnThreads(c.directions, tiled::RowSizes{c.dem.cellWidth, c.dem.cellHeight}, c.outlets, 4, noCancel);
+  EXPECT_EQ(four.labels, one.labels);
+  EXPECT_EQ(four.ownArea, one.ownArea);
+  EXPECT_EQ(four.totalCells, one.totalCells);
+  EXPECT_EQ(four.downstream, one.downstream);
+  EXPECT_EQ(four.sameCellAs, one.sameCellAs);
+}

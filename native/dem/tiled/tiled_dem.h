@@ -246,5 +246,9 @@ constexpr int64_t kWatershedsBytesPerTileCell = 10;
 Watersheds watershedsTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows,
                            const std::vector<int64_t>& outlets, RasterSink<int32_t>& labels,
                            const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+// watersheds() on the CPU's `threads`: the tiled run over the grid in memory (tiles of 1,024², side by
+// side), with the labels; the same results as the one thread's walks.
+Watersheds watershedsOnThreads(const std::vector<uint8_t>& directions, const RowSizes& rows,
+                               const std::vector<int64_t>& outlets, int threads, const RunControl& control);
 
 }  // namespace gpugeo::dem::tiled

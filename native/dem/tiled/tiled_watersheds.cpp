@@ -278,4 +278,21 @@ Watersheds watershedsTiled(const RasterSource<uint8_t>& directions, const RowSiz
   return result;
 }
 
+Watersheds watershedsOnThreads(const std::vector<uint8_t>& directions, const RowSizes& rows,
+                               const std::vector<int64_t>& outlets, int threads, const RunControl& control)
+{
+  const int64_t h = int64_t(rows.cellWidth.size());
+  if (h < 1 || int64_t(directions.size()) % h != 0)
+    throw InvalidInput("watersheds: the directions do not fill the grid");
+  const int64_t w = int64_t(directions.size()) / h;
+  TiledOptions options;
+  options.tileWidth = options.tileHeight = 1024;
+  options.threads = std::max(1, threads);
+  const MemoryRaster<uint8_t> source(w, h, directions);
+  MemoryRaster<int32_t> sink(w, h);
+  Watersheds result = watershedsTiled(source, rows, outlets, sink, options, control);
+  result.labels = sink.cells();
+  return result;
+}
+
 }  // namespace gpugeo::dem::tiled

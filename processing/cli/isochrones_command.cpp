@@ -3,11 +3,14 @@
 // a scratch folder, each stage reading the one before window by window; the optional rasters written
 // as their stage makes them, TRAVEL_TIME as the bands are traced, the bands written one at a time.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/cleanup_guard.h"
 #include "cli/dem_commands.h"
@@ -16,6 +19,7 @@
 #include "cli/vector_outputs.h"
 #include "core/errors.h"
 #include "dem/detail/dem_cuda.h"
+#include "dem/hydrograph.h"
 #include "dem/isochrone_chain.h"
 #include "gdal/dem_conventions.h"
 
@@ -50,7 +54,11 @@ private:
 struct Request
 {
   std::string dem, manning, timePath, filledPath, directionPath, accumulationPath;
-  std::string watershedPath, isochronesPath, tablePath, resultsPath;
+  std::string watershedPath, isochronesPath, tablePath, hydrographPath, resultsPath;
+  // The hydrograph's rainfall excess: a series (mm/h per interval) or, when empty, a constant intensity
+  // (mm/h) for a duration (minutes).
+  std::vector<double> excessSeries;
+  double excessIntensity = 10, excessDuration = 60;
   int band = 1;
   double interval = 0, snapDistance = 100;
   dem::VelocityModel model;
@@ -79,6 +87,24 @@ Request readRequest(const Arguments& args)
   r.watershedPath = args.text("watershed");
   r.isochronesPath = args.text("isochrones");
   r.tablePath = args.text("time-area");
+  r.hydrographPath = args.text("hydrograph");
+  if (args.has("excess-series"))
+  {
+    std::istringstream in(args.text("excess-series"));
+    std::string item;
+    while (std::getline(in, item, ','))
+    {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str(), &end);
+      if (item.empty() || *end != '\0' || !(v >= 0) || !std::isfinite(v))
+        throw UsageError{"--excess-series takes mm/h values of at least 0 separated by commas, not '" + item + "'"};
+      r.excessSeries.push_back(v);
+    }
+    if (r.excessSeries.empty())
+      throw UsageError{"--excess-series takes at least one value"};
+  }
+  r.excessIntensity = args.number("excess-intensity", r.excessIntensity);
+  r.excessDuration = args.number("excess-duration", r.excessDuration);
   r.resultsPath = args.text("results");
   r.manning = args.text("manning");
   r.interval = args.number("interval", 0.0);
@@ -109,6 +135,15 @@ Request readRequest(const Arguments& args)
   m.maxIterations = int(args.integer("max-iterations", m.maxIterations));
   if (r.interval < 0 || r.snapDistance < 0)
     throw UsageError{"--interval and --snap-distance take numbers of at least 0"};
+  if (!r.excessSeries.empty() && !(r.interval > 0))
+    throw UsageError{"--excess-series gives one value per time step: set --interval to its step in minutes"};
+  if (!r.hydrographPath.empty() && r.excessSeries.empty())
+  {
+    if (!(r.excessIntensity >= 0) || !(r.excessDuration > 0))
+      throw UsageError{"--excess-intensity takes mm/h of at least 0 and --excess-duration minutes above 0"};
+    if (r.interval > 0)
+      dem::constantExcess(r.excessIntensity, r.excessDuration, r.interval);  // throws for too many steps
+  }
   return r;
 }
 
@@ -293,7 +328,8 @@ public:
   Results(const Request& r, const gdal::GdalRaster& raster)
     : mAxes{raster.geoTransform[0], raster.geoTransform[1], raster.geoTransform[3], -raster.geoTransform[5]}
   {
-    for (const std::string* path : {&r.isochronesPath, &r.watershedPath, &r.tablePath, &r.resultsPath})
+    for (const std::string* path : {&r.isochronesPath, &r.watershedPath, &r.tablePath, &r.hydrographPath,
+                                    &r.resultsPath})
       if (!path->empty())
       {
         guardPath(*path);
@@ -305,6 +341,13 @@ public:
       mWatershed = std::make_unique<VectorOutput>(r.watershedPath, VectorOutput::Kind::Watershed, raster.crsWkt);
     if (!r.tablePath.empty())
       mTable = std::make_unique<VectorOutput>(r.tablePath, VectorOutput::Kind::Table, raster.crsWkt);
+    if (!r.hydrographPath.empty())
+    {
+      mHydrograph = std::make_unique<VectorOutput>(r.hydrographPath, VectorOutput::Kind::Hydrograph, raster.crsWkt);
+      mExcessSeries = r.excessSeries;
+      mExcessIntensity = r.excessIntensity;
+      mExcessDuration = r.excessDuration;
+    }
     if (!r.resultsPath.empty())
       mFile = std::make_unique<IsochroneResultsWriter>(r.resultsPath);
   }
@@ -317,8 +360,20 @@ public:
       mFile->addBand(polygons);
     polygons = BandPolygons();
   }
-  void finish(IsochroneResults& r)
+  // The hydrograph (time–area method) from the bands' areas, written when asked for.
+  std::optional<dem::Hydrograph> finish(IsochroneResults& r)
   {
+    std::optional<dem::Hydrograph> hydrograph;
+    if (mHydrograph)
+    {
+      const std::vector<double> excess =
+        mExcessSeries.empty() ? dem::constantExcess(mExcessIntensity, mExcessDuration, r.interval) : mExcessSeries;
+      hydrograph = dem::timeAreaHydrograph(r.bandArea, excess, r.interval);
+      for (std::size_t n = 0; n < hydrograph->discharge.size(); ++n)
+        mHydrograph->addHydrographStep(int(n), r.interval, hydrograph->excess[n], hydrograph->discharge[n],
+                                       hydrograph->unit[n]);
+      mHydrograph->finish();
+    }
     if (mWatershed)
     {
       mWatershed->addWatershed(r.watershed, mAxes, r.watershedArea * 1e-6, r.watershedCells, r.maxTime);
@@ -344,11 +399,14 @@ public:
       mFile->finish(r);
     for (const std::string& path : mPaths)
       releasePath(path);
+    return hydrograph;
   }
 
 private:
   MapAxes mAxes;
-  std::unique_ptr<VectorOutput> mBands, mWatershed, mTable;
+  std::unique_ptr<VectorOutput> mBands, mWatershed, mTable, mHydrograph;
+  std::vector<double> mExcessSeries;
+  double mExcessIntensity = 0, mExcessDuration = 0;
   std::unique_ptr<IsochroneResultsWriter> mFile;
   std::vector<std::string> mPaths;  // guarded until finished
 };
@@ -387,6 +445,12 @@ const std::vector<OptionSpec>& isochronesOptions()
                           "format (WATERSHED)."},
     {"isochrones", "PATH", "The isochrone bands' polygons (ISOCHRONES)."},
     {"time-area", "PATH", "The time-area table, e.g. .csv or .gpkg (TIME_AREA)."},
+    {"hydrograph", "PATH", "The outlet's hydrograph by the time-area method, a table (HYDROGRAPH)."},
+    {"excess-series", "MM/H,...", "Hydrograph: the rainfall excess per time step of --interval minutes "
+                                  "(EXCESS_TABLE)."},
+    {"excess-intensity", "MM/H", "Hydrograph: a constant rainfall excess, without --excess-series "
+                                 "(EXCESS_INTENSITY; default 10)."},
+    {"excess-duration", "MINUTES", "Hydrograph: the constant excess's duration (EXCESS_DURATION; default 60)."},
     {"filled", "PATH", "The filled DEM (FILLED)."},
     {"flowdir", "PATH", "The flow directions, ESRI codes (FLOWDIR)."},
     {"accumulation", "PATH", "The flow accumulation, cells (ACCUMULATION)."},
@@ -497,8 +561,17 @@ void runIsochrones(const Arguments& args, RunContext& ctx)
     out.bandArea = std::move(traced.bandArea);
     out.watershed = std::move(traced.watershed);
     ScopedStage stage(chain.times(), "write (vectors)");
-    results->finish(out);
+    const std::optional<dem::Hydrograph> hydrograph = results->finish(out);
     const int64_t w = raster.width;
+    if (hydrograph)
+    {
+      const int64_t peak = hydrograph->peakStep;
+      ctx.report.info("Hydrograph (time-area method, steps of " + gdal::numberText(out.interval) + " min, " +
+                      std::to_string(hydrograph->discharge.size()) + " steps): peak " +
+                      gdal::numberText(peak >= 0 ? hydrograph->discharge[std::size_t(peak)] : 0.0) +
+                      " m³/s in the step ending at " + gdal::numberText(double(peak + 1) * out.interval) +
+                      " min; " + gdal::numberText(hydrograph->volume) + " m³ of rainfall excess delivered.");
+    }
     ctx.report.info("Outlet: column " + std::to_string(out.outlet % w) + ", row " + std::to_string(out.outlet / w) +
                     ", where " + std::to_string(out.outletCells) + " cells drain. Watershed: " +
                     std::to_string(out.watershedCells) + " cells, " + gdal::numberText(out.watershedArea * 1e-6) +

@@ -99,14 +99,15 @@ VectorOutput::VectorOutput(const std::string& path, Kind kind, const std::string
   if (!mImpl->dataset)
     throw WriteFailed("could not create " + path + ": " + gdal::lastGdalError());
   OGRSpatialReferenceH srs = nullptr;
-  if (kind != Kind::Table && !crsWkt.empty())
+  const bool table = kind == Kind::Table || kind == Kind::Hydrograph;
+  if (!table && !crsWkt.empty())
   {
     srs = OSRNewSpatialReference(crsWkt.c_str());
     OSRSetAxisMappingStrategy(srs, OAMS_TRADITIONAL_GIS_ORDER);
   }
   const std::string name = std::filesystem::path(path).stem().string();
   mImpl->layer = GDALDatasetCreateLayer(mImpl->dataset, name.c_str(), srs,
-                                        kind == Kind::Table ? wkbNone : wkbMultiPolygon, nullptr);
+                                        table ? wkbNone : wkbMultiPolygon, nullptr);
   if (srs)
     OSRRelease(srs);
   if (!mImpl->layer)
@@ -116,7 +117,16 @@ VectorOutput::VectorOutput(const std::string& path, Kind kind, const std::string
     OGR_L_CreateField(mImpl->layer, f, TRUE);
     OGR_Fld_Destroy(f);
   };
-  if (kind == Kind::Watershed)
+  if (kind == Kind::Hydrograph)
+  {
+    field("step", OFTInteger);
+    field("t_min", OFTReal);
+    field("t_max", OFTReal);
+    field("excess_mm_h", OFTReal);
+    field("discharge_m3s", OFTReal);
+    field("unit_m3s", OFTReal);
+  }
+  else if (kind == Kind::Watershed)
   {
     field("area_km2", OFTReal);
     field("cells", OFTInteger64);
@@ -169,6 +179,17 @@ void VectorOutput::addBand(int band, double interval, int64_t cells, double area
   if (mImpl->kind == Kind::Table)
     reals.emplace_back("cumulative_share", cumulativeShare);
   mImpl->add(geometry, reals, {{"band", band + 1}, {"cells", cells}});
+}
+
+void VectorOutput::addHydrographStep(int index, double step, double excess, double discharge, double unit)
+{
+  mImpl->add(nullptr,
+             {{"t_min", double(index) * step},
+              {"t_max", double(index + 1) * step},
+              {"excess_mm_h", excess},
+              {"discharge_m3s", discharge},
+              {"unit_m3s", unit}},
+             {{"step", index + 1}});
 }
 
 void VectorOutput::finish()

@@ -1,5 +1,5 @@
 // The isochrones' vector outputs from the command-line program, through OGR: the watershed, the
-// isochrone bands and the time–area table with gpugeo:isochrones's fields; the format from the file's
+// isochrone bands, the time–area table and the hydrograph with gpugeo:isochrones's fields; the format from the file's
 // extension (.gpkg, .shp, .geojson, .csv for the table ...; GeoPackage where it names none). A file
 // not finished is deleted: a failed run leaves nothing that looks like a result.
 #pragma once
@@ -25,7 +25,8 @@ public:
   {
     Watershed,  // area_km2, cells, t_max
     Bands,      // band, t_min, t_max, cells, area_km2
-    Table       // the bands' fields and cumulative_share, no geometry
+    Table,      // the bands' fields and cumulative_share, no geometry
+    Hydrograph  // step, t_min, t_max, excess_mm_h, discharge_m3s, unit_m3s, no geometry
   };
   // Throws WriteFailed when the file cannot be made (the message says why).
   VectorOutput(const std::string& path, Kind kind, const std::string& crsWkt);
@@ -39,6 +40,8 @@ public:
   // none); without polygons for the table.
   void addBand(int band, double interval, int64_t cells, double areaKm2, const BandPolygons* polygons,
                std::size_t index, const MapAxes& axes, double cumulativeShare = 0.0);
+  // One step (from 0) of `step` minutes of a hydrograph.
+  void addHydrographStep(int index, double step, double excess, double discharge, double unit);
   // Closes the file, which is kept.
   void finish();
 

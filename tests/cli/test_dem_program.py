@@ -5,7 +5,8 @@ Every tool run alone and with 1, 2, 3 and 4 ranks (--oversubscribe, on this mach
 DEM whose depressions, flats, nodata and flow paths cross many tiles of 37 x 37 cells: every output
 (rasters, the isochrones' vector files and table, the results file) the same bytes as the run alone.
 A rank killed mid-run ends the job within seconds with an error naming the rank and its tiles,
-leaving no output and no scratch folder. Usage errors exit with 2, failed runs with 1.
+leaving no output and no scratch folder. Usage errors exit with 2, failed runs with 1. The isochrones'
+hydrograph against a direct sum over the travel-time raster's cells and the excess series' steps.
 
 Run: test_dem_program.py --program PATH [--ranks 1,2,3,4]
 """
@@ -89,7 +90,7 @@ def tool_runs(folder, dem, suffix):
         ["isochrones", "--dem", dem, "--velocity-model", "slope", "--interval", "20", "--travel-time", f("time.tif"),
          "--watershed", f("shed.gpkg"), "--isochrones", f("bands.gpkg"), "--time-area", f("table.csv"),
          "--filled", f("ifilled.tif"), "--flowdir", f("idir.tif"), "--accumulation", f("iacc.tif"),
-         "--results", f("results.bin")],
+         "--results", f("results.bin"), "--hydrograph", f("hydro.csv"), "--excess-series", "0,12.5,40,7.25"],
         ["isochrones", "--dem", dem, "--outlet", "504000,4596700", "--snap-distance", "200", "--velocity-model",
          "constant", "--travel-time", f("time2.tif"), "--isochrones", f("bands2.gpkg")],
     ]
@@ -98,7 +99,7 @@ def tool_runs(folder, dem, suffix):
 def outputs_of(args):
     return [args[i + 1] for i in range(len(args) - 1) if args[i] in (
             "--output", "--cells", "--area", "--travel-time", "--watershed", "--isochrones", "--time-area",
-            "--filled", "--flowdir", "--accumulation", "--results")]
+            "--filled", "--flowdir", "--accumulation", "--results", "--hydrograph")]
 
 
 def same_file(a, b):
@@ -185,6 +186,24 @@ def test_killed_rank(program, folder):
         print(text, os.listdir(folder))
 
 
+def test_hydrograph(folder):
+    """The run alone's hydro.csv (interval 20 minutes, 30 m cells) against the direct sum: the excess
+    of step j on a cell of band k = floor(t / 20) reaches the outlet in step j + k."""
+    excess = [0.0, 12.5, 40.0, 7.25]
+    ds = gdal.Open(os.path.join(folder, "time.tif"))
+    t = ds.GetRasterBand(1).ReadAsArray().ravel()
+    band = np.floor(t[t != -1] / 20.0).astype(np.int64)
+    expected = np.zeros(int(band.max()) + len(excess))
+    for j, i in enumerate(excess):
+        np.add.at(expected, band + j, 900.0 * i / 3.6e6)
+    rows = [dict(items) for items, _ in vector_rows(os.path.join(folder, "hydro.csv"))]
+    check(len(rows) == len(expected), "hydrograph: one row per step (%d)" % len(expected))
+    got = np.array([float(r["discharge_m3s"]) for r in rows])
+    check(len(got) == len(expected) and np.allclose(got, expected, rtol=1e-12, atol=0),
+          "hydrograph: the discharge is the direct sum over cells and steps")
+    check([float(r["t_max"]) for r in rows] == [20.0 * (k + 1) for k in range(len(rows))], "hydrograph: the steps")
+
+
 def test_usage(program, folder):
     check(run(program, ["--help"]).returncode == 0, "--help exits 0")
     check(run(program, ["filldepressions", "--help"]).returncode == 0, "a tool's --help exits 0")
@@ -200,6 +219,12 @@ def test_usage(program, folder):
     missing = run(program, ["filldepressions", "--dem", os.path.join(folder, "none.tif"),
                             "--output", os.path.join(folder, "o.tif")], ranks=2, check_rc=False)
     check(missing.returncode != 0 and "none.tif" in missing.stderr + missing.stdout, "and so under mpiexec")
+    bad = run(program, ["isochrones", "--dem", "x.tif", "--travel-time", "t.tif", "--hydrograph", "h.csv",
+                        "--excess-series", "1,2"], check_rc=False)
+    check(bad.returncode == 2 and "set --interval" in bad.stderr, "an excess series without --interval (2)")
+    bad = run(program, ["isochrones", "--dem", "x.tif", "--travel-time", "t.tif", "--interval", "5",
+                        "--excess-series", "1,-2"], check_rc=False)
+    check(bad.returncode == 2 and "'-2'" in bad.stderr, "a negative excess (2)")
 
 
 def main():
@@ -213,6 +238,7 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         test_usage(args.program, folder)
         test_ranks(args.program, folder, [int(n) for n in args.ranks.split(",")])
+        test_hydrograph(folder)
     with tempfile.TemporaryDirectory() as folder:
         test_killed_rank(args.program, folder)
     print("%d failures" % len(FAILURES))

@@ -1,7 +1,8 @@
 // Watersheds of many outlets (dem/watersheds.h) on the CPU against a walk down every cell's whole path
 // (watershed_cases.h): the labels; each outlet's total cells against the cells whose path passes
 // through it (what GRASS r.water.outlet gives per outlet); own and total areas; downstream outlets;
-// outlets sharing a cell, in pits, nested; loops; bad input.
+// outlets sharing a cell, in pits, nested; loops; bad input. Tile by tile (and on threads) against the
+// in-memory run; the polygons tile by tile against traceRegions'.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "dem/regions.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/watersheds.h"
@@ -217,4 +219,33 @@ TEST(Watersheds, ThreadsGiveTheOneThreadsResult)
   EXPECT_EQ(four.totalCells, one.totalCells);
   EXPECT_EQ(four.downstream, one.downstream);
   EXPECT_EQ(four.sameCellAs, one.sameCellAs);
+}
+
+// The watersheds' polygons tile by tile: set k's cells, areas and polygons as traceRegions gives them
+// for the labels in memory.
+TEST(Watersheds, PolygonsTileByTileAreTheInMemoryOnes)
+{
+  const WatershedCase c = watershedCase(13, 61, 47, true, 3, 20);
+  const Watersheds w = run(c);
+  std::vector<int32_t> sets(w.labels.size());
+  for (std::size_t i = 0; i < sets.size(); ++i)
+    sets[i] = w.labels[i] - 1;
+  const int32_t count = int32_t(c.outlets.size());
+  const BandPolygons want = traceRegions(Backend::Cpu, sets.data(), c.dem.width, c.dem.height, count, 2, noCancel);
+  const tiled::MemoryRaster<int32_t> labels(c.dem.width, c.dem.height, w.labels);
+  const tiled::RowSizes rows{c.dem.cellWidth, c.dem.cellHeight};
+  for (const int64_t side : {int64_t(5), int64_t(16), int64_t(100)})
+  {
+    const tiled::TiledBands got = tiled::labelPolygonsTiled(labels, rows, count, tiles(side, side), noCancel);
+    const std::string what = "tiles of " + std::to_string(side);
+    EXPECT_EQ(got.bands.bandPolygon, want.bandPolygon) << what;
+    EXPECT_EQ(got.bands.polygonRing, want.polygonRing) << what;
+    EXPECT_EQ(got.bands.x, want.x) << what;
+    EXPECT_EQ(got.bands.y, want.y) << what;
+    EXPECT_EQ(got.bandCells, w.ownCells) << what;
+    EXPECT_EQ(got.bandArea, w.ownArea) << what;
+  }
+  tiled::MemoryRaster<int32_t> none(3, 3, std::vector<int32_t>(9, 0));
+  EXPECT_THROW(tiled::labelPolygonsTiled(none, tiled::RowSizes{{1, 1, 1}, {1, 1, 1}}, 0, tiles(2, 2), noCancel),
+               InvalidInput);
 }

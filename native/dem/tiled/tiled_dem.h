@@ -248,6 +248,12 @@ Watersheds watershedsTiled(const RasterSource<uint8_t>& directions, const RowSiz
                            const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
 // watersheds() on the CPU's `threads`: the tiled run over the grid in memory (tiles of 1,024², side by
 // side), with the labels; the same results as the one thread's walks.
+// The polygons of a label raster (watershedsTiled's: 0 none, k + 1 set k) tile by tile, set k as band
+// k of bandsTiled (its cells, areas and polygons, regions.h's as traceRegions gives them for labels
+// k, -1 for none; with onBand, given set by set). Throws InvalidInput for a label past `count`.
+TiledBands labelPolygonsTiled(const RasterSource<int32_t>& labels, const RowSizes& rows, int32_t count,
+                              const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr,
+                              const BandObserver& onBand = nullptr);
 Watersheds watershedsOnThreads(const std::vector<uint8_t>& directions, const RowSizes& rows,
                                const std::vector<int64_t>& outlets, int threads, const RunControl& control);
 

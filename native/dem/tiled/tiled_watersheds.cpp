@@ -69,6 +69,31 @@ void labelTile(const RasterSource<uint8_t>& directions, const TileLayout& layout
     dem::detail::labelWatershedsCpu(work.directions.data(), pw, ph, work.labels.data(), control);
 }
 
+// A label raster as bandsTiled's times: label k + 1 at k (bands of 1), 0 (none) as NaN.
+class LabelsAsTimes : public RasterSource<double>
+{
+public:
+  explicit LabelsAsTimes(const RasterSource<int32_t>& labels) : mLabels(labels) {}
+  int64_t width() const override { return mLabels.width(); }
+  int64_t height() const override { return mLabels.height(); }
+  void read(const Window& window, double* out) const override { readStrided(window, out, window.width); }
+  void readStrided(const Window& window, double* out, int64_t stride) const override
+  {
+    std::vector<int32_t> in(std::size_t(window.cells()));
+    mLabels.read(window, in.data());
+    for (int64_t y = 0; y < window.height; ++y)
+    {
+      const int32_t* row = in.data() + y * window.width;
+      double* o = out + y * stride;
+      for (int64_t x = 0; x < window.width; ++x)
+        o[x] = row[x] > 0 ? double(row[x] - 1) : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+
+private:
+  const RasterSource<int32_t>& mLabels;
+};
+
 // What pass 2 sends back of a tile: its outlets' cells per row (label, row, count) and downstream
 // outlets (outlet, downstream).
 struct TileCounts
@@ -276,6 +301,16 @@ Watersheds watershedsTiled(const RasterSource<uint8_t>& directions, const RowSiz
       result.downstream[std::size_t(c.outlet[e])] = c.downstream[e];
   dem::detail::addNestedTotals(result);
   return result;
+}
+
+TiledBands labelPolygonsTiled(const RasterSource<int32_t>& labels, const RowSizes& rows, int32_t count,
+                              const TiledOptions& options, const RunControl& control, TiledReport* report,
+                              const BandObserver& onBand)
+{
+  if (count < 1)
+    throw InvalidInput("watersheds: no outlet to trace");
+  const LabelsAsTimes times(labels);
+  return bandsTiled(times, rows, 1.0, count, nullptr, options, control, report, onBand);
 }
 
 Watersheds watershedsOnThreads(const std::vector<uint8_t>& directions, const RowSizes& rows,

@@ -116,7 +116,7 @@ QString Algorithm::deviceHelp()
     "bands of rows, and with <i>Auto</i> it falls back to the CPU with a warning.</p>");
 }
 
-void Algorithm::addTilingParameters()
+void Algorithm::addTilingParameters(bool mpi)
 {
   // Optional, so that models and scripts saved before they existed stay valid (their defaults apply).
   auto budget = std::make_unique<QgsProcessingParameterNumber>(
@@ -132,6 +132,8 @@ void Algorithm::addTilingParameters()
     QStringLiteral("COG"), QObject::tr("Write the rasters as Cloud Optimized GeoTIFFs"), false, true);
   cog->setFlags(cog->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   addParameter(cog.release());
+  if (!mpi)
+    return;
   addParameter(mpiProcessesParameter());
   addParameter(mpiHostfileParameter());
 }
@@ -156,7 +158,7 @@ QStringList Algorithm::programArguments(const QVariantMap& parameters, QgsProces
   return arguments;
 }
 
-QString Algorithm::tilingHelp()
+QString Algorithm::tilingHelp(bool mpi)
 {
   return QObject::tr(
            "<p><b>Memory budget</b> (advanced, MiB; 0: half the memory available) and <b>Process tile by tile</b>: a "
@@ -165,7 +167,7 @@ QString Algorithm::tilingHelp()
            "largest squares (up to 4,096 cells) that fit, one a thread; on the GPU they take turns on the device. "
            "Scratch rasters go to QGIS's temporary folder, removed at the end. <b>COG</b>: outputs as Cloud "
            "Optimized GeoTIFFs.</p>") +
-         mpiHelp();
+         (mpi ? mpiHelp() : QString());
 }
 
 int Algorithm::cpuThreads()

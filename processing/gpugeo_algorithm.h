@@ -60,8 +60,9 @@ protected:
   // The DEM tools' advanced MEMORY_BUDGET (MiB, 0: automatic) and TILED (tile by tile even when
   // the DEM fits) parameters, and their help paragraph.
   // MEMORY_BUDGET, TILED, COG and the MPI parameters (mpi_launch.h) of the DEM algorithms.
-  void addTilingParameters();
-  static QString tilingHelp();
+  // Without `mpi`, the MPI parameters are left out (a tool gpugeo_dem does not run yet).
+  void addTilingParameters(bool mpi = true);
+  static QString tilingHelp(bool mpi = true);
   // The arguments every tool of gpugeo_dem takes, from those parameters: the band, the layer's CRS,
   // DEVICE, MEMORY_BUDGET, COG, the plan's tiles where it is tiled (so that the job's tiles are those of
   // this process's tiled run, and so its outputs), and QGIS's temporary folder for the scratch where

@@ -28,24 +28,6 @@ namespace gpugeo {
 
 namespace {
 
-// Writes each window to a scratch raster and, when asked for, to an output too.
-template <typename T>
-class TeeSink : public dem::tiled::RasterSink<T>
-{
-public:
-  TeeSink(dem::tiled::RasterSink<T>& scratch, dem::tiled::RasterSink<T>* output) : mScratch(scratch), mOutput(output) {}
-  void write(const dem::tiled::Window& window, const T* in) override
-  {
-    mScratch.write(window, in);
-    if (mOutput)
-      mOutput->write(window, in);
-  }
-
-private:
-  dem::tiled::RasterSink<T>& mScratch;
-  dem::tiled::RasterSink<T>* mOutput;
-};
-
 // A GeoTIFF output of the chain (when asked for): its writer and its sink.
 template <typename T>
 struct OptionalOutput
@@ -99,7 +81,7 @@ public:
     begin(1, QObject::tr("Filling depressions tile by tile"));
     mFilled = raw<float>("filled.f32");
     OptionalOutput<float> output(path, mRaster, GDT_Float32, double(noData), nanAsNoData(noData));
-    TeeSink<float> sink(*mFilled, output.sink.get());
+    dem::tiled::TeeSink<float> sink(*mFilled, output.sink.get());
     int64_t raised = 0;
     std::mutex counting;
     const auto observe = [&](const dem::tiled::Window& t, const float* z, const float* f) {
@@ -132,7 +114,7 @@ public:
       for (int64_t i = 0; i < count; ++i)
         out[i] = FlowDirectionAlgorithm::encode(in[i], FlowDirectionAlgorithm::Esri);
     });
-    TeeSink<uint8_t> sink(*mDirections, output.sink.get());
+    dem::tiled::TeeSink<uint8_t> sink(*mDirections, output.sink.get());
     mOptions.onTile = tileProgress(&mSteps, 1);
     dem::tiled::TiledReport report;
     dem::tiled::directionsTiled(*mFilled, mRows, sink, mOptions, mControl, &report, mask.get());
@@ -160,7 +142,7 @@ public:
                                          static_cast<int32_t*>(buffer)[i] = in[i] > 0 ? int32_t(in[i]) : kCellsNoData;
                                    });
     dem::tiled::DiscardSink<int64_t> noCells;  // no outlet point is snapped to the counts
-    TeeSink<int64_t> sink(mCells ? static_cast<dem::tiled::RasterSink<int64_t>&>(*mCells) : noCells,
+    dem::tiled::TeeSink<int64_t> sink(mCells ? static_cast<dem::tiled::RasterSink<int64_t>&>(*mCells) : noCells,
                           output.sink.get());
     mOptions.onTile = tileProgress(&mSteps, 2);
     dem::tiled::TiledReport report;

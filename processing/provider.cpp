@@ -11,6 +11,7 @@
 #include "flowaccumulation_algorithm.h"
 #include "flowdirection_algorithm.h"
 #include "isochrones_algorithm.h"
+#include "watersheds_algorithm.h"
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
 #include "qtmvoronoi_algorithm.h"
@@ -109,6 +110,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new FlowDirectionAlgorithm());
   addAlgorithm(new FlowAccumulationAlgorithm());
   addAlgorithm(new IsochronesAlgorithm());
+  addAlgorithm(new WatershedsAlgorithm());
 }
 
 }  // namespace gpugeo

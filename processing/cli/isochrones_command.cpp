@@ -33,23 +33,6 @@ constexpr double kTimeNoData = -1.0;  // TRAVEL_TIME's nodata
 constexpr int32_t kMaxBands = 10000;
 constexpr int64_t kInMemoryBytesPerCell = 64;
 
-// Writes each window to a scratch raster and, when asked for, to an output too.
-template <typename T>
-class TeeSink : public tiled::RasterSink<T>
-{
-public:
-  TeeSink(tiled::RasterSink<T>& scratch, tiled::RasterSink<T>* output) : mScratch(scratch), mOutput(output) {}
-  void write(const tiled::Window& window, const T* in) override
-  {
-    mScratch.write(window, in);
-    if (mOutput)
-      mOutput->write(window, in);
-  }
-
-private:
-  tiled::RasterSink<T>& mScratch;
-  tiled::RasterSink<T>* mOutput;
-};
 
 struct Request
 {
@@ -173,7 +156,7 @@ public:
     mCtx.report.step("Filling depressions tile by tile", 1, kSteps);
     mFilled = mScratch.raster<float>("filled.f32", mRaster.width, mRaster.height);
     const auto output = optional<float>(1, path, GDT_Float32, double(noData), gdal::nanAsNoData(noData));
-    TeeSink<float> sink(*mFilled, output ? &output->sink() : nullptr);
+    tiled::TeeSink<float> sink(*mFilled, output ? &output->sink() : nullptr);
     mOptions.onTile = mCtx.report.tileProgress(2);
     tiled::TiledReport report;
     const int64_t raised = tiled::fillTiled(dem, mRows, sink, mOptions, mCtx.control, &report);
@@ -196,7 +179,7 @@ public:
       for (int64_t i = 0; i < count; ++i)
         out[i] = gdal::encodeDirection(in[i], gdal::kEsri);
     });
-    TeeSink<uint8_t> sink(*mDirections, output ? &output->sink() : nullptr);
+    tiled::TeeSink<uint8_t> sink(*mDirections, output ? &output->sink() : nullptr);
     mOptions.onTile = mCtx.report.tileProgress(1);
     tiled::TiledReport report;
     tiled::directionsTiled(*mFilled, mRows, sink, mOptions, mCtx.control, &report, mask.get());
@@ -219,7 +202,7 @@ public:
                                                 static_cast<int32_t*>(buffer)[i] = in[i] > 0 ? int32_t(in[i]) : -1;
                                           });
     tiled::DiscardSink<int64_t> noCells;
-    TeeSink<int64_t> sink(mCells ? static_cast<tiled::RasterSink<int64_t>&>(*mCells) : noCells,
+    tiled::TeeSink<int64_t> sink(mCells ? static_cast<tiled::RasterSink<int64_t>&>(*mCells) : noCells,
                           output ? &output->sink() : nullptr);
     mOptions.onTile = mCtx.report.tileProgress(2);
     tiled::TiledReport report;

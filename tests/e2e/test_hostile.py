@@ -424,12 +424,14 @@ class HostileInputTest(QgisProcessBase):
             "isochrones": ("gpugeo:isochrones", {"INPUT": dem, "OUTLET": outlet, "TRAVEL_TIME": "Zeit 時間.tif",
                                                  "WATERSHED": "Einzugsgebiet ö.gpkg", "ISOCHRONES": "Isochronen ü.gpkg",
                                                  "TIME_AREA": "Zeit-Fläche ä.gpkg"}),
+            "watersheds": ("gpugeo:watersheds", {"INPUT": directions, "OUTLETS": outlet, "SNAP_DISTANCE": 500,
+                                                 "OUTPUT": "Einzugsgebiete ü.tif", "OUTPUT_POLYGONS": "Gebiete 流域.gpkg"}),
         }
         self.assertEqual(sorted("gpugeo:" + name for name in runs), ALGORITHMS)
         for name, (algorithm, parameters) in runs.items():
             written = []
             for key, value in parameters.items():
-                if isinstance(value, str) and value.endswith((".tif", ".gpkg")) and key not in ("INPUT", "OUTLET"):
+                if isinstance(value, str) and value.endswith((".tif", ".gpkg")) and key not in ("INPUT", "OUTLET", "OUTLETS"):
                     parameters[key] = out(name, value)
                     written.append(parameters[key])
             self.succeeds(name, algorithm, parameters, check=exist(*written))
@@ -556,6 +558,10 @@ class HostileInputTest(QgisProcessBase):
             ("flowaccumulation_link", "gpugeo:flowaccumulation", {"INPUT": self.directions}, "OUTPUT_AREA", "INPUT",
              links[self.directions]),
             ("isochrones", "gpugeo:isochrones", {"INPUT": self.dem}, "TRAVEL_TIME", "INPUT", self.dem),
+            ("watersheds", "gpugeo:watersheds", {"INPUT": self.directions, "OUTLETS": self.points}, "OUTPUT", "INPUT",
+             self.directions),
+            ("watersheds_outlets", "gpugeo:watersheds", {"INPUT": self.directions, "OUTLETS": self.points},
+             "OUTPUT_POLYGONS", "OUTLETS", self.points),
             ("isochrones_link", "gpugeo:isochrones", {"INPUT": self.dem}, "FILLED", "INPUT", links[self.dem]),
             ("isochrones_outlet", "gpugeo:isochrones", {"INPUT": self.dem, "OUTLET": self.points}, "WATERSHED",
              "OUTLET", self.points),
@@ -569,6 +575,8 @@ class HostileInputTest(QgisProcessBase):
                 parameters["OUTPUT_CELLS"] = self.out(name, "cells.tif")
             if algorithm == "gpugeo:isochrones" and output != "TRAVEL_TIME":
                 parameters["TRAVEL_TIME"] = self.out(name, "time.tif")
+            if algorithm == "gpugeo:watersheds" and output != "OUTPUT":
+                parameters["OUTPUT"] = self.out(name, "w.tif")
             if algorithm == "gpugeo:meshcontours":
                 other = "OUTPUT_POLYGONS" if output == "OUTPUT_LINES" else "OUTPUT_LINES"
                 parameters[other] = self.out(name, "other.gpkg")
@@ -693,6 +701,7 @@ class HostileInputTest(QgisProcessBase):
             "gpugeo:flowdirection": ({"INPUT": self.dem}, {"OUTPUT": "o.tif"}),
             "gpugeo:flowaccumulation": ({"INPUT": self.directions}, {"OUTPUT_CELLS": "o.tif"}),
             "gpugeo:isochrones": ({"INPUT": self.dem}, {"TRAVEL_TIME": "o.tif", "WATERSHED": "w.gpkg"}),
+            "gpugeo:watersheds": ({"INPUT": self.directions, "OUTLETS": self.points}, {"OUTPUT": "o.tif"}),
         }
         shown = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e308": "1e+308", "1e12": "1e+12"}
         count = 0

@@ -102,6 +102,24 @@ private:
   std::vector<T> mCells;
 };
 
+// Writes each window to a first sink and, where given, to a second (a scratch raster and an output).
+template <typename T>
+class TeeSink : public RasterSink<T>
+{
+public:
+  TeeSink(RasterSink<T>& first, RasterSink<T>* second) : mFirst(first), mSecond(second) {}
+  void write(const Window& window, const T* in) override
+  {
+    mFirst.write(window, in);
+    if (mSecond)
+      mSecond->write(window, in);
+  }
+
+private:
+  RasterSink<T>& mFirst;
+  RasterSink<T>* mSecond;
+};
+
 // A folder for a run's intermediate rasters, removed (with all it holds) when the object goes: on
 // success, on an error and on a cancel alike. Created under `parent` with a unique name.
 class ScratchFolder

@@ -11,6 +11,7 @@
 #include "flowaccumulation_algorithm.h"
 #include "flowdirection_algorithm.h"
 #include "isochrones_algorithm.h"
+#include "snappourpoints_algorithm.h"
 #include "watersheds_algorithm.h"
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
@@ -111,6 +112,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new FlowAccumulationAlgorithm());
   addAlgorithm(new IsochronesAlgorithm());
   addAlgorithm(new WatershedsAlgorithm());
+  addAlgorithm(new SnapPourPointsAlgorithm());
 }
 
 }  // namespace gpugeo

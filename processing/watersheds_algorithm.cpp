@@ -18,6 +18,7 @@
 
 #include "adapters/band_geometry.h"
 #include "adapters/geotiff_writer.h"
+#include "adapters/grid_points.h"
 #include "adapters/layer_styles.h"
 #include "adapters/number_text.h"
 #include "core/errors.h"
@@ -66,7 +67,7 @@ private:
 
 QString outletName(QgsFeatureId id)
 {
-  return QObject::tr("OUTLETS feature %1").arg(id);
+  return featureName(QStringLiteral("OUTLETS"), id);
 }
 
 // The error for outlets that no cell can take: on nodata with no valid cell within the distance.
@@ -206,85 +207,18 @@ std::vector<WatershedsAlgorithm::Outlet> WatershedsAlgorithm::readOutlets(const 
     throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("OUTLETS")));
   requirePointSource(*source, QStringLiteral("OUTLETS"));
   fields = source->fields();
-  const QgsCoordinateReferenceSystem crs = source->sourceCrs();
-  std::optional<QgsCoordinateTransform> transform;
-  if (crs.isValid() && raster.crs.isValid() && crs != raster.crs)
-    transform = QgsCoordinateTransform(crs, raster.crs, context.transformContext());
-  else if (crs.isValid() != raster.crs.isValid())
-    feedback->pushWarning(QObject::tr("The OUTLETS layer or the flow direction raster has no CRS: the points' "
-                                      "coordinates are taken as the raster's."));
-  const double* gt = raster.geoTransform;
-  const double west = gt[0], east = gt[0] + double(raster.width) * gt[1];
   std::vector<Outlet> outlets;
-  QStringList outside;
-  int64_t skipped = 0;
-  QgsFeatureIterator features = source->getFeatures();
-  QgsFeature feature;
-  while (features.nextFeature(feature))
+  for (GridPoint& g : readGridPoints(*source, QStringLiteral("OUTLETS"), QObject::tr("the flow direction raster"),
+                                     raster, context.transformContext(), feedback))
   {
-    if (feedback->isCanceled())
-      throw Canceled();
-    const QgsGeometry geometry = feature.geometry();
-    if (geometry.isNull() || geometry.isEmpty())
-    {
-      ++skipped;
-      continue;
-    }
-    const QgsPoint first = geometry.constGet()->vertexAt(QgsVertexId(0, 0, 0));
-    if (!std::isfinite(first.x()) || !std::isfinite(first.y()))
-    {
-      ++skipped;
-      continue;
-    }
-    QgsPointXY p(first.x(), first.y());
-    if (transform)
-    {
-      try
-      {
-        p = transform->transform(p);
-      }
-      catch (const QgsCsException& e)
-      {
-        throw QgsProcessingException(QObject::tr("Could not transform %1 from %2 to the raster's %3: %4")
-                                       .arg(outletName(feature.id()), crs.authid(), raster.crs.authid(), e.what()));
-      }
-    }
-    // A geographic raster may run past +-180: a longitude is taken modulo 360 onto it.
-    if (raster.crs.isGeographic())
-    {
-      const double turns = std::round(((west + east) / 2.0 - p.x()) / 360.0);
-      if (turns != 0.0 && p.x() + 360.0 * turns >= std::min(west, east) && p.x() + 360.0 * turns < std::max(west, east))
-        p.setX(p.x() + 360.0 * turns);
-    }
-    const double column = (p.x() - gt[0]) / gt[1], row = (p.y() - gt[3]) / gt[5];
-    if (!(column >= 0 && column < double(raster.width) && row >= 0 && row < double(raster.height)))
-    {
-      outside << QObject::tr("%1 (%2, %3)").arg(outletName(feature.id()), number(p.x()), number(p.y()));
-      continue;
-    }
     Outlet o;
-    o.id = feature.id();
-    o.attributes = feature.attributes();
-    o.point = p;
-    o.column = int64_t(std::floor(column));
-    o.row = int64_t(std::floor(row));
+    o.id = g.id;
+    o.attributes = std::move(g.attributes);
+    o.point = g.point;
+    o.column = g.column;
+    o.row = g.row;
     outlets.push_back(std::move(o));
   }
-  if (!outside.isEmpty())
-    throw QgsProcessingException(
-      QObject::tr("%1 outlet(s) lie outside the flow direction raster, whose extent is x %2 to %3, y %4 to %5 in its "
-                  "CRS: %6.")
-        .arg(outside.size())
-        .arg(number(west), number(east), number(gt[3] + double(raster.height) * gt[5]), number(gt[3]),
-             outside.mid(0, 10).join(QStringLiteral("; "))));
-  if (outlets.empty())
-    throw QgsProcessingException(QObject::tr("The OUTLETS layer has no point (%1 features without a geometry, or with "
-                                             "an empty one or a NaN coordinate).")
-                                   .arg(skipped));
-  if (skipped > 0)
-    feedback->pushInfo(QObject::tr("%1 OUTLETS features without a point (no geometry, an empty one or a NaN "
-                                   "coordinate) were skipped.")
-                         .arg(skipped));
   feedback->pushInfo(QObject::tr("%1 outlets.").arg(outlets.size()));
   return outlets;
 }

@@ -120,6 +120,17 @@ void GdalElevationSource::readCounted(const dem::tiled::Window& window, float* o
                 });
 }
 
+GdalValueSource::GdalValueSource(const GdalRaster& raster) : mRaster(raster), mDataset(openForReading(raster))
+{
+}
+
+void GdalValueSource::read(const dem::tiled::Window& window, double* out) const
+{
+  const BandValue value(mRaster);
+  readConverted(mDataset.get(), mRaster, window, out, window.width, true, GDT_Float64,
+                [&](double raw, int64_t) { return value(raw); });
+}
+
 ElevationCounts GdalElevationSource::scan(int64_t tileWidth, int64_t tileHeight, float* z, const RunControl& control,
                                           const std::function<void(double)>& progress) const
 {

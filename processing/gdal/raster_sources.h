@@ -88,6 +88,22 @@ private:
   Dataset mDataset;
 };
 
+// A band as float64 values (BandValue's: NaN for nodata and NaN, scale and offset applied), window by
+// window: an accumulation raster of any type read for the snapping of pour points.
+class GdalValueSource : public dem::tiled::RasterSource<double>
+{
+public:
+  // Opens the raster's dataset (openGdalRaster's); throws InvalidInput when it does not open.
+  explicit GdalValueSource(const GdalRaster& raster);
+  int64_t width() const override { return mRaster.width; }
+  int64_t height() const override { return mRaster.height; }
+  void read(const dem::tiled::Window& window, double* out) const override;
+
+private:
+  GdalRaster mRaster;
+  Dataset mDataset;
+};
+
 // A band of codes (flow directions) decoded through `table`: value 0..255 -> code, -1 for a value
 // the encoding lacks. A value that is NaN or nodata (BandValue) decodes to 255 (nodata); so does
 // one the table lacks, which scan() counts.

@@ -426,12 +426,14 @@ class HostileInputTest(QgisProcessBase):
                                                  "TIME_AREA": "Zeit-Fläche ä.gpkg"}),
             "watersheds": ("gpugeo:watersheds", {"INPUT": directions, "OUTLETS": outlet, "SNAP_DISTANCE": 500,
                                                  "OUTPUT": "Einzugsgebiete ü.tif", "OUTPUT_POLYGONS": "Gebiete 流域.gpkg"}),
+            "snappourpoints": ("gpugeo:snappourpoints", {"INPUT": outlet, "ACCUMULATION": dem, "SNAP_DISTANCE": 500,
+                                                         "OUTPUT": "Auslässe ä.gpkg"}),
         }
         self.assertEqual(sorted("gpugeo:" + name for name in runs), ALGORITHMS)
         for name, (algorithm, parameters) in runs.items():
             written = []
             for key, value in parameters.items():
-                if isinstance(value, str) and value.endswith((".tif", ".gpkg")) and key not in ("INPUT", "OUTLET", "OUTLETS"):
+                if isinstance(value, str) and value.endswith((".tif", ".gpkg")) and key not in ("INPUT", "OUTLET", "OUTLETS", "ACCUMULATION"):
                     parameters[key] = out(name, value)
                     written.append(parameters[key])
             self.succeeds(name, algorithm, parameters, check=exist(*written))
@@ -562,6 +564,8 @@ class HostileInputTest(QgisProcessBase):
              self.directions),
             ("watersheds_outlets", "gpugeo:watersheds", {"INPUT": self.directions, "OUTLETS": self.points},
              "OUTPUT_POLYGONS", "OUTLETS", self.points),
+            ("snappourpoints", "gpugeo:snappourpoints", {"INPUT": self.points, "ACCUMULATION": self.dem}, "OUTPUT",
+             "INPUT", self.points),
             ("isochrones_link", "gpugeo:isochrones", {"INPUT": self.dem}, "FILLED", "INPUT", links[self.dem]),
             ("isochrones_outlet", "gpugeo:isochrones", {"INPUT": self.dem, "OUTLET": self.points}, "WATERSHED",
              "OUTLET", self.points),
@@ -702,6 +706,7 @@ class HostileInputTest(QgisProcessBase):
             "gpugeo:flowaccumulation": ({"INPUT": self.directions}, {"OUTPUT_CELLS": "o.tif"}),
             "gpugeo:isochrones": ({"INPUT": self.dem}, {"TRAVEL_TIME": "o.tif", "WATERSHED": "w.gpkg"}),
             "gpugeo:watersheds": ({"INPUT": self.directions, "OUTLETS": self.points}, {"OUTPUT": "o.tif"}),
+            "gpugeo:snappourpoints": ({"INPUT": self.points, "ACCUMULATION": self.dem}, {"OUTPUT": "o.gpkg"}),
         }
         shown = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e308": "1e+308", "1e12": "1e+12"}
         count = 0

@@ -6,7 +6,8 @@ first outlet its path meets (a walk down the FLOWDIR raster); each outlet's own 
 the cells' areas; the downstream outlets; the nested polygons' union is the outermost outlet's whole
 watershed (GEOS). Outlets in another CRS snapped to the largest upstream area within the distance.
 In memory and tile by tile: the same raster and polygons. Bad input: outlets off the raster or on
-nodata, named.
+nodata, named. gpugeo:snappourpoints against the largest area within the distance, and consistent with
+the watersheds' own snapping.
 
 usage: test_watersheds.py [unittest arguments, e.g. WatershedsTest.test_watersheds_nested]
 """
@@ -180,6 +181,63 @@ class WatershedsTest(QgisProcessBase):
             self.assertGreater(item["snap_m"], 0.0)
             self.assertLess(item["snap_m"], 300.0)
 
+    def test_snappourpoints(self):
+        """gpugeo:snappourpoints on the upstream area: each point at the centre of the cell of largest area
+        within 300 m (the reference's), its attributes kept; gpugeo:watersheds on the snapped points with
+        no snapping writes what it writes on the points snapped by itself. Points off the raster and on
+        nodata named."""
+        cells = self.nested_cells()[:2]
+        points, expected_cells = [], []
+        widths, heights = cell_sizes(self.h)
+        yy, xx = np.indices((self.h, self.w))
+        for c in cells:
+            x0, y0 = c % self.w + 2, c // self.w
+            points.append(self.centre(y0 * self.w + x0))
+            near = ((xx - x0) * widths[y0]) ** 2 + ((yy - y0) * heights[y0]) ** 2 <= 300.0 ** 2
+            expected_cells.append(int(np.argmax(np.where(near.ravel() & (self.codes.ravel() != 255), self.area, -1))))
+        given = self.path("given.gpkg")
+        write_points(given, points, epsg=4326, field_values=[7, 9])
+        snapped = self.path("snapped.gpkg")
+        rc, out = self.run_alg("gpugeo:snappourpoints", {"INPUT": given, "ACCUMULATION": self.path("area.tif"),
+                                                         "SNAP_DISTANCE": 300, "OUTPUT": snapped})
+        self.assertEqual(rc, 0, out)
+        rows = features(snapped)
+        self.assertEqual([item["val"] for item, _ in rows], [7, 9])
+        for (item, geometry), c in zip(rows, expected_cells):
+            self.assertEqual((item["column"], item["row"]), (c % self.w, c // self.w))
+            self.assertEqual(item["upstream"], float(self.area[c]))
+            x, y = self.centre(c)
+            self.assertAlmostEqual(geometry.GetX(), x, delta=1e-12)
+            self.assertAlmostEqual(geometry.GetY(), y, delta=1e-12)
+        self.assertEqual(out["results"]["MOVED"], sum(1 for (item, _) in rows if item["snap_m"] > 0))
+        a, b = self.path("a.tif"), self.path("b.tif")
+        rc, _ = self.run_alg("gpugeo:watersheds", {"INPUT": self.directions, "OUTLETS": given, "SNAP_DISTANCE": 300,
+                                                   "OUTPUT": a})
+        self.assertEqual(rc, 0)
+        rc, _ = self.run_alg("gpugeo:watersheds", {"INPUT": self.directions, "OUTLETS": snapped, "SNAP_DISTANCE": 0,
+                                                   "OUTPUT": b})
+        self.assertEqual(rc, 0)
+        np.testing.assert_array_equal(read_raster(a)[0], read_raster(b)[0])
+
+        far = self.path("far.gpkg")
+        write_points(far, [(10.0, 50.0)], epsg=4326)
+        holes = self.area.reshape(self.h, self.w).copy()
+        holes[100:110, 100:110] = -1
+        with_holes = self.path("area_holes.tif")
+        write_geotiff(with_holes, holes, gdal.GDT_Float64, nodata=-1)
+        on_nodata = self.path("on_nodata.gpkg")
+        write_points(on_nodata, [self.centre(105 * self.w + 105)], epsg=4326)
+        for parameters, words in (
+                ({"INPUT": far, "ACCUMULATION": self.path("area.tif")}, "1 point(s) of INPUT lie outside"),
+                ({"INPUT": on_nodata, "ACCUMULATION": with_holes, "SNAP_DISTANCE": 100},
+                 "1 pour point(s) lie on nodata with no valid cell within SNAP_DISTANCE (100 m): INPUT feature 1")):
+            target = self.path("bad_snapped.gpkg")
+            rc, out = self.run_alg("gpugeo:snappourpoints", dict(parameters, OUTPUT=target))
+            text = out if isinstance(out, str) else json.dumps(out)
+            self.assertNotEqual(rc, 0, text)
+            self.assertIn(words, text)
+            self.assertFalse(os.path.exists(target))
+
     def srs(self, epsg):
         s = osr.SpatialReference()
         s.ImportFromEPSG(epsg)
@@ -197,7 +255,7 @@ class WatershedsTest(QgisProcessBase):
         empty = self.path("empty.gpkg")
         write_points(empty, [], epsg=4326)
         cases = [
-            ({"INPUT": self.directions, "OUTLETS": far}, "1 outlet(s) lie outside the flow direction raster"),
+            ({"INPUT": self.directions, "OUTLETS": far}, "1 point(s) of OUTLETS lie outside the flow direction raster"),
             ({"INPUT": with_holes, "OUTLETS": on_nodata, "SNAP_DISTANCE": 0}, "lie on nodata cells"),
             ({"INPUT": with_holes, "OUTLETS": on_nodata, "SNAP_DISTANCE": 100}, "no valid cell within SNAP_DISTANCE"),
             ({"INPUT": self.directions, "OUTLETS": empty}, "has no point"),

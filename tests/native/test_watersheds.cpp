@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -248,4 +249,54 @@ TEST(Watersheds, PolygonsTileByTileAreTheInMemoryOnes)
   tiled::MemoryRaster<int32_t> none(3, 3, std::vector<int32_t>(9, 0));
   EXPECT_THROW(tiled::labelPolygonsTiled(none, tiled::RowSizes{{1, 1, 1}, {1, 1, 1}}, 0, tiles(2, 2), noCancel),
                InvalidInput);
+}
+
+// Pour points snapped onto a raster of any values (snapToHighestTiled): the brute-force highest within
+// the radius (metres at the point's row; ties to the lowest index; NaN skipped), on windows of any
+// size; the same cell as snapOutletTiled on counts.
+TEST(Watersheds, SnapToTheHighestValueWithinTheRadius)
+{
+  std::mt19937_64 random(3);
+  const int64_t w = 41, h = 37;
+  std::vector<double> values(std::size_t(w * h));
+  std::vector<int64_t> counts(values.size());
+  std::vector<float> z(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+  {
+    counts[i] = int64_t(random() % 6);  // many ties
+    values[i] = double(counts[i]) * 0.25;
+    z[i] = random() % 7 == 0 ? std::nanf("") : 1.f;
+    if (std::isnan(z[i]))
+      values[i] = std::nan("");
+  }
+  std::vector<double> cw(static_cast<std::size_t>(h)), ch(static_cast<std::size_t>(h), 30.0);
+  for (int64_t y = 0; y < h; ++y)
+    cw[std::size_t(y)] = 30.0 * std::cos(0.8 * double(y) / double(h));
+  const tiled::RowSizes rows{cw, ch};
+  const tiled::MemoryRaster<double> raster(w, h, values);
+  const tiled::MemoryRaster<int64_t> countRaster(w, h, counts);
+  const tiled::MemoryRaster<float> zRaster(w, h, z);
+  for (int k = 0; k < 200; ++k)
+  {
+    const int64_t x = int64_t(random() % uint64_t(w)), y = int64_t(random() % uint64_t(h));
+    const double radius = double(random() % 200);
+    int64_t want = -1;
+    for (int64_t yy = 0; yy < h; ++yy)
+      for (int64_t xx = 0; xx < w; ++xx)
+      {
+        const int64_t c = yy * w + xx;
+        const double dx = double(xx - x) * cw[std::size_t(y)], dy = double(yy - y) * 30.0;
+        if (std::isnan(values[std::size_t(c)]) || dx * dx + dy * dy > radius * radius)
+          continue;
+        if (want < 0 || values[std::size_t(c)] > values[std::size_t(want)])
+          want = c;
+      }
+    for (const int64_t side : {int64_t(1), int64_t(4), int64_t(64)})
+    {
+      EXPECT_EQ(tiled::snapToHighestTiled(raster, rows, x, y, radius, side), want) << x << ", " << y << ", " << radius;
+      EXPECT_EQ(tiled::snapOutletTiled(zRaster, &countRaster, rows, x, y, radius, side), want);
+    }
+  }
+  EXPECT_THROW(tiled::snapToHighestTiled(raster, rows, w, 0, 10, 4), InvalidInput);
+  EXPECT_THROW(tiled::snapToHighestTiled(raster, rows, 0, 0, -1, 4), InvalidInput);
 }

@@ -187,6 +187,13 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
 int64_t snapOutletTiled(const RasterSource<float>& z, const RasterSource<int64_t>* cells, const RowSizes& rows,
                         int64_t x, int64_t y, double radius, int64_t tileSide);
 
+// The cell of highest value within `radius` metres of cell (x, y) (NaN: nodata; ties to the lowest
+// index; -1 where no valid cell lies within), reading windows of at most `tileSide` cells a side: a
+// pour point snapped onto an accumulation raster of any type (snapOutletTiled's search). Throws
+// InvalidInput as snapOutletTiled does.
+int64_t snapToHighestTiled(const RasterSource<double>& values, const RowSizes& rows, int64_t x, int64_t y,
+                           double radius, int64_t tileSide);
+
 struct TravelSummary
 {
   int64_t watershedCells = 0;

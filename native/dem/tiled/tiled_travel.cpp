@@ -549,10 +549,16 @@ TravelSummary travelTimeTiled(const RasterSource<float>& filled, const RasterSou
   return summary;
 }
 
-int64_t snapOutletTiled(const RasterSource<float>& z, const RasterSource<int64_t>* cells, const RowSizes& rows,
-                        int64_t x, int64_t y, double radius, int64_t tileSide)
+namespace {
+
+// The cell of highest value within `radius` metres of cell (x, y) (ties to the lowest index; -1 where
+// no valid cell lies there), reading windows of at most `tileSide` cells a side: read(window, valid,
+// values) fills the window's validity (1: a cell) and, with `ranked`, its values; without, the first
+// valid cell in row order is taken.
+template <typename T, typename Read>
+int64_t highestWithin(int64_t w, int64_t h, const RowSizes& rows, int64_t x, int64_t y, double radius,
+                      int64_t tileSide, bool ranked, Read read)
 {
-  const int64_t w = z.width(), h = z.height();
   if (x < 0 || y < 0 || x >= w || y >= h)
     throw InvalidInput("the outlet lies outside the DEM");
   if (!(radius >= 0) || !std::isfinite(radius))
@@ -564,43 +570,67 @@ int64_t snapOutletTiled(const RasterSource<float>& z, const RasterSource<int64_t
   const int64_t x0 = std::max<int64_t>(0, x - reach), x1 = std::min(w - 1, x + reach);
   const int64_t y0 = std::max<int64_t>(0, y - reach), y1 = std::min(h - 1, y + reach);
   const int64_t side = std::max<int64_t>(1, tileSide);
-  int64_t best = -1, bestCells = 0;
-  std::vector<float> zs;
-  std::vector<int64_t> counts;
+  int64_t best = -1;
+  T bestValue = T();
+  std::vector<uint8_t> valid;
+  std::vector<T> values;
   // Window by window; the best of each (the first of the highest, in row-major order) against the
-  // best so far by count, then by index: the cell snapOutlet finds.
+  // best so far by value, then by index: the cell snapOutlet finds.
   for (int64_t wy = y0; wy <= y1; wy += side)
     for (int64_t wx = x0; wx <= x1; wx += side)
     {
       const Window win{wx, wy, std::min(side, x1 + 1 - wx), std::min(side, y1 + 1 - wy)};
-      zs.resize(std::size_t(win.cells()));
-      z.read(win, zs.data());
-      if (cells)
-      {
-        counts.resize(zs.size());
-        cells->read(win, counts.data());
-      }
+      valid.resize(std::size_t(win.cells()));
+      values.resize(ranked ? valid.size() : 0);
+      read(win, valid, values);
       for (int64_t yy = 0; yy < win.height; ++yy)
         for (int64_t xx = 0; xx < win.width; ++xx)
         {
           const std::size_t q = std::size_t(yy * win.width + xx);
-          if (std::isnan(zs[q]))
+          if (!valid[q])
             continue;
           const double dx = double(win.x0 + xx - x) * cw, dy = double(win.y0 + yy - y) * ch;
           if (!(dx * dx + dy * dy <= radius * radius))
             continue;
           const int64_t c = (win.y0 + yy) * w + win.x0 + xx;
-          if (!cells)
+          if (!ranked)
             return c;
-          const int64_t count = counts[q];
-          if (best < 0 || count > bestCells || (count == bestCells && c < best))
+          if (best < 0 || values[q] > bestValue || (values[q] == bestValue && c < best))
           {
             best = c;
-            bestCells = count;
+            bestValue = values[q];
           }
         }
     }
   return best;
+}
+
+}  // namespace
+
+int64_t snapOutletTiled(const RasterSource<float>& z, const RasterSource<int64_t>* cells, const RowSizes& rows,
+                        int64_t x, int64_t y, double radius, int64_t tileSide)
+{
+  std::vector<float> zs;
+  return highestWithin<int64_t>(z.width(), z.height(), rows, x, y, radius, tileSide, cells != nullptr,
+                                [&](const Window& win, std::vector<uint8_t>& valid, std::vector<int64_t>& counts) {
+                                  zs.resize(valid.size());
+                                  z.read(win, zs.data());
+                                  for (std::size_t q = 0; q < zs.size(); ++q)
+                                    valid[q] = !std::isnan(zs[q]);
+                                  if (cells)
+                                    cells->read(win, counts.data());
+                                });
+}
+
+int64_t snapToHighestTiled(const RasterSource<double>& values, const RowSizes& rows, int64_t x, int64_t y,
+                           double radius, int64_t tileSide)
+{
+  return highestWithin<double>(values.width(), values.height(), rows, x, y, radius, tileSide, true,
+                               [&](const Window& win, std::vector<uint8_t>& valid, std::vector<double>& v) {
+                                 values.read(win, v.data());
+                                 for (std::size_t q = 0; q < v.size(); ++q)
+                                   valid[q] = !std::isnan(v[q]);
+                               });
 }
 
 }  // namespace gpugeo::dem::tiled

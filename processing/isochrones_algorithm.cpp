@@ -85,22 +85,6 @@ QgsProcessingParameterNumber* numberParameter(const QString& name, const QString
   return parameter;
 }
 
-// Two geotransforms describe the same grid (to a millionth of a cell).
-bool sameGeoTransform(const double* a, const double* b)
-{
-  const double tolerance = 1e-6 * std::min(std::fabs(a[1]), std::fabs(a[5]));
-  for (int i = 0; i < 6; ++i)
-    if (!(std::fabs(a[i] - b[i]) <= tolerance))
-      return false;
-  return true;
-}
-
-QString geoTransformText(const double* gt)
-{
-  return QStringLiteral("%1, %2, %3, %4, %5, %6")
-    .arg(number(gt[0]), number(gt[1]), number(gt[2]), number(gt[3]), number(gt[4]), number(gt[5]));
-}
-
 }  // namespace
 
 QString IsochronesAlgorithm::name() const
@@ -501,21 +485,7 @@ std::optional<DemRaster> IsochronesAlgorithm::openManning(const Request& request
   if (!mHasManning || request.model.kind != dem::VelocityModel::Kind::Manning)
     return std::nullopt;
   const DemRaster n = openDemRaster(mManningSource, 1);
-  if (n.width != raster.width || n.height != raster.height || !sameGeoTransform(n.geoTransform, raster.geoTransform))
-    throw QgsProcessingException(
-      QObject::tr("The MANNING raster must have the DEM's grid: it has %1 x %2 cells and the geotransform (%3); "
-                  "the DEM has %4 x %5 cells and (%6). Resample it onto the DEM's grid first (GDAL's Warp "
-                  "(reproject) with the DEM's extent and cell size).")
-        .arg(n.width)
-        .arg(n.height)
-        .arg(geoTransformText(n.geoTransform))
-        .arg(raster.width)
-        .arg(raster.height)
-        .arg(geoTransformText(raster.geoTransform)));
-  if (n.crs.isValid() && raster.crs.isValid() && n.crs != raster.crs)
-    feedback->pushWarning(QObject::tr("The MANNING raster's CRS (%1) differs from the DEM's (%2); its cells are "
-                                      "taken to be the DEM's.")
-                            .arg(n.crs.userFriendlyIdentifier(), raster.crs.userFriendlyIdentifier()));
+  requireDemGrid(n, raster, QStringLiteral("MANNING"), feedback);
   return n;
 }
 

@@ -10,6 +10,7 @@
 #include "filldepressions_algorithm.h"
 #include "flowaccumulation_algorithm.h"
 #include "flowdirection_algorithm.h"
+#include "hand_algorithm.h"
 #include "isochrones_algorithm.h"
 #include "snappourpoints_algorithm.h"
 #include "watersheds_algorithm.h"
@@ -112,6 +113,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new FlowAccumulationAlgorithm());
   addAlgorithm(new IsochronesAlgorithm());
   addAlgorithm(new WatershedsAlgorithm());
+  addAlgorithm(new HandAlgorithm());
   addAlgorithm(new SnapPourPointsAlgorithm());
 }
 

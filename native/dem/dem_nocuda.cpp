@@ -1,6 +1,7 @@
 // The DEM tools where this build has no CUDA backend.
 #include "core/errors.h"
 #include "dem/detail/dem_cuda.h"
+#include "dem/detail/down_paths.h"
 #include "dem/detail/watershed_labels.h"
 #include "dem/watersheds.h"
 
@@ -14,6 +15,17 @@ namespace {
 }  // namespace
 
 void labelWatershedsCuda(const uint8_t*, int64_t, int64_t, int32_t*, const RunControl&)
+{
+  noCuda();
+}
+
+void resolvePathsCuda(const uint8_t*, int64_t, int64_t, const int64_t*, int64_t*, int64_t*, const RunControl&)
+{
+  noCuda();
+}
+
+DrainageCounts drainageHeightsCuda(const float*, const uint8_t*, const uint8_t*, int64_t, int64_t, const int64_t*,
+                                   double, float*, float*, const RunControl&)
 {
   noCuda();
 }

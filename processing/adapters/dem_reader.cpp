@@ -1,6 +1,7 @@
 #include "dem_reader.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <QFileInfo>
 #include <QObject>
@@ -184,6 +185,47 @@ QString cellSizeHelp()
     "latitude. Non-square cells and sizes that change from row to row are used as they are; sizes from 1 mm to "
     "1,000 km are taken. The raster must be north-up: a rotated or sheared geotransform is refused (warp it first "
     "with <i>Warp (reproject)</i>).</p>");
+}
+
+namespace {
+
+// Two geotransforms describe the same grid (to a millionth of a cell).
+bool sameGeoTransform(const double* a, const double* b)
+{
+  const double tolerance = 1e-6 * std::min(std::fabs(a[1]), std::fabs(a[5]));
+  for (int i = 0; i < 6; ++i)
+    if (!(std::fabs(a[i] - b[i]) <= tolerance))
+      return false;
+  return true;
+}
+
+QString geoTransformText(const double* gt)
+{
+  return QStringLiteral("%1, %2, %3, %4, %5, %6")
+    .arg(number(gt[0]), number(gt[1]), number(gt[2]), number(gt[3]), number(gt[4]), number(gt[5]));
+}
+
+}  // namespace
+
+void requireDemGrid(const DemRaster& other, const DemRaster& dem, const QString& parameterName,
+                    QgsProcessingFeedback* feedback)
+{
+  if (other.width != dem.width || other.height != dem.height || !sameGeoTransform(other.geoTransform, dem.geoTransform))
+    throw QgsProcessingException(
+      QObject::tr("The %1 raster must have the DEM's grid: it has %2 x %3 cells and the geotransform (%4); "
+                  "the DEM has %5 x %6 cells and (%7). Resample it onto the DEM's grid first (GDAL's Warp "
+                  "(reproject) with the DEM's extent and cell size).")
+        .arg(parameterName)
+        .arg(other.width)
+        .arg(other.height)
+        .arg(geoTransformText(other.geoTransform))
+        .arg(dem.width)
+        .arg(dem.height)
+        .arg(geoTransformText(dem.geoTransform)));
+  if (other.crs.isValid() && dem.crs.isValid() && other.crs != dem.crs)
+    feedback->pushWarning(QObject::tr("The %1 raster's CRS (%2) differs from the DEM's (%3); its cells are taken to be "
+                                      "the DEM's.")
+                            .arg(parameterName, other.crs.userFriendlyIdentifier(), dem.crs.userFriendlyIdentifier()));
 }
 
 }  // namespace gpugeo

@@ -54,6 +54,11 @@ struct DemRaster : gdal::GdalRaster
 // the layer's CRS); reads no pixel. Throws InvalidInput as openGdalRaster does.
 DemRaster openDemRaster(const DemSource& source, int band);
 
+// Refuses a raster (named by its parameter) that does not have the DEM's size and geotransform,
+// saying how to resample it; warns when its CRS differs (its cells are taken to be the DEM's).
+void requireDemGrid(const DemRaster& other, const DemRaster& dem, const QString& parameterName,
+                    QgsProcessingFeedback* feedback);
+
 struct Elevations : gdal::ElevationCounts
 {
   std::vector<float> z;  // NaN for nodata

@@ -2,13 +2,16 @@
 // --threads: tiled_dem.h's watershedsOnThreads) and, with --tile,
 // tile by tile (tiled_watersheds.cpp, rasters in memory), on bench_dem's synthetic terrain filled and
 // drained with flats resolved (the preparation on the same backend, off the clock); the outlets are
-// random valid cells. Prints one JSON object: the time (median of --reps), the cells per second and a
-// checksum of the labels (the same on both backends).
+// random valid cells. With --hand, the height above the nearest drainage (dem/hand.h: handOnThreads,
+// handTiled) instead, the streams where at least --stream-cells cells drain through. Prints one JSON
+// object: the time (median of --reps), the cells per second and a checksum of the labels (of the
+// heights' and distances' bits with --hand; the same on both backends).
 //
-// usage: bench_watersheds --width W --height H [--outlets N] [--backend cpu|gpu] [--tile T]
-//                         [--threads N] [--reps R]
+// usage: bench_watersheds --width W --height H [--outlets N] [--hand] [--stream-cells C]
+//                         [--backend cpu|gpu] [--tile T] [--threads N] [--reps R]
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -17,6 +20,7 @@
 
 #include "core/backend.h"
 #include "dem/dem.h"
+#include "dem/hand.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/watersheds.h"
@@ -24,9 +28,89 @@
 
 using namespace gpugeo;
 
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point start)
+{
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Tiles of tile² on `threads`, two at a time on the GPU.
+dem::tiled::TiledOptions tiles(int64_t tile, int threads, Backend backend)
+{
+  dem::tiled::TiledOptions options;
+  options.tileWidth = options.tileHeight = tile;
+  options.threads = threads;
+  options.backend = backend;
+  options.gpuTiles = 2;
+  return options;
+}
+
+// The height above the nearest drainage, timed as main() times the watersheds.
+int benchHand(Backend backend, const dem::Grid& grid, const std::vector<uint8_t>& directions, int64_t streamCells,
+              int64_t tile, int threads, int reps)
+{
+  RunControl control;
+  const int64_t w = grid.width, h = grid.height;
+  const dem::Accumulation accumulation = dem::flowAccumulation(backend, grid, directions, threads, control);
+  std::vector<uint8_t> streams(std::size_t(w * h));
+  int64_t marked = 0;
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    marked += streams[i] = accumulation.cells[i] >= streamCells;
+  const std::vector<double> cellWidth(grid.cellWidth, grid.cellWidth + h), cellHeight(grid.cellHeight, grid.cellHeight + h);
+  std::vector<double> ms;
+  std::vector<float> heights, distances;
+  int64_t drained = 0;
+  for (int r = 0; r < reps; ++r)
+  {
+    const auto start = std::chrono::steady_clock::now();
+    if (tile > 0)
+    {
+      const dem::tiled::TiledOptions options = tiles(tile, threads, backend);
+      const dem::tiled::MemoryRaster<float> z(w, h, std::vector<float>(grid.z, grid.z + w * h));
+      const dem::tiled::MemoryRaster<uint8_t> dirs(w, h, directions), marks(w, h, streams);
+      dem::tiled::MemoryRaster<float> heightSink(w, h), distanceSink(w, h);
+      drained = dem::tiled::handTiled(z, dirs, marks, dem::tiled::RowSizes{cellWidth, cellHeight}, heightSink,
+                                      &distanceSink, options, control)
+                  .drained;
+      ms.push_back(msSince(start));
+      heights = heightSink.cells();
+      distances = distanceSink.cells();
+      continue;
+    }
+    const dem::DrainageHeights out = backend == Backend::Cpu && threads > 1
+                                       ? dem::tiled::handOnThreads(grid, directions, streams, threads, control)
+                                       : dem::heightAboveDrainage(backend, grid, directions, streams, control);
+    ms.push_back(msSince(start));
+    heights = out.height;
+    distances = out.distance;
+    drained = out.drained;
+  }
+  std::sort(ms.begin(), ms.end());
+  uint64_t sum = 0;
+  for (std::size_t i = 0; i < heights.size(); ++i)
+  {
+    uint32_t a = 0, b = 0;
+    std::memcpy(&a, &heights[i], 4);
+    std::memcpy(&b, &distances[i], 4);
+    sum += (uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(a) << 32 | b) * 0xBF58476D1CE4E5B9ull;
+  }
+  const double median = ms[ms.size() / 2];
+  std::printf("{\"hand\": true, \"width\": %lld, \"height\": %lld, \"stream_cells\": %lld, \"drained\": %lld, "
+              "\"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, \"cells_per_s\": %.4g, "
+              "\"checksum\": \"%016llx\"}\n",
+              (long long)w, (long long)h, (long long)marked, (long long)drained,
+              backend == Backend::Gpu ? "gpu" : "cpu", (long long)tile, threads, median,
+              double(w) * double(h) / (median / 1000.0), (unsigned long long)sum);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv)
 {
-  int64_t w = 2511, h = 2550, outletCount = 1000, tile = 0;
+  int64_t w = 2511, h = 2550, outletCount = 1000, tile = 0, streamCells = 1000;
+  bool hand = false;
   int threads = 2, reps = 3;
   Backend backend = Backend::Cpu;
   for (int i = 1; i < argc; ++i)
@@ -47,6 +131,10 @@ int main(int argc, char** argv)
       threads = std::atoi(next());
     else if (a == "--reps")
       reps = std::atoi(next());
+    else if (a == "--hand")
+      hand = true;
+    else if (a == "--stream-cells")
+      streamCells = std::atoll(next());
   }
   RunControl control;
   std::vector<float> z(std::size_t(w * h));
@@ -65,6 +153,9 @@ int main(int argc, char** argv)
       outlets.push_back(c);
   }
 
+  if (hand)
+    return benchHand(backend, filledGrid, directions, streamCells, tile, threads, reps);
+
   std::vector<double> ms;
   std::vector<int32_t> labels;
   for (int r = 0; r < reps; ++r)
@@ -72,11 +163,7 @@ int main(int argc, char** argv)
     const auto start = std::chrono::steady_clock::now();
     if (tile > 0)
     {
-      dem::tiled::TiledOptions options;
-      options.tileWidth = options.tileHeight = tile;
-      options.threads = threads;
-      options.backend = backend;
-      options.gpuTiles = 2;
+      const dem::tiled::TiledOptions options = tiles(tile, threads, backend);
       const dem::tiled::MemoryRaster<uint8_t> source(w, h, directions);
       dem::tiled::MemoryRaster<int32_t> sink(w, h);
       dem::tiled::watershedsTiled(source, dem::tiled::RowSizes{cellWidth, cellHeight}, outlets, sink, options,

@@ -36,6 +36,22 @@ gdal.UseExceptions()
 ESRI_TO_GRASS = {1: 8, 2: 7, 4: 6, 8: 5, 16: 4, 32: 3, 64: 2, 128: 1}
 
 
+def prepare_directions(plugin, size, work):
+    """bench_dem_tiled_cpu.py's terrain at size² in `work`, filled with its flats raised and drained by
+    gpugeo:filldepressions (FLATS=1), gpugeo:flowdirection and gpugeo:flowaccumulation on the CPU (not
+    timed): the QGIS environment and the paths of the filled DEM, the directions and the upstream cells."""
+    os.makedirs(work, exist_ok=True)
+    dem = os.path.join(work, f"dem_{size}.tif")
+    write_big_dem(dem, size)
+    env = qgis_environment(tempfile.mkdtemp(prefix="profile_", dir=work), plugin)
+    filled, directions, cells = (os.path.join(work, name) for name in ("filled.tif", "dir.tif", "cells.tif"))
+    for name, extra in (("filldepressions", [f"INPUT={dem}", "FLATS=1", f"OUTPUT={filled}"]),
+                        ("flowdirection", [f"INPUT={filled}", f"OUTPUT={directions}"]),
+                        ("flowaccumulation", [f"INPUT={directions}", f"OUTPUT_CELLS={cells}"])):
+        timed([QGIS_PROCESS, "run", f"gpugeo:{name}", "--", "DEVICE=1"] + extra, env=env)
+    return env, filled, directions, cells
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("plugin", nargs="?", default=os.environ.get("GPUGEO_PLUGIN_DIR"))
@@ -45,15 +61,7 @@ def main():
     parser.add_argument("--work")
     a = parser.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="gg_ws_")
-    os.makedirs(work, exist_ok=True)
-    dem = os.path.join(work, f"dem_{a.size}.tif")
-    write_big_dem(dem, a.size)
-    env = qgis_environment(tempfile.mkdtemp(prefix="profile_", dir=work), a.plugin)
-    directions, cells = os.path.join(work, "dir.tif"), os.path.join(work, "cells.tif")
-    for name, extra in (("filldepressions", [f"INPUT={dem}", "FLATS=1", f"OUTPUT={work}/filled.tif"]),
-                        ("flowdirection", [f"INPUT={work}/filled.tif", f"OUTPUT={directions}"]),
-                        ("flowaccumulation", [f"INPUT={directions}", f"OUTPUT_CELLS={cells}"])):
-        timed([QGIS_PROCESS, "run", f"gpugeo:{name}", "--", "DEVICE=1"] + extra, env=env)
+    env, _, directions, cells = prepare_directions(a.plugin, a.size, work)
 
     # The outlets: random cells with at least 1,000 cells upstream, at cell centres.
     ds = gdal.Open(cells)

@@ -428,12 +428,15 @@ class HostileInputTest(QgisProcessBase):
                                                  "OUTPUT": "Einzugsgebiete ü.tif", "OUTPUT_POLYGONS": "Gebiete 流域.gpkg"}),
             "snappourpoints": ("gpugeo:snappourpoints", {"INPUT": outlet, "ACCUMULATION": dem, "SNAP_DISTANCE": 500,
                                                          "OUTPUT": "Auslässe ä.gpkg"}),
+            "hand": ("gpugeo:hand", {"INPUT": dem, "DIRECTIONS": directions, "STREAMS": directions,
+                                     "OUTPUT": "Höhe ü.tif", "OUTPUT_DISTANCE": "Entfernung 距離.tif"}),
         }
         self.assertEqual(sorted("gpugeo:" + name for name in runs), ALGORITHMS)
+        inputs = ("INPUT", "OUTLET", "OUTLETS", "ACCUMULATION", "DIRECTIONS", "STREAMS")
         for name, (algorithm, parameters) in runs.items():
             written = []
             for key, value in parameters.items():
-                if isinstance(value, str) and value.endswith((".tif", ".gpkg")) and key not in ("INPUT", "OUTLET", "OUTLETS", "ACCUMULATION"):
+                if isinstance(value, str) and value.endswith((".tif", ".gpkg")) and key not in inputs:
                     parameters[key] = out(name, value)
                     written.append(parameters[key])
             self.succeeds(name, algorithm, parameters, check=exist(*written))
@@ -520,6 +523,10 @@ class HostileInputTest(QgisProcessBase):
         os.link(self.dem, hard)
         manning = self.input("manning.tif")
         shutil.copy(self.dem, manning)
+        streams = self.input("streams.tif")
+        shutil.copy(self.directions, streams)
+        streams_link = self.input("link to streams.tif")
+        os.symlink(streams, streams_link)
         over = "would be written over"
         cases = [
             # (name, algorithm, parameters, output, input): every algorithm, the file itself and a link to it
@@ -566,6 +573,10 @@ class HostileInputTest(QgisProcessBase):
              "OUTPUT_POLYGONS", "OUTLETS", self.points),
             ("snappourpoints", "gpugeo:snappourpoints", {"INPUT": self.points, "ACCUMULATION": self.dem}, "OUTPUT",
              "INPUT", self.points),
+            ("hand", "gpugeo:hand", {"INPUT": self.dem, "DIRECTIONS": self.directions, "STREAMS": self.directions},
+             "OUTPUT", "INPUT", self.dem),
+            ("hand_streams_link", "gpugeo:hand", {"INPUT": self.dem, "DIRECTIONS": self.directions,
+                                                  "STREAMS": streams_link}, "OUTPUT_DISTANCE", "STREAMS", streams),
             ("isochrones_link", "gpugeo:isochrones", {"INPUT": self.dem}, "FILLED", "INPUT", links[self.dem]),
             ("isochrones_outlet", "gpugeo:isochrones", {"INPUT": self.dem, "OUTLET": self.points}, "WATERSHED",
              "OUTLET", self.points),
@@ -581,6 +592,8 @@ class HostileInputTest(QgisProcessBase):
                 parameters["TRAVEL_TIME"] = self.out(name, "time.tif")
             if algorithm == "gpugeo:watersheds" and output != "OUTPUT":
                 parameters["OUTPUT"] = self.out(name, "w.tif")
+            if algorithm == "gpugeo:hand" and output != "OUTPUT":
+                parameters["OUTPUT"] = self.out(name, "h.tif")
             if algorithm == "gpugeo:meshcontours":
                 other = "OUTPUT_POLYGONS" if output == "OUTPUT_LINES" else "OUTPUT_LINES"
                 parameters[other] = self.out(name, "other.gpkg")
@@ -707,6 +720,8 @@ class HostileInputTest(QgisProcessBase):
             "gpugeo:isochrones": ({"INPUT": self.dem}, {"TRAVEL_TIME": "o.tif", "WATERSHED": "w.gpkg"}),
             "gpugeo:watersheds": ({"INPUT": self.directions, "OUTLETS": self.points}, {"OUTPUT": "o.tif"}),
             "gpugeo:snappourpoints": ({"INPUT": self.points, "ACCUMULATION": self.dem}, {"OUTPUT": "o.gpkg"}),
+            "gpugeo:hand": ({"INPUT": self.dem, "DIRECTIONS": self.directions, "STREAMS": self.directions},
+                            {"OUTPUT": "o.tif"}),
         }
         shown = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e308": "1e+308", "1e12": "1e+12"}
         count = 0

@@ -24,7 +24,7 @@ NODATA = -2147483648
 # Every algorithm of the provider, sorted. gpugeo:spherevoronoi needs Qhull at build time; CI
 # installs it.
 ALGORITHMS = ["gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
-              "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
+              "gpugeo:hand", "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
               "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:voronoiraster", "gpugeo:watersheds"]
 
 

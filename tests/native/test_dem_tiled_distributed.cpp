@@ -3,6 +3,7 @@
 // ranks and tiles from tiny and odd to one; errors on a worker and on the coordinator end every
 // rank with the error; the messages' archive; watersheds of many outlets.
 #include "distributed_ranks.h"
+#include "hand_cases.h"
 #include "watershed_cases.h"
 
 using namespace gpugeo::dem::tiled::testing_ranks;
@@ -253,5 +254,37 @@ TEST(DemDistributed, WatershedsOfAnyNumberOfRanksAreTheSingleProcessRuns)
     EXPECT_EQ(got.ownArea, want.ownArea) << what;
     EXPECT_EQ(got.downstream, want.downstream) << what;
     EXPECT_EQ(got.totalArea, want.totalArea) << what;
+  }
+}
+
+// Height above the nearest drainage under 1 to 4 ranks: the single process's heights, distances and
+// counts.
+TEST(DemDistributed, HeightAboveDrainageOfAnyNumberOfRanksIsTheSingleProcessRun)
+{
+  const HandCase c = handCase(23, 47, 39, true, 4, 12);
+  const RowSizes rows{c.dem.cellWidth, c.dem.cellHeight};
+  const MemoryRaster<float> z(c.dem.width, c.dem.height, c.dem.z);
+  const MemoryRaster<uint8_t> dirs(c.dem.width, c.dem.height, c.directions);
+  const MemoryRaster<uint8_t> marks(c.dem.width, c.dem.height, c.streams);
+  MemoryRaster<float> singleHeight(c.dem.width, c.dem.height), singleDistance(c.dem.width, c.dem.height);
+  const HandSummary want = handTiled(z, dirs, marks, rows, singleHeight, &singleDistance, tiles(8, 6), noCancel);
+  for (const int ranks : {2, 3, 4})
+  {
+    MemoryRaster<float> heights(c.dem.width, c.dem.height), distances(c.dem.width, c.dem.height);
+    HandSummary got;
+    runRanks(ranks, tiles(8, 6), [&](const TiledOptions& o, int rank, Cluster& cluster) {
+      const auto hs = sinkFor(rank, &cluster, heights, 1);
+      const auto ds = sinkFor(rank, &cluster, distances, 2);
+      const HandSummary s =
+        handTiled(z, dirs, marks, rows, rank == 0 ? heights : *hs, rank == 0 ? &distances : ds.get(), o, noCancel);
+      if (rank == 0)
+        got = s;
+    });
+    const std::string what = std::to_string(ranks) + " ranks";
+    EXPECT_TRUE(sameBits(heights.cells(), singleHeight.cells())) << what;
+    EXPECT_TRUE(sameBits(distances.cells(), singleDistance.cells())) << what;
+    EXPECT_EQ(got.drained, want.drained) << what;
+    EXPECT_EQ(got.undrained, want.undrained) << what;
+    EXPECT_EQ(got.streamCells, want.streamCells) << what;
   }
 }

@@ -12,6 +12,21 @@
 
 namespace gpugeo::dem {
 
+// `loops` two-cell loops (a cell east, its east neighbour west) written into the directions at random
+// valid pairs.
+inline void writeLoops(std::vector<uint8_t>& directions, int64_t w, int64_t h, int loops, std::mt19937_64& random)
+{
+  for (int k = 0; k < loops; ++k)
+  {
+    const int64_t x = int64_t(random() % uint64_t(w - 1)), y = int64_t(random() % uint64_t(h));
+    if (directions[std::size_t(y * w + x)] != kNoData && directions[std::size_t(y * w + x + 1)] != kNoData)
+    {
+      directions[std::size_t(y * w + x)] = 0;      // east
+      directions[std::size_t(y * w + x + 1)] = 4;  // west
+    }
+  }
+}
+
 struct WatershedCase
 {
   TestDem dem;
@@ -28,15 +43,7 @@ inline WatershedCase watershedCase(uint64_t seed, int64_t w, int64_t h, bool res
   RunControl none;
   c.directions = flowDirections(Backend::Cpu, c.dem.grid(), resolveFlats, 2, none);
   std::mt19937_64 random(seed * 7 + 1);
-  for (int k = 0; k < loops; ++k)
-  {
-    const int64_t x = int64_t(random() % uint64_t(w - 1)), y = int64_t(random() % uint64_t(h));
-    if (c.directions[std::size_t(y * w + x)] != kNoData && c.directions[std::size_t(y * w + x + 1)] != kNoData)
-    {
-      c.directions[std::size_t(y * w + x)] = 0;      // east
-      c.directions[std::size_t(y * w + x + 1)] = 4;  // west
-    }
-  }
+  writeLoops(c.directions, w, h, loops, random);
   while (int64_t(c.outlets.size()) < count)
   {
     const int64_t cell = int64_t(random() % uint64_t(w * h));

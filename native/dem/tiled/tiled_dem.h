@@ -42,6 +42,7 @@
 #include "core/run_control.h"
 #include "core/stage_times.h"
 #include "dem/dem.h"
+#include "dem/hand.h"
 #include "dem/travel_time.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/watersheds.h"
@@ -263,5 +264,24 @@ TiledBands labelPolygonsTiled(const RasterSource<int32_t>& labels, const RowSize
                               const BandObserver& onBand = nullptr);
 Watersheds watershedsOnThreads(const std::vector<uint8_t>& directions, const RowSizes& rows,
                                const std::vector<int64_t>& outlets, int threads, const RunControl& control);
+
+// --- Height above the nearest drainage --------------------------------------------------------------
+
+// hand.h's heights and distances tile by tile into `height` and (when given) `distance`, NaN where no
+// stream is reached; the same bits as heightAboveDrainage(). The counts (in a distributed run, on the
+// coordinator only). Throws InvalidInput for rasters of different sizes.
+struct HandSummary
+{
+  int64_t streamCells = 0, drained = 0, undrained = 0;
+};
+constexpr int64_t kHandBytesPerTileCell = 30;
+HandSummary handTiled(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
+                      const RasterSource<uint8_t>& streams, const RowSizes& rows, RasterSink<float>& height,
+                      RasterSink<float>* distance, const TiledOptions& options, const RunControl& control,
+                      TiledReport* report = nullptr);
+// heightAboveDrainage() on the CPU's `threads`: the tiled run over the grid in memory (tiles of
+// 1,024², side by side); the same results as the one thread's walks.
+DrainageHeights handOnThreads(const Grid& grid, const std::vector<uint8_t>& directions,
+                              const std::vector<uint8_t>& streams, int threads, const RunControl& control);
 
 }  // namespace gpugeo::dem::tiled

@@ -21,6 +21,7 @@
 
 #include "adapters/band_geometry.h"
 #include "adapters/geotiff_writer.h"
+#include "adapters/grid_points.h"
 #include "adapters/layer_styles.h"
 #include "adapters/number_text.h"
 #include "adapters/tiled_rasters.h"
@@ -798,8 +799,6 @@ QVariantMap IsochronesAlgorithm::writeResults(const Request& request, const DemR
   {
     const auto [column, row] = *request.outletCell;
     const int64_t c = outlet % w, r = outlet / w;
-    const double dx = double(c - column) * raster.cellWidth[size_t(row)];
-    const double dy = double(r - row) * raster.cellHeight[size_t(row)];
     feedback->pushInfo(
       QObject::tr("Outlet: the point (%1, %2) falls in column %3, row %4; snapped within %5 m to the cell of "
                   "highest accumulation, column %6, row %7 (%8 m away; centre %9, %10), where %11 cells drain.")
@@ -809,7 +808,7 @@ QVariantMap IsochronesAlgorithm::writeResults(const Request& request, const DemR
         .arg(number(request.snapDistance))
         .arg(c)
         .arg(r)
-        .arg(number(std::sqrt(dx * dx + dy * dy)))
+        .arg(number(snapMetres(raster, column, row, outlet)))
         .arg(number(centre(outlet).x()), number(centre(outlet).y()))
         .arg(outcome.outletCells));
   }

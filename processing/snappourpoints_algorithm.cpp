@@ -165,9 +165,7 @@ QVariantMap SnapPourPointsAlgorithm::execute(const QVariantMap& parameters, QgsP
   {
     const GridPoint& p = points[i];
     const int64_t c = cells[i] % raster.width, r = cells[i] / raster.width;
-    const double dx = double(c - p.column) * raster.cellWidth[std::size_t(p.row)];
-    const double dy = double(r - p.row) * raster.cellHeight[std::size_t(p.row)];
-    const double metres = std::sqrt(dx * dx + dy * dy);
+    const double metres = snapMetres(raster, p.column, p.row, cells[i]);
     moved += metres > 0;
     farthest = std::max(farthest, metres);
     double value = 0;

@@ -210,15 +210,7 @@ std::vector<WatershedsAlgorithm::Outlet> WatershedsAlgorithm::readOutlets(const 
   std::vector<Outlet> outlets;
   for (GridPoint& g : readGridPoints(*source, QStringLiteral("OUTLETS"), QObject::tr("the flow direction raster"),
                                      raster, context.transformContext(), feedback))
-  {
-    Outlet o;
-    o.id = g.id;
-    o.attributes = std::move(g.attributes);
-    o.point = g.point;
-    o.column = g.column;
-    o.row = g.row;
-    outlets.push_back(std::move(o));
-  }
+    outlets.push_back(Outlet{std::move(g)});
   feedback->pushInfo(QObject::tr("%1 outlets.").arg(outlets.size()));
   return outlets;
 }
@@ -527,7 +519,7 @@ WatershedsAlgorithm::PolygonWriter::PolygonWriter(const WatershedsAlgorithm& alg
                                                   QgsProcessingContext& context, const DemRaster& raster,
                                                   const QgsFields& outletFields, const std::vector<Outlet>& outlets,
                                                   const dem::Watersheds& sheds)
-  : mParameters(parameters), mOutlets(outlets), mSheds(sheds)
+  : mParameters(parameters), mRaster(raster), mOutlets(outlets), mSheds(sheds)
 {
   QgsFields ours;
   ours.append(QgsField(QStringLiteral("outlet"), QVariant::Int));
@@ -537,13 +529,6 @@ WatershedsAlgorithm::PolygonWriter::PolygonWriter(const WatershedsAlgorithm& alg
   ours.append(QgsField(QStringLiteral("total_km2"), QVariant::Double));
   ours.append(QgsField(QStringLiteral("down"), QVariant::Int));
   mFields = QgsProcessingUtils::combineFields(outletFields, ours);
-  mX0 = raster.geoTransform[0];
-  mDx = raster.geoTransform[1];
-  mY0 = raster.geoTransform[3];
-  mDy = -raster.geoTransform[5];
-  mWidth = raster.width;
-  mCellWidth = raster.cellWidth;
-  mCellHeight = raster.cellHeight;
   mSink = algorithm.createSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context, mId, mFields,
                                QgsWkbTypes::MultiPolygon, raster.crs);
 }
@@ -555,13 +540,15 @@ void WatershedsAlgorithm::PolygonWriter::write(int32_t k, const BandPolygons& po
   const Outlet& o = mOutlets[std::size_t(k)];
   QgsFeature feature(mFields);
   if (mSheds.ownCells[std::size_t(k)] > 0)
-    feature.setGeometry(QgsGeometry(bandMultiPolygon(polygons, index, false, AxisMap{mX0, mDx, mY0, mDy}).release()));
-  const int64_t c = o.cell % mWidth, r = o.cell / mWidth;
-  const double dx = double(c - o.column) * mCellWidth[std::size_t(o.row)];
-  const double dy = double(r - o.row) * mCellHeight[std::size_t(o.row)];
+  {
+    const double* gt = mRaster.geoTransform;
+    feature.setGeometry(
+      QgsGeometry(bandMultiPolygon(polygons, index, false, AxisMap{gt[0], gt[1], gt[3], -gt[5]}).release()));
+  }
   QgsAttributes attributes = o.attributes;
   const int32_t down = mSheds.downstream[std::size_t(k)];
-  attributes << k + 1 << std::sqrt(dx * dx + dy * dy) << QVariant::fromValue<qlonglong>(mSheds.ownCells[std::size_t(k)])
+  attributes << k + 1 << snapMetres(mRaster, o.column, o.row, o.cell)
+             << QVariant::fromValue<qlonglong>(mSheds.ownCells[std::size_t(k)])
              << mSheds.ownArea[std::size_t(k)] * 1e-6 << mSheds.totalArea[std::size_t(k)] * 1e-6
              << (down >= 0 ? QVariant(down + 1) : QVariant(QVariant::Int));
   feature.setAttributes(attributes);

@@ -12,6 +12,7 @@
 #include <qgspointxy.h>
 
 #include "adapters/dem_reader.h"
+#include "adapters/grid_points.h"
 #include "adapters/tiled_rasters.h"
 #include "core/polygon_rings.h"
 #include "dem/watersheds.h"
@@ -41,14 +42,10 @@ protected:
   QVariantMap postProcessAlgorithm(QgsProcessingContext& context, QgsProcessingFeedback* feedback) override;
 
 private:
-  // An outlet point: its feature's attributes, the point in the raster's CRS and its cell; then the
+  // An outlet point (its feature's attributes, the point in the raster's CRS and its cell), then the
   // cell it snapped to.
-  struct Outlet
+  struct Outlet : GridPoint
   {
-    QgsFeatureId id = 0;
-    QgsAttributes attributes;
-    QgsPointXY point;
-    int64_t column = 0, row = 0;
     int64_t cell = -1;
   };
   struct Request
@@ -94,12 +91,10 @@ private:
 
   private:
     const QVariantMap& mParameters;
+    const DemRaster& mRaster;
     const std::vector<Outlet>& mOutlets;
     const dem::Watersheds& mSheds;
     QgsFields mFields;
-    double mX0 = 0, mDx = 1, mY0 = 0, mDy = 1;
-    int64_t mWidth = 1;
-    std::vector<double> mCellWidth, mCellHeight;
     QString mId;
     std::unique_ptr<QgsFeatureSink> mSink;
   };

@@ -110,4 +110,11 @@ std::vector<GridPoint> readGridPoints(QgsFeatureSource& source, const QString& p
   return points;
 }
 
+double snapMetres(const DemRaster& raster, int64_t column, int64_t row, int64_t cell)
+{
+  const double dx = double(cell % raster.width - column) * raster.cellWidth[std::size_t(row)];
+  const double dy = double(cell / raster.width - row) * raster.cellHeight[std::size_t(row)];
+  return std::sqrt(dx * dx + dy * dy);
+}
+
 }  // namespace gpugeo

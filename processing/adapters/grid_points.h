@@ -36,6 +36,10 @@ std::vector<GridPoint> readGridPoints(QgsFeatureSource& source, const QString& p
                                       const DemRaster& raster, const QgsCoordinateTransformContext& transforms,
                                       QgsProcessingFeedback* feedback);
 
+// How far (metres) a point's cell (column, row) moved to `cell` (y * width + x) by a snapping: the
+// columns and rows moved times the cell sizes of the point's row.
+double snapMetres(const DemRaster& raster, int64_t column, int64_t row, int64_t cell);
+
 // "OUTLETS feature 7", for messages.
 QString featureName(const QString& parameter, QgsFeatureId id);
 

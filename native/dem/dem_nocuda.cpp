@@ -19,13 +19,15 @@ void labelWatershedsCuda(const uint8_t*, int64_t, int64_t, int32_t*, const RunCo
   noCuda();
 }
 
-void resolvePathsCuda(const uint8_t*, int64_t, int64_t, const int64_t*, int64_t*, int64_t*, const RunControl&)
+DrainageCounts drainageHeightsCuda(const float*, const uint8_t*, const uint8_t*, int64_t, int64_t, const int64_t*,
+                                   double, float*, float*, const RunControl&)
 {
   noCuda();
 }
 
-DrainageCounts drainageHeightsCuda(const float*, const uint8_t*, const uint8_t*, int64_t, int64_t, const int64_t*,
-                                   double, float*, float*, const RunControl&)
+DrainageCounts resolveTileCuda(const float*, const uint8_t*, const uint8_t*, int64_t, int64_t, const int64_t*,
+                               const uint8_t*, const int64_t*, const float*, double, int64_t*, int64_t*, float*, float*,
+                               const RunControl&)
 {
   noCuda();
 }

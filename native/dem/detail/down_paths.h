@@ -34,8 +34,6 @@ GPUGEO_HD int64_t stepUnits(const int64_t* row, int d)
 // length), or kPathNone where the path leaves the grid, meets kNoFlow or kNoData, or loops.
 void resolvePathsCpu(const uint8_t* directions, int64_t width, int64_t height, const int64_t* steps, int64_t* end,
                      int64_t* length, const RunControl& control);
-void resolvePathsCuda(const uint8_t* directions, int64_t width, int64_t height, const int64_t* steps, int64_t* end,
-                      int64_t* length, const RunControl& control);
 
 // hand.h's in-memory heights and distances, the whole run on the device (its cells fewer than 2³¹):
 // stream cells (streams nonzero on valid cells) end their own paths, the paths resolved, each cell's
@@ -47,5 +45,16 @@ struct DrainageCounts
 DrainageCounts drainageHeightsCuda(const float* z, const uint8_t* directions, const uint8_t* streams, int64_t width,
                                    int64_t height, const int64_t* steps, double unit, float* heights,
                                    float* distances, const RunControl& control);
+
+// One tile of tiled/tiled_hand.cpp on the device: `z`, `directions` and `streams` are the tile with its
+// one-cell ring (pw x ph); ring cell k (in perimeterPlace's order of the pw x ph window) ends its own
+// path at ringLength[k] where ringKnown[k], else reaches none. Pass 1 (ringZ null): each perimeter cell
+// of the tile (tiling.h's order) gets its end (a padded index, < 0 none) and length into
+// perimeterEnd and perimeterLength. Pass 2: the tile's (pw - 2) x (ph - 2) heights above their ends
+// (a ring end's elevation from ringZ) and, when `distances` is given, lengths times `unit`; the counts.
+DrainageCounts resolveTileCuda(const float* z, const uint8_t* directions, const uint8_t* streams, int64_t pw,
+                               int64_t ph, const int64_t* steps, const uint8_t* ringKnown, const int64_t* ringLength,
+                               const float* ringZ, double unit, int64_t* perimeterEnd, int64_t* perimeterLength,
+                               float* heights, float* distances, const RunControl& control);
 
 }  // namespace gpugeo::dem::detail

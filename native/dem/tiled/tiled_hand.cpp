@@ -32,7 +32,7 @@ using dem::detail::kPathUnknown;
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
-// A tile with its halo: the inputs and the paths' ends and lengths, resolved with the ring's ends.
+// A tile with its halo: the inputs and (on the CPU) the paths' ends and lengths.
 struct TileWork
 {
   std::vector<float> z;
@@ -60,19 +60,16 @@ bool onRing(int64_t cell, int64_t pw, int64_t ph)
   return x == 0 || y == 0 || x == pw - 1 || y == ph - 1;
 }
 
-// Reads tile t with its halo and resolves its paths, ring cell k held at ringLength(k) when
-// ringKnown(k) (else reaching none); the stream cells of the tile end their own paths.
-template <typename RingKnown, typename RingLength>
-void resolveTile(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
-                 const RasterSource<uint8_t>& streams, const RowSizes& rows, double unit, const TileLayout& layout,
-                 const Window& t, Backend backend, int gpuTiles, const RunControl& control, RingKnown ringKnown,
-                 RingLength ringLength, TileWork& work)
+// Reads tile t with its halo and its padded rows' steps (the rows off the raster hold only ring
+// cells, whose steps are not taken).
+void readTile(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
+              const RasterSource<uint8_t>& streams, const RowSizes& rows, double unit, const TileLayout& layout,
+              const Window& t, TileWork& work)
 {
-  const int64_t pw = t.width + 2, ph = t.height + 2;
+  const int64_t ph = t.height + 2;
   detail::readWithHalo(elevations, t, kNan, work.z);
   detail::readWithHalo(directions, t, kNoData, work.directions);
   detail::readWithHalo(streams, t, uint8_t(0), work.streams);
-  // The padded rows' steps (the rows off the raster hold only ring cells, whose steps are not taken).
   std::vector<double> cw(static_cast<std::size_t>(ph)), ch(static_cast<std::size_t>(ph));
   for (int64_t y = 0; y < ph; ++y)
   {
@@ -81,6 +78,43 @@ void resolveTile(const RasterSource<float>& elevations, const RasterSource<uint8
     ch[std::size_t(y)] = rows.cellHeight[std::size_t(gy)];
   }
   work.steps = dem::detail::rowSteps(cw.data(), ch.data(), ph, unit);
+}
+
+// Which ring cells of tile t hold a known end (on the raster and known(k)), and their lengths.
+template <typename Known, typename Length>
+void ringEnds(const TileLayout& layout, const Window& t, Known known, Length length, std::vector<uint8_t>& ringKnown,
+              std::vector<int64_t>& ringLength)
+{
+  const int64_t pw = t.width + 2, ph = t.height + 2;
+  ringKnown.assign(std::size_t(perimeterCount(pw, ph)), 0);
+  ringLength.assign(ringKnown.size(), 0);
+  for (int64_t k = 0; k < int64_t(ringKnown.size()); ++k)
+  {
+    int64_t x = 0, y = 0;
+    perimeterCell(pw, ph, k, x, y);
+    const int64_t gx = t.x0 + x - 1, gy = t.y0 + y - 1;
+    if (gx >= 0 && gy >= 0 && gx < layout.width && gy < layout.height && known(k))
+    {
+      ringKnown[std::size_t(k)] = 1;
+      ringLength[std::size_t(k)] = length(k);
+    }
+  }
+}
+
+// What a resolved tile gives its pass: in pass 1 each perimeter cell's end (a padded index, < 0
+// none) and length; in pass 2 the tile's heights and distances (NaN where none) and counts.
+struct TileOutcome
+{
+  std::vector<int64_t> perimeterEnd, perimeterLength;
+  std::vector<float> heights, distances;
+  HandSummary sum;
+};
+
+// The tile's paths resolved on the CPU: the stream cells end their own paths, the ring cells as given.
+void resolveOnCpu(TileWork& work, const Window& t, const std::vector<uint8_t>& ringKnown,
+                  const std::vector<int64_t>& ringLength, const RunControl& control)
+{
+  const int64_t pw = t.width + 2, ph = t.height + 2;
   work.end.assign(std::size_t(pw * ph), kPathUnknown);
   work.length.assign(std::size_t(pw * ph), 0);
   for (int64_t y = 1; y < ph - 1; ++y)
@@ -95,31 +129,88 @@ void resolveTile(const RasterSource<float>& elevations, const RasterSource<uint8
       else if (work.streams[c] != 0)
         work.end[c] = int64_t(c);
     }
-  for (int64_t k = 0; k < perimeterCount(pw, ph); ++k)
+  for (int64_t k = 0; k < int64_t(ringKnown.size()); ++k)
   {
     int64_t x = 0, y = 0;
     perimeterCell(pw, ph, k, x, y);
-    const int64_t gx = t.x0 + x - 1, gy = t.y0 + y - 1;
-    const bool on = gx >= 0 && gy >= 0 && gx < layout.width && gy < layout.height;
     const std::size_t c = std::size_t(y * pw + x);
-    if (on && ringKnown(k))
-    {
-      work.end[c] = int64_t(c);
-      work.length[c] = ringLength(k);
-    }
-    else
-      work.end[c] = kPathNone;
+    work.end[c] = ringKnown[std::size_t(k)] ? int64_t(c) : kPathNone;
+    work.length[c] = ringLength[std::size_t(k)];
   }
-  if (backend == Backend::Gpu)
+  dem::detail::resolvePathsCpu(work.directions.data(), pw, ph, work.steps.data(), work.end.data(),
+                               work.length.data(), control);
+}
+
+// Resolves tile t (read into `work`) with its ring on the options' backend; pass 1 (ringZ null)
+// gives the perimeter's ends, pass 2 the heights (and distances when asked for).
+void resolveTile(TileWork& work, const Window& t, const std::vector<uint8_t>& ringKnown,
+                 const std::vector<int64_t>& ringLength, const std::vector<float>* ringZ, double unit,
+                 bool wantDistances, const TiledOptions& options, const RunControl& control, TileOutcome& out)
+{
+  const int64_t pw = t.width + 2, ph = t.height + 2;
+  if (!ringZ)
   {
-    const detail::GpuTurn turn(gpuTiles);
-    dem::detail::resolvePathsCuda(work.directions.data(), pw, ph, work.steps.data(), work.end.data(),
-                                  work.length.data(), control);
+    out.perimeterEnd.assign(std::size_t(detail::perimeterSize(t)), kPathNone);
+    out.perimeterLength.assign(out.perimeterEnd.size(), 0);
   }
   else
-    dem::detail::resolvePathsCpu(work.directions.data(), pw, ph, work.steps.data(), work.end.data(),
-                                 work.length.data(), control);
+  {
+    out.heights.assign(std::size_t(t.cells()), kNan);
+    if (wantDistances)
+      out.distances.assign(std::size_t(t.cells()), kNan);
+  }
+  if (options.backend == Backend::Gpu)
+  {
+    const detail::GpuTurn turn(options.gpuTiles);
+    const dem::detail::DrainageCounts counts = dem::detail::resolveTileCuda(
+      work.z.data(), work.directions.data(), work.streams.data(), pw, ph, work.steps.data(), ringKnown.data(),
+      ringLength.data(), ringZ ? ringZ->data() : nullptr, unit, ringZ ? nullptr : out.perimeterEnd.data(),
+      ringZ ? nullptr : out.perimeterLength.data(), ringZ ? out.heights.data() : nullptr,
+      ringZ && wantDistances ? out.distances.data() : nullptr, control);
+    out.sum = HandSummary{counts.streamCells, counts.drained, counts.undrained};
+    return;
+  }
+  resolveOnCpu(work, t, ringKnown, ringLength, control);
+  if (!ringZ)
+  {
+    detail::forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
+      const std::size_t c = std::size_t((y + 1) * pw + x + 1);
+      out.perimeterEnd[std::size_t(k)] = work.end[c];
+      out.perimeterLength[std::size_t(k)] = work.length[c];
+    });
+    return;
+  }
+  out.sum = HandSummary();
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < t.width; ++x)
+    {
+      const std::size_t c = std::size_t((y + 1) * pw + x + 1), o = std::size_t(y * t.width + x);
+      const int64_t e = work.end[c];
+      if (work.directions[c] == kNoData)
+        continue;
+      out.sum.streamCells += work.streams[c] != 0;
+      if (e < 0)
+      {
+        ++out.sum.undrained;
+        continue;
+      }
+      ++out.sum.drained;
+      const float zEnd = onRing(e, pw, ph) ? (*ringZ)[std::size_t(perimeterPlace(pw, ph, e % pw, e / pw))]
+                                           : work.z[std::size_t(e)];
+      out.heights[o] = float(double(work.z[c]) - double(zEnd));
+      if (wantDistances)
+        out.distances[o] = float(double(work.length[c]) * unit);
+    }
 }
+
+// The working sets a pass's tiles reuse.
+struct TileSet
+{
+  TileWork work;
+  TileOutcome outcome;
+  std::vector<uint8_t> ringKnown;
+  std::vector<int64_t> ringLength;
+};
 
 }  // namespace
 
@@ -147,30 +238,33 @@ HandSummary handTiled(const RasterSource<float>& elevations, const RasterSource<
   std::vector<int64_t> to(std::size_t(nodes), -1), length(std::size_t(nodes), 0);
   std::vector<float> endZ(std::size_t(nodes), kNan);
   out.graphBytes = nodes * int64_t(2 * sizeof(int64_t) + sizeof(float) + sizeof(uint8_t));
-  detail::Reused<TileWork> works;
+  detail::Reused<TileSet> sets;
   detail::forEachTile(layout, 1, "height above drainage pass 1 (perimeter paths)", options, control, out,
                       [&](int64_t i) {
-    const auto held = works.take();
-    TileWork& work = *held;
+    const auto held = sets.take();
+    TileSet& set = *held;
     const Window t = layout.tile(i);
     const int64_t pw = t.width + 2, ph = t.height + 2;
-    resolveTile(elevations, directions, streams, rows, unit, layout, t, options.backend, options.gpuTiles, control,
-                [](int64_t) { return true; }, [](int64_t) { return int64_t(0); }, work);
+    readTile(elevations, directions, streams, rows, unit, layout, t, set.work);
+    ringEnds(layout, t, [](int64_t) { return true; }, [](int64_t) { return int64_t(0); }, set.ringKnown,
+             set.ringLength);
+    resolveTile(set.work, t, set.ringKnown, set.ringLength, nullptr, unit, false, options, control, set.outcome);
     std::vector<int64_t> ringNode(std::size_t(perimeterCount(pw, ph)), -1);
     detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
       ringNode[std::size_t(perimeterPlace(pw, ph, x + 1, y + 1))] = firstNode[std::size_t(j)] + k;
     });
-    detail::forPerimeter(t, [&](int64_t x, int64_t y, int64_t k) {
-      const std::size_t c = std::size_t((y + 1) * pw + x + 1), node = std::size_t(firstNode[std::size_t(i)] + k);
-      const int64_t e = work.end[c];
+    for (int64_t k = 0; k < detail::perimeterSize(t); ++k)
+    {
+      const std::size_t node = std::size_t(firstNode[std::size_t(i)] + k);
+      const int64_t e = set.outcome.perimeterEnd[std::size_t(k)];
       if (e < 0)
-        return;
-      length[node] = work.length[c];
+        continue;
+      length[node] = set.outcome.perimeterLength[std::size_t(k)];
       if (onRing(e, pw, ph))
         to[node] = ringNode[std::size_t(perimeterPlace(pw, ph, e % pw, e / pw))];
       else
-        endZ[node] = work.z[std::size_t(e)];
-    });
+        endZ[node] = set.work.z[std::size_t(e)];
+    }
   }, TileTraffic{nullptr, [&](int64_t i, Archive& a) {
     const int64_t first = firstNode[std::size_t(i)], count = firstNode[std::size_t(i) + 1] - first;
     a.span(to.data() + first, count);
@@ -242,43 +336,21 @@ HandSummary handTiled(const RasterSource<float>& elevations, const RasterSource<
   traffic.out = detail::sendBack(sums).out;
   detail::forEachTile(layout, 2, "height above drainage pass 2 (heights; write)", options, control, out,
                       [&](int64_t i) {
-    const auto held = works.take();
-    TileWork& work = *held;
+    const auto held = sets.take();
+    TileSet& set = *held;
     const Window t = layout.tile(i);
-    const int64_t pw = t.width + 2, ph = t.height + 2;
     const Ring ring = rings.get(i);
-    resolveTile(elevations, directions, streams, rows, unit, layout, t, options.backend, options.gpuTiles, control,
-                [&](int64_t k) { return !std::isnan(ring.z[std::size_t(k)]); },
-                [&](int64_t k) { return ring.length[std::size_t(k)]; }, work);
-    std::vector<float> heights(std::size_t(t.cells()), kNan), distances;
+    readTile(elevations, directions, streams, rows, unit, layout, t, set.work);
+    ringEnds(layout, t, [&](int64_t k) { return !std::isnan(ring.z[std::size_t(k)]); },
+             [&](int64_t k) { return ring.length[std::size_t(k)]; }, set.ringKnown, set.ringLength);
+    resolveTile(set.work, t, set.ringKnown, set.ringLength, &ring.z, unit, distance != nullptr, options, control,
+                set.outcome);
+    sums[std::size_t(i)] = set.outcome.sum;
+    height.write(t, set.outcome.heights.data());
     if (distance)
-      distances.assign(std::size_t(t.cells()), kNan);
-    HandSummary& sum = sums[std::size_t(i)];
-    for (int64_t y = 0; y < t.height; ++y)
-      for (int64_t x = 0; x < t.width; ++x)
-      {
-        const std::size_t c = std::size_t((y + 1) * pw + x + 1), o = std::size_t(y * t.width + x);
-        const int64_t e = work.end[c];
-        if (work.directions[c] == kNoData)
-          continue;
-        sum.streamCells += work.streams[c] != 0;
-        if (e < 0)
-        {
-          ++sum.undrained;
-          continue;
-        }
-        ++sum.drained;
-        const float zEnd = onRing(e, pw, ph) ? ring.z[std::size_t(perimeterPlace(pw, ph, e % pw, e / pw))]
-                                             : work.z[std::size_t(e)];
-        heights[o] = float(double(work.z[c]) - double(zEnd));
-        if (distance)
-          distances[o] = float(double(work.length[c]) * unit);
-      }
-    height.write(t, heights.data());
-    if (distance)
-      distance->write(t, distances.data());
+      distance->write(t, set.outcome.distances.data());
   }, traffic);
-  works.clear();
+  sets.clear();
   out.passes = 2;
   HandSummary total;
   for (const HandSummary& s : sums)

@@ -1,0 +1,236 @@
+// The stream network (dem/streams.h) against a serial recursion over the cells: each stream cell's
+// Strahler and Shreve order computed cell by cell from the stream cells flowing into it (a cell with
+// one inflow keeps its order), its segment found by climbing the single-inflow chain to the segment's
+// first cell, the segments numbered by their first cells in row order; the downstream segments, cell
+// counts, lengths (a float64 sum along each line), drops and upstream areas. Random filled DEMs with
+// thresholds from one cell (every cell a stream) up, by cells and by area; a fork by hand; bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "dem/dem.h"
+#include "dem/streams.h"
+#include "dem_cases.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+
+namespace {
+
+RunControl noCancel;
+
+int64_t next(const std::vector<uint8_t>& dirs, int64_t w, int64_t h, int64_t c)
+{
+  const uint8_t d = dirs[std::size_t(c)];
+  if (d >= 8)
+    return -1;
+  const int64_t x = c % w + kDx[d], y = c / w + kDy[d];
+  return x < 0 || y < 0 || x >= w || y >= h ? -1 : y * w + x;
+}
+
+struct Reference
+{
+  std::vector<int32_t> strahler;  // per cell, 0 off the streams
+  std::vector<int64_t> shreve;
+  std::vector<int32_t> segment;
+};
+
+Reference reference(const TestDem& dem, const std::vector<uint8_t>& dirs, const Accumulation& acc,
+                    const StreamThreshold& t)
+{
+  const int64_t w = dem.width, h = dem.height, n = w * h;
+  std::vector<char> stream(std::size_t(n), 0);
+  for (int64_t c = 0; c < n; ++c)
+    stream[std::size_t(c)] = dirs[std::size_t(c)] != kNoData && acc.cells[std::size_t(c)] >= std::max<int64_t>(1, t.minCells) &&
+                             acc.area[std::size_t(c)] >= t.minArea;
+  std::vector<std::vector<int64_t>> up(static_cast<std::size_t>(n));
+  for (int64_t c = 0; c < n; ++c)
+  {
+    const int64_t d = stream[std::size_t(c)] ? next(dirs, w, h, c) : -1;
+    if (d >= 0 && stream[std::size_t(d)])
+      up[std::size_t(d)].push_back(c);
+  }
+  Reference r;
+  r.strahler.assign(std::size_t(n), 0);
+  r.shreve.assign(std::size_t(n), 0);
+  std::function<void(int64_t)> order = [&](int64_t c) {
+    if (r.strahler[std::size_t(c)] > 0)
+      return;
+    int32_t highest = 0, atHighest = 0;
+    int64_t sum = 0;
+    for (const int64_t u : up[std::size_t(c)])
+    {
+      order(u);
+      const int32_t s = r.strahler[std::size_t(u)];
+      atHighest = s > highest ? 1 : atHighest + (s == highest);
+      highest = std::max(highest, s);
+      sum += r.shreve[std::size_t(u)];
+    }
+    const std::size_t ups = up[std::size_t(c)].size();
+    r.strahler[std::size_t(c)] = ups == 0 ? 1 : (ups == 1 ? highest : highest + (atHighest >= 2));
+    r.shreve[std::size_t(c)] = ups == 0 ? 1 : sum;
+  };
+  std::vector<int32_t> startId(std::size_t(n), 0);
+  int32_t ids = 0;
+  for (int64_t c = 0; c < n; ++c)
+    if (stream[std::size_t(c)])
+    {
+      order(c);
+      if (up[std::size_t(c)].size() != 1)
+        startId[std::size_t(c)] = ++ids;
+    }
+  r.segment.assign(std::size_t(n), 0);
+  for (int64_t c = 0; c < n; ++c)
+  {
+    if (!stream[std::size_t(c)])
+      continue;
+    int64_t s = c;
+    while (up[std::size_t(s)].size() == 1)
+      s = up[std::size_t(s)][0];
+    r.segment[std::size_t(c)] = startId[std::size_t(s)];
+  }
+  return r;
+}
+
+// Checks the network against the reference; returns its highest Strahler order.
+int32_t expectReference(const TestDem& dem, const std::vector<uint8_t>& dirs, const Accumulation& acc,
+                        const StreamThreshold& t, const std::string& what)
+{
+  const int64_t w = dem.width, h = dem.height, n = w * h;
+  const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, t, noCancel);
+  const Reference r = reference(dem, dirs, acc, t);
+  EXPECT_EQ(net.segment, r.segment) << what;
+  if (net.segment != r.segment)
+    return 0;
+  int64_t wrong = 0;
+  std::vector<int64_t> cells(net.first.size(), 0);
+  for (int64_t c = 0; c < n; ++c)
+  {
+    const int32_t s = net.segment[std::size_t(c)];
+    if (s == 0)
+      continue;
+    ++cells[std::size_t(s - 1)];
+    wrong += net.strahler[std::size_t(s - 1)] != r.strahler[std::size_t(c)];
+    wrong += net.shreve[std::size_t(s - 1)] != r.shreve[std::size_t(c)];
+    const int64_t d = next(dirs, w, h, c);
+    const int32_t below = d >= 0 ? net.segment[std::size_t(d)] : 0;
+    if (below != s)  // the segment's last cell: what it flows into
+    {
+      wrong += c != net.last[std::size_t(s - 1)];
+      wrong += net.down[std::size_t(s - 1)] != below;
+    }
+  }
+  EXPECT_EQ(wrong, 0) << what;
+  EXPECT_EQ(cells, net.cells) << what;
+  for (std::size_t k = 0; k < net.first.size(); ++k)
+  {
+    const std::vector<int64_t> line = segmentLine(net, dirs, w, h, int32_t(k + 1));
+    double length = 0;
+    for (std::size_t i = 0; i + 1 < line.size(); ++i)
+    {
+      const int64_t c = line[i];
+      const uint8_t d = dirs[std::size_t(c)];
+      const double cw = dem.cellWidth[std::size_t(c / w)], ch = dem.cellHeight[std::size_t(c / w)];
+      length += (d & 1) ? std::sqrt(cw * cw + ch * ch) : ((d & 2) ? ch : cw);
+    }
+    EXPECT_NEAR(net.length[k], length, 1e-9 * std::max(1.0, length)) << what << " segment " << k + 1;
+    EXPECT_EQ(net.drop[k], double(dem.z[std::size_t(line.front())]) - double(dem.z[std::size_t(line.back())]));
+    EXPECT_EQ(net.area[k], acc.area[std::size_t(net.last[k])]);
+    EXPECT_EQ(net.upstreamCells[k], acc.cells[std::size_t(net.last[k])]);
+  }
+  return net.strahler.empty() ? 0 : *std::max_element(net.strahler.begin(), net.strahler.end());
+}
+
+}  // namespace
+
+TEST(StreamNetwork, OrdersAndSegmentsAreTheSerialRecursions)
+{
+  for (uint64_t seed = 1; seed <= 6; ++seed)
+  {
+    TestDem dem = randomDem(seed, 40 + int64_t(seed) * 7, 33 + int64_t(seed) * 5, seed % 2 ? 1.0 : 0.0,
+                            2 + int(seed % 3), 30, 30, true);
+    dem.z = fillDepressions(Backend::Cpu, dem.grid(), 2, noCancel);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 2, noCancel);
+    for (const int64_t cells : {int64_t(1), int64_t(3), int64_t(20), int64_t(200)})
+    {
+      const int32_t highest = expectReference(dem, dirs, acc, StreamThreshold{cells, 0},
+                                              "seed " + std::to_string(seed) + ", cells " + std::to_string(cells));
+      if (cells == 1)
+        EXPECT_GE(highest, 4) << "seed " << seed;  // every cell a stream: a deep tree, ties at junctions
+    }
+    // By area: about 15 cells' worth (the rows' cells differ in size).
+    expectReference(dem, dirs, acc, StreamThreshold{1, int64_t(15 * 30.0 * 30.0 * 0.9 * 1e6)},
+                    "seed " + std::to_string(seed) + ", area");
+  }
+}
+
+TEST(StreamNetwork, AForkByHand)
+{
+  // Two sources (columns 0 and 4 of row 0) run down to a junction at (2, 2), which runs down and
+  // out at the bottom; a third source (4, 3) joins below it. 10 m cells.
+  const int64_t w = 5, h = 5;
+  std::vector<uint8_t> dirs(std::size_t(w * h), kNoFlow);
+  const auto at = [&](int64_t x, int64_t y) -> uint8_t& { return dirs[std::size_t(y * w + x)]; };
+  at(0, 0) = 1;  // SE
+  at(1, 1) = 1;  // SE -> (2, 2)
+  at(4, 0) = 3;  // SW
+  at(3, 1) = 3;  // SW -> (2, 2)
+  at(2, 2) = 2;  // S
+  at(2, 3) = 2;  // S -> (2, 4)
+  at(4, 3) = 3;  // SW -> (3, 4)
+  at(3, 4) = 4;  // W -> (2, 4)
+  at(2, 4) = 2;  // S, off the grid
+  TestDem dem;
+  dem.width = w;
+  dem.height = h;
+  dem.z.assign(std::size_t(w * h), 0.f);
+  for (int64_t c = 0; c < w * h; ++c)
+    dem.z[std::size_t(c)] = float(10 - c / w);
+  dem.cellWidth.assign(std::size_t(h), 10.0);
+  dem.cellHeight.assign(std::size_t(h), 10.0);
+  Accumulation acc;
+  acc.cells.assign(std::size_t(w * h), 0);
+  acc.area.assign(std::size_t(w * h), 0);
+  for (int64_t c = 0; c < w * h; ++c)
+    if (dirs[std::size_t(c)] < 8 || c == 2 * w + 2 || c == 4 * w + 2)
+      for (int64_t p = c; p >= 0; p = next(dirs, w, h, p))
+      {
+        ++acc.cells[std::size_t(p)];
+        acc.area[std::size_t(p)] += 100000000;
+      }
+  const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{1, 0}, noCancel);
+  // Segments by first cell in row order: (0,0) 1, (4,0) 2, (2,2) 3, (4,3) 4, (2,4) 5.
+  ASSERT_EQ(net.first, (std::vector<int64_t>{0, 4, 12, 19, 22}));
+  EXPECT_EQ(net.down, (std::vector<int32_t>{3, 3, 5, 5, 0}));
+  EXPECT_EQ(net.strahler, (std::vector<int32_t>{1, 1, 2, 1, 2}));
+  EXPECT_EQ(net.shreve, (std::vector<int64_t>{1, 1, 2, 1, 3}));
+  EXPECT_EQ(net.cells, (std::vector<int64_t>{2, 2, 2, 2, 1}));
+  const double diag = std::sqrt(200.0);
+  EXPECT_NEAR(net.length[0], 2 * diag, 1e-9);
+  EXPECT_NEAR(net.length[2], 20.0, 1e-9);
+  EXPECT_NEAR(net.length[3], diag + 10.0, 1e-9);
+  EXPECT_EQ(net.length[4], 0.0);
+  EXPECT_EQ(net.drop[0], 2.0);  // z 10 at row 0, 8 at the junction
+  EXPECT_EQ(net.upstreamCells[2], 6);
+  EXPECT_EQ(segmentLine(net, dirs, w, h, 4), (std::vector<int64_t>{19, 23, 22}));
+}
+
+TEST(StreamNetwork, BadInput)
+{
+  TestDem dem = randomDem(3, 8, 6, 0.0, 0);
+  const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 1, noCancel);
+  Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 1, noCancel);
+  acc.area.pop_back();
+  EXPECT_THROW(streamNetwork(dem.grid(), dirs, acc, StreamThreshold{}, noCancel), InvalidInput);
+  const StreamNetwork none = streamNetwork(dem.grid(), dirs, flowAccumulation(Backend::Cpu, dem.grid(), dirs, 1, noCancel),
+                                           StreamThreshold{1000, 0}, noCancel);
+  EXPECT_TRUE(none.first.empty());
+  EXPECT_TRUE(std::all_of(none.segment.begin(), none.segment.end(), [](int32_t s) { return s == 0; }));
+  EXPECT_THROW(segmentLine(none, dirs, 8, 6, 1), InvalidInput);
+}

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "dem/detail/down_paths.h"
+#include "dem/detail/stream_orders.h"
 
 namespace gpugeo::dem {
 
@@ -21,8 +22,11 @@ int64_t successor(const std::vector<uint8_t>& directions, int64_t w, int64_t h, 
   return x < 0 || y < 0 || x >= w || y >= h ? -1 : y * w + x;
 }
 
-// The segments' orders, upstream first (Kahn's order over the segments' tree).
-void addOrders(StreamNetwork& out)
+}  // namespace
+
+namespace detail {
+
+void addStreamOrders(StreamNetwork& out)
 {
   const std::size_t count = out.first.size();
   std::vector<int32_t> pending(count, 0), highest(count, 0), atHighest(count, 0);
@@ -59,7 +63,7 @@ void addOrders(StreamNetwork& out)
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold,
@@ -145,7 +149,7 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
     out.area[k] = accumulation.area[std::size_t(c)];
     out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
   }
-  addOrders(out);
+  detail::addStreamOrders(out);
   return out;
 }
 

@@ -15,6 +15,8 @@
 #include "core/errors.h"
 #include "dem/dem.h"
 #include "dem/streams.h"
+#include "dem/tiled/raster_io.h"
+#include "dem/tiled/tiled_dem.h"
 #include "dem_cases.h"
 
 using namespace gpugeo;
@@ -233,4 +235,45 @@ TEST(StreamNetwork, BadInput)
   EXPECT_TRUE(none.first.empty());
   EXPECT_TRUE(std::all_of(none.segment.begin(), none.segment.end(), [](int32_t s) { return s == 0; }));
   EXPECT_THROW(segmentLine(none, dirs, 8, 6, 1), InvalidInput);
+}
+
+TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
+{
+  for (uint64_t seed = 1; seed <= 4; ++seed)
+  {
+    TestDem dem = randomDem(seed + 10, 53, 41, seed % 2 ? 1.0 : 0.0, 3, 30, 30, true);
+    dem.z = fillDepressions(Backend::Cpu, dem.grid(), 2, noCancel);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 2, noCancel);
+    const tiled::RowSizes rows{dem.cellWidth, dem.cellHeight};
+    const tiled::MemoryRaster<float> z(dem.width, dem.height, dem.z);
+    const tiled::MemoryRaster<uint8_t> d(dem.width, dem.height, dirs);
+    const tiled::MemoryRaster<int64_t> cells(dem.width, dem.height, acc.cells), area(dem.width, dem.height, acc.area);
+    for (const int64_t minCells : {int64_t(1), int64_t(12)})
+    {
+      const StreamThreshold threshold{minCells, 0};
+      const StreamNetwork want = streamNetwork(dem.grid(), dirs, acc, threshold, noCancel);
+      for (const auto& [tw, th] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}, {7, 5}, {16, 16}, {64, 64}})
+      {
+        tiled::MemoryRaster<int32_t> segments(dem.width, dem.height);
+        tiled::TiledReport report;
+        const StreamNetwork got = tiled::streamNetworkTiled(z, d, cells, area, rows, threshold, segments,
+                                                            tiles(tw, th), noCancel, &report);
+        const std::string what = "seed " + std::to_string(seed) + ", cells " + std::to_string(minCells) +
+                                 ", tiles " + std::to_string(tw) + "x" + std::to_string(th);
+        EXPECT_EQ(segments.cells(), want.segment) << what;
+        EXPECT_EQ(got.first, want.first) << what;
+        EXPECT_EQ(got.last, want.last) << what;
+        EXPECT_EQ(got.down, want.down) << what;
+        EXPECT_EQ(got.strahler, want.strahler) << what;
+        EXPECT_EQ(got.shreve, want.shreve) << what;
+        EXPECT_EQ(got.cells, want.cells) << what;
+        EXPECT_EQ(got.length, want.length) << what;
+        EXPECT_EQ(got.drop, want.drop) << what;
+        EXPECT_EQ(got.area, want.area) << what;
+        EXPECT_EQ(got.upstreamCells, want.upstreamCells) << what;
+        EXPECT_EQ(report.passes, 2);
+      }
+    }
+  }
 }

@@ -43,6 +43,7 @@
 #include "core/stage_times.h"
 #include "dem/dem.h"
 #include "dem/hand.h"
+#include "dem/streams.h"
 #include "dem/travel_time.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/watersheds.h"
@@ -283,5 +284,17 @@ HandSummary handTiled(const RasterSource<float>& elevations, const RasterSource<
 // 1,024², side by side); the same results as the one thread's walks.
 DrainageHeights handOnThreads(const Grid& grid, const std::vector<uint8_t>& directions,
                               const std::vector<uint8_t>& streams, int threads, const RunControl& control);
+
+// --- Stream network -----------------------------------------------------------------------------------
+
+// streams.h's network tile by tile from the directions and flowAccumulation()'s counts and areas (and
+// the elevations, for the drops): the segment of every cell into `segments` (0 off the streams), the
+// rest as streamNetwork() gives it (segment empty). The same numbers, orders and sums whatever the
+// tiles. Throws InvalidInput for rasters of different sizes and in a distributed run (not yet).
+constexpr int64_t kStreamsBytesPerTileCell = 48;
+StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
+                                 const RasterSource<int64_t>& cells, const RasterSource<int64_t>& area,
+                                 const RowSizes& rows, const StreamThreshold& threshold, RasterSink<int32_t>& segments,
+                                 const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
 
 }  // namespace gpugeo::dem::tiled

@@ -117,23 +117,21 @@ DrainageHeights heightAboveDrainage(Backend backend, const Grid& grid, const std
     return out;
   }
 
-  // Stream cells end their own paths; invalid cells reach nothing.
+  // Stream cells end their own paths; invalid cells reach nothing (the walks stop at them before
+  // reading their directions).
+  const auto valid = [&](int64_t c) { return std::isfinite(grid.z[c]) && directions[std::size_t(c)] != kNoData; };
   std::vector<int64_t> end(std::size_t(n), detail::kPathUnknown), length(std::size_t(n), 0);
-  std::vector<uint8_t> codes = directions;
   for (int64_t c = 0; c < n; ++c)
   {
-    if (!std::isfinite(grid.z[c]) || directions[std::size_t(c)] == kNoData)
-    {
+    if (!valid(c))
       end[std::size_t(c)] = detail::kPathNone;
-      codes[std::size_t(c)] = kNoData;
-    }
     else if (streams[std::size_t(c)] != 0)
     {
       end[std::size_t(c)] = c;
       ++out.streamCells;
     }
   }
-  detail::resolvePathsCpu(codes.data(), w, h, steps.data(), end.data(), length.data(), control);
+  detail::resolvePathsCpu(directions.data(), w, h, steps.data(), end.data(), length.data(), control);
 
   out.height.assign(std::size_t(n), nan);
   out.distance.assign(std::size_t(n), nan);
@@ -146,7 +144,7 @@ DrainageHeights heightAboveDrainage(Backend backend, const Grid& grid, const std
       out.distance[std::size_t(c)] = float(double(length[std::size_t(c)]) * unit);
       ++out.drained;
     }
-    else if (codes[std::size_t(c)] != kNoData)
+    else if (valid(c))
       ++out.undrained;
   }
   return out;

@@ -78,14 +78,9 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
   // Stream cells, and how many stream cells flow into each (0, 1, or 2 for two or more).
   StreamNetwork out;
   std::vector<uint8_t> inflow(std::size_t(n), 0);
-  const auto isStream = [&](int64_t c) {
-    return directions[std::size_t(c)] != kNoData && accumulation.cells[std::size_t(c)] > 0 &&
-           accumulation.cells[std::size_t(c)] >= threshold.minCells &&
-           accumulation.area[std::size_t(c)] >= threshold.minArea;
-  };
   std::vector<uint8_t> stream(std::size_t(n), 0);
-  for (int64_t c = 0; c < n; ++c)
-    stream[std::size_t(c)] = isStream(c) ? 1 : 0;
+  for (std::size_t c = 0; c < stream.size(); ++c)
+    stream[c] = isStreamCell(directions[c], accumulation.cells[c], accumulation.area[c], threshold);
   for (int64_t c = 0; c < n; ++c)
   {
     if (!stream[std::size_t(c)])

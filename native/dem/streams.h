@@ -30,6 +30,12 @@ struct StreamThreshold
   int64_t minArea = 0;
 };
 
+// Whether a cell with this direction, upstream cells and upstream area is a stream cell.
+inline bool isStreamCell(uint8_t direction, int64_t cells, int64_t area, const StreamThreshold& threshold)
+{
+  return direction != kNoData && cells > 0 && cells >= threshold.minCells && area >= threshold.minArea;
+}
+
 struct StreamNetwork
 {
   std::vector<int32_t> segment;  // per cell: its segment (1 … segments), 0 for no stream

@@ -66,9 +66,8 @@ void readStreams(const RasterSource<float>& elevations, const RasterSource<uint8
   detail::readWithHalo(elevations, t, std::numeric_limits<float>::quiet_NaN(), s.z);
   s.stream.assign(std::size_t(n), 0);
   for (int64_t c = 0; c < n; ++c)
-    s.stream[std::size_t(c)] = s.directions[std::size_t(c)] != kNoData && s.cells[std::size_t(c)] > 0 &&
-                               s.cells[std::size_t(c)] >= threshold.minCells &&
-                               s.area[std::size_t(c)] >= threshold.minArea;
+    s.stream[std::size_t(c)] = isStreamCell(s.directions[std::size_t(c)], s.cells[std::size_t(c)],
+                                            s.area[std::size_t(c)], threshold);
   s.inflow.assign(std::size_t(n), 0);
   s.upstream.assign(std::size_t(n), -1);
   for (int64_t c = 0; c < n; ++c)

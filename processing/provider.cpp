@@ -13,6 +13,7 @@
 #include "hand_algorithm.h"
 #include "isochrones_algorithm.h"
 #include "snappourpoints_algorithm.h"
+#include "streamnetwork_algorithm.h"
 #include "watersheds_algorithm.h"
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
@@ -115,6 +116,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new WatershedsAlgorithm());
   addAlgorithm(new HandAlgorithm());
   addAlgorithm(new SnapPourPointsAlgorithm());
+  addAlgorithm(new StreamNetworkAlgorithm());
 }
 
 }  // namespace gpugeo

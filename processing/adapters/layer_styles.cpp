@@ -7,8 +7,10 @@
 #include <qgsfillsymbol.h>
 #include <qgsgraduatedsymbolrenderer.h>
 #include <qgslayertree.h>
+#include <qgslinesymbol.h>
 #include <qgspalettedrasterrenderer.h>
 #include <qgsproject.h>
+#include <qgsproperty.h>
 #include <qgsrasterlayer.h>
 #include <qgsrendererrange.h>
 #include <qgssinglebandpseudocolorrenderer.h>
@@ -150,6 +152,19 @@ void BandStyle::style(QgsMapLayer* layer)
   }
   vector->setRenderer(new QgsGraduatedSymbolRenderer(QStringLiteral("band"), ranges));
   vector->triggerRepaint();
+}
+
+void StreamLineStyle::style(QgsMapLayer* layer)
+{
+  auto* lines = qobject_cast<QgsVectorLayer*>(layer);
+  if (!lines)
+    return;
+  QgsLineSymbol* symbol = QgsLineSymbol::createSimple(
+    {{QStringLiteral("line_color"), QStringLiteral("31,120,180,255")}, {QStringLiteral("line_width"), QStringLiteral("0.2")}});
+  symbol->setDataDefinedWidth(
+    QgsProperty::fromExpression(QStringLiteral("0.2 + 0.3 * (coalesce(\"strahler\", 1) - 1)")));
+  lines->setRenderer(new QgsSingleSymbolRenderer(symbol));
+  lines->triggerRepaint();
 }
 
 }  // namespace gpugeo

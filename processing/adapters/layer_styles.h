@@ -1,6 +1,6 @@
 // Default styles for the layers the algorithms write, applied when QGIS loads them into a project:
 // label rasters get one random colour per label, continuous rasters a Viridis ramp, isochrone bands
-// a colour each, a watershed its outline. Styles of one run can also order its layers in the layer
+// a colour each, a watershed its outline, stream lines a width by order. Styles of one run can also order its layers in the layer
 // tree (QGIS 3.22 has no sort key for the layers a run loads).
 #pragma once
 
@@ -62,6 +62,16 @@ private:
 
 // Polygons drawn as their outline only (a watershed over the bands it holds).
 class OutlineStyle : public LayerPlace
+{
+public:
+  using LayerPlace::LayerPlace;
+
+private:
+  void style(QgsMapLayer* layer) override;
+};
+
+// Stream lines: blue, wider with their `strahler` field (0.2 mm for order 1, 0.3 mm more an order).
+class StreamLineStyle : public LayerPlace
 {
 public:
   using LayerPlace::LayerPlace;

@@ -430,6 +430,10 @@ class HostileInputTest(QgisProcessBase):
                                                          "OUTPUT": "Auslässe ä.gpkg"}),
             "hand": ("gpugeo:hand", {"INPUT": dem, "DIRECTIONS": directions, "STREAMS": directions,
                                      "OUTPUT": "Höhe ü.tif", "OUTPUT_DISTANCE": "Entfernung 距離.tif"}),
+            "streamnetwork": ("gpugeo:streamnetwork", {"INPUT": dem, "DIRECTIONS": directions, "THRESHOLD": 3,
+                                                       "THRESHOLD_UNITS": 2, "OUTPUT": "Abschnitte ü.tif",
+                                                       "OUTPUT_ORDER": "Ordnung 次数.tif",
+                                                       "OUTPUT_LINES": "Flüsse 河川.gpkg"}),
         }
         self.assertEqual(sorted("gpugeo:" + name for name in runs), ALGORITHMS)
         inputs = ("INPUT", "OUTLET", "OUTLETS", "ACCUMULATION", "DIRECTIONS", "STREAMS")
@@ -575,6 +579,10 @@ class HostileInputTest(QgisProcessBase):
              "INPUT", self.points),
             ("hand", "gpugeo:hand", {"INPUT": self.dem, "DIRECTIONS": self.directions, "STREAMS": self.directions},
              "OUTPUT", "INPUT", self.dem),
+            ("streamnetwork", "gpugeo:streamnetwork", {"INPUT": self.dem, "DIRECTIONS": self.directions},
+             "OUTPUT_LINES", "DIRECTIONS", self.directions),
+            ("streamnetwork_link", "gpugeo:streamnetwork", {"INPUT": self.dem, "DIRECTIONS": self.directions},
+             "OUTPUT_ORDER", "INPUT", links[self.dem]),
             ("hand_streams_link", "gpugeo:hand", {"INPUT": self.dem, "DIRECTIONS": self.directions,
                                                   "STREAMS": streams_link}, "OUTPUT_DISTANCE", "STREAMS", streams),
             ("isochrones_link", "gpugeo:isochrones", {"INPUT": self.dem}, "FILLED", "INPUT", links[self.dem]),
@@ -594,6 +602,8 @@ class HostileInputTest(QgisProcessBase):
                 parameters["OUTPUT"] = self.out(name, "w.tif")
             if algorithm == "gpugeo:hand" and output != "OUTPUT":
                 parameters["OUTPUT"] = self.out(name, "h.tif")
+            if algorithm == "gpugeo:streamnetwork" and output != "OUTPUT":
+                parameters["OUTPUT"] = self.out(name, "s.tif")
             if algorithm == "gpugeo:meshcontours":
                 other = "OUTPUT_POLYGONS" if output == "OUTPUT_LINES" else "OUTPUT_LINES"
                 parameters[other] = self.out(name, "other.gpkg")
@@ -722,6 +732,7 @@ class HostileInputTest(QgisProcessBase):
             "gpugeo:snappourpoints": ({"INPUT": self.points, "ACCUMULATION": self.dem}, {"OUTPUT": "o.gpkg"}),
             "gpugeo:hand": ({"INPUT": self.dem, "DIRECTIONS": self.directions, "STREAMS": self.directions},
                             {"OUTPUT": "o.tif"}),
+            "gpugeo:streamnetwork": ({"INPUT": self.dem, "DIRECTIONS": self.directions}, {"OUTPUT": "o.tif"}),
         }
         shown = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e308": "1e+308", "1e12": "1e+12"}
         count = 0

@@ -25,7 +25,8 @@ NODATA = -2147483648
 # installs it.
 ALGORITHMS = ["gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
               "gpugeo:hand", "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
-              "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:voronoiraster", "gpugeo:watersheds"]
+              "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:streamnetwork", "gpugeo:voronoiraster",
+              "gpugeo:watersheds"]
 
 
 def write_points(path, points, epsg=32633, field_values=None, extra=()):

@@ -256,8 +256,10 @@ TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
       for (const auto& [tw, th] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}, {7, 5}, {16, 16}, {64, 64}})
       {
         tiled::MemoryRaster<int32_t> segments(dem.width, dem.height);
+        tiled::StreamCellSink streamCells(d);
+        tiled::TeeSink<int32_t> both(segments, &streamCells);
         tiled::TiledReport report;
-        const StreamNetwork got = tiled::streamNetworkTiled(z, d, cells, area, rows, threshold, segments,
+        const StreamNetwork got = tiled::streamNetworkTiled(z, d, cells, area, rows, threshold, both,
                                                             tiles(tw, th), noCancel, &report);
         const std::string what = "seed " + std::to_string(seed) + ", cells " + std::to_string(minCells) +
                                  ", tiles " + std::to_string(tw) + "x" + std::to_string(th);
@@ -273,6 +275,16 @@ TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
         EXPECT_EQ(got.area, want.area) << what;
         EXPECT_EQ(got.upstreamCells, want.upstreamCells) << what;
         EXPECT_EQ(report.passes, 2);
+        // The lines from the stream cells kept as the segments were written: segmentLine()'s.
+        int32_t lines = 0;
+        streamCells.lines(
+          got,
+          [&](int32_t k, const std::vector<int64_t>& line) {
+            EXPECT_EQ(k, ++lines) << what;
+            EXPECT_EQ(line, segmentLine(want, dirs, dem.width, dem.height, k)) << what << ", segment " << k;
+          },
+          noCancel);
+        EXPECT_EQ(size_t(lines), want.first.size()) << what;
       }
     }
   }

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -296,5 +297,26 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
                                  const RasterSource<int64_t>& cells, const RasterSource<int64_t>& area,
                                  const RowSizes& rows, const StreamThreshold& threshold, RasterSink<int32_t>& segments,
                                  const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+
+// The segments' lines of a network run tile by tile (whose segment raster is not held): a sink for the
+// segment raster (beside the output, through TeeSink) that keeps each stream cell with its direction,
+// read from `directions` window by window as the segments are written (8 bytes a stream cell; safe
+// from the tiles' threads). Then lines() gives every segment's cells, segmentLine()'s.
+class StreamCellSink : public RasterSink<int32_t>
+{
+public:
+  explicit StreamCellSink(const RasterSource<uint8_t>& directions);
+  void write(const Window& window, const int32_t* segments) override;
+  // onLine(k, cells) for k = 1 … the network's segments, in turn. Throws InvalidInput where a
+  // segment's path leaves the stream cells kept (a network of other directions or another raster).
+  void lines(const StreamNetwork& network, const std::function<void(int32_t, const std::vector<int64_t>&)>& onLine,
+             const RunControl& control);
+  int64_t streamCells() const { return int64_t(mKeys.size()); }
+
+private:
+  const RasterSource<uint8_t>& mDirections;
+  std::mutex mMutex;
+  std::vector<int64_t> mKeys;  // cell * 16 + direction, sorted by lines()
+};
 
 }  // namespace gpugeo::dem::tiled

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/errors.h"
@@ -328,6 +330,61 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
   }
   dem::detail::addStreamOrders(net);
   return net;
+}
+
+StreamCellSink::StreamCellSink(const RasterSource<uint8_t>& directions) : mDirections(directions) {}
+
+void StreamCellSink::write(const Window& window, const int32_t* segments)
+{
+  std::vector<uint8_t> directions(std::size_t(window.cells()));
+  mDirections.read(window, directions.data());
+  std::vector<int64_t> keys;
+  for (int64_t y = 0; y < window.height; ++y)
+    for (int64_t x = 0; x < window.width; ++x)
+    {
+      const std::size_t i = std::size_t(y * window.width + x);
+      if (segments[i] > 0 && directions[i] <= kNoFlow)
+        keys.push_back(((window.y0 + y) * mDirections.width() + window.x0 + x) * 16 + directions[i]);
+    }
+  const std::lock_guard<std::mutex> lock(mMutex);
+  mKeys.insert(mKeys.end(), keys.begin(), keys.end());
+}
+
+void StreamCellSink::lines(const StreamNetwork& network,
+                           const std::function<void(int32_t, const std::vector<int64_t>&)>& onLine,
+                           const RunControl& control)
+{
+  std::sort(mKeys.begin(), mKeys.end());
+  const int64_t w = mDirections.width(), h = mDirections.height();
+  const auto direction = [&](int64_t c) {
+    const auto at = std::lower_bound(mKeys.begin(), mKeys.end(), c * 16);
+    if (at == mKeys.end() || *at / 16 != c)
+      throw InvalidInput("stream network: cell " + std::to_string(c) + " of a segment is not a stream cell");
+    return uint8_t(*at % 16);
+  };
+  std::vector<int64_t> line;
+  for (std::size_t k = 0; k < network.first.size(); ++k)
+  {
+    if ((k & 0xfff) == 0 && control.isCanceled())
+      throw Canceled();
+    line.clear();
+    for (int64_t c = network.first[k];;)
+    {
+      line.push_back(c);
+      if (c == network.last[k] || int64_t(line.size()) > network.cells[k])
+        break;
+      const uint8_t d = direction(c);
+      const int64_t x = c % w + (d < 8 ? kDx[d] : 0), y = c / w + (d < 8 ? kDy[d] : 0);
+      if (d >= 8 || x < 0 || y < 0 || x >= w || y >= h)
+        throw InvalidInput("stream network: segment " + std::to_string(k + 1) + " ends before its last cell");
+      c = y * w + x;
+    }
+    if (int64_t(line.size()) != network.cells[k])
+      throw InvalidInput("stream network: segment " + std::to_string(k + 1) + " does not reach its last cell");
+    if (network.down[k] > 0)
+      line.push_back(network.first[std::size_t(network.down[k] - 1)]);
+    onLine(int32_t(k + 1), line);
+  }
 }
 
 }  // namespace gpugeo::dem::tiled

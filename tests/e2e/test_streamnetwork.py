@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""End-to-end tests of gpugeo:streamnetwork through qgis_process on the shipped DEM
+(tests/data/jacksboro_srtm3.tif), filled by gpugeo:filldepressions, its directions from
+gpugeo:flowdirection and its upstream cells and areas from gpugeo:flowaccumulation. The network is
+rebuilt here cell by cell in numpy and plain Python (stream cells by the threshold, inflows, segment
+starts numbered in row order, each segment walked down, orders by a recursion over the segments), and
+every output checked against it: the segment and order rasters cell for cell, each line's vertices (the
+cells' centres), id, downstream id, orders, cells, upstream cells and area, length (a float64 sum of the
+steps) and drop. The threshold by area gives the stream cells whose area reaches it; tile by tile gives
+the same bits and the same lines; a threshold above every area gives empty outputs and a warning;
+directions on another grid are refused.
+
+usage: test_streamnetwork.py [unittest arguments, e.g. StreamNetworkTest.test_streamnetwork_reference]
+"""
+import unittest
+
+import numpy as np
+from osgeo import gdal, ogr
+
+from test_dem import GEOTRANSFORM, JACKSBORO, cell_sizes, write_geotiff
+from test_isochrones import receivers
+from test_qgis_process import QgisProcessBase, read_raster
+
+gdal.UseExceptions()
+ogr.UseExceptions()
+
+THRESHOLD_CELLS = 40
+
+
+def reference_network(recv, index, cells, z, widths, heights, w, threshold):
+    """The network as streams.h defines it: per cell its segment (0 off the streams) and per segment
+    (a dict by id) its cells in order, downstream id, orders, length, drop, upstream cells."""
+    n = recv.size
+    stream = cells.ravel() >= threshold
+    down_cell = np.where(stream & (recv >= 0), recv, -1)
+    down_cell = np.where(down_cell >= 0, np.where(stream[np.maximum(down_cell, 0)], down_cell, -1), -1)
+    inflow = np.bincount(down_cell[down_cell >= 0], minlength=n)
+    starts = np.flatnonzero(stream & (inflow != 1))
+    segment = np.zeros(n, np.int64)
+    segment[starts] = np.arange(1, starts.size + 1)
+    rows = np.arange(n) // w
+    step = np.where(index % 2 == 1, np.hypot(widths[rows], heights[rows]),
+                    np.where(index % 4 == 2, heights[rows], widths[rows]))
+    segments = {}
+    for k, first in enumerate(starts, start=1):
+        line, c, length = [int(first)], int(first), 0.0
+        while True:
+            d = int(down_cell[c])
+            if d < 0:
+                down, end = 0, c
+                break
+            length += step[c]
+            if inflow[d] != 1:
+                down, end = int(segment[d]), d
+                break
+            segment[d] = k
+            line.append(d)
+            c = d
+        segments[k] = {"cells": line, "down": down, "length": length,
+                       "drop": float(z[first]) - float(z[end]), "up_cells": int(cells.ravel()[line[-1]])}
+    # Orders over the segments, upstream first.
+    ups = {k: [] for k in segments}
+    for k, s in segments.items():
+        if s["down"]:
+            ups[s["down"]].append(k)
+
+    def order(k):
+        s = segments[k]
+        if "strahler" in s:
+            return
+        for u in ups[k]:
+            order(u)
+        if not ups[k]:
+            s["strahler"], s["shreve"] = 1, 1
+        else:
+            top = max(segments[u]["strahler"] for u in ups[k])
+            s["strahler"] = top + (sum(segments[u]["strahler"] == top for u in ups[k]) >= 2)
+            s["shreve"] = sum(segments[u]["shreve"] for u in ups[k])
+
+    import sys
+    sys.setrecursionlimit(100000)
+    for k in segments:
+        order(k)
+    return segment, segments
+
+
+def read_lines(path):
+    dataset = ogr.Open(path)
+    layer = dataset.GetLayer(0)
+    lines = {}
+    for feature in layer:
+        lines[feature.GetField("id")] = {
+            "down": feature.GetField("down_id"), "strahler": feature.GetField("strahler"),
+            "shreve": feature.GetField("shreve"), "length": feature.GetField("length_m"),
+            "drop": feature.GetField("drop_m"), "slope": feature.GetField("slope"),
+            "up_km2": feature.GetField("up_km2"), "up_cells": feature.GetField("up_cells"),
+            "cells": feature.GetField("cells"), "points": feature.GetGeometryRef().GetPoints()}
+    return lines
+
+
+class StreamNetworkTest(QgisProcessBase):
+    def setUp(self):
+        super().setUp()
+        self.filled, self.directions = self.path("filled.tif"), self.path("dir.tif")
+        self.cells, self.area = self.path("cells.tif"), self.path("area.tif")
+        for alg, parameters in (("gpugeo:filldepressions", {"INPUT": JACKSBORO, "FLATS": 1, "OUTPUT": self.filled}),
+                                ("gpugeo:flowdirection", {"INPUT": self.filled, "OUTPUT": self.directions}),
+                                ("gpugeo:flowaccumulation", {"INPUT": self.directions, "OUTPUT_CELLS": self.cells,
+                                                             "OUTPUT_AREA": self.area})):
+            rc, out = self.run_alg(alg, parameters)
+            self.assertEqual(rc, 0, out)
+
+    def run_alg(self, alg, parameters):
+        return self.qgis(["run", alg, "--"] + [f"{k}={v}" for k, v in parameters.items()])
+
+    def run_network(self, prefix, **extra):
+        paths = {"OUTPUT": self.path(prefix + "_segments.tif"), "OUTPUT_ORDER": self.path(prefix + "_order.tif"),
+                 "OUTPUT_LINES": self.path(prefix + "_lines.gpkg")}
+        parameters = dict(paths, INPUT=self.filled, DIRECTIONS=self.directions)
+        parameters.update(extra)
+        rc, out = self.run_alg("gpugeo:streamnetwork", parameters)
+        self.assertEqual(rc, 0, out)
+        return paths, out
+
+    def test_streamnetwork_reference(self):
+        paths, out = self.run_network("mem", THRESHOLD=THRESHOLD_CELLS, THRESHOLD_UNITS=2)
+        segments, gt, nodata, _, data_type = read_raster(paths["OUTPUT"])
+        self.assertEqual(data_type, gdal.GDT_Int32)
+        self.assertEqual(nodata, 0)
+        self.assertTrue(all(abs(a - b) < 1e-12 for a, b in zip(gt, GEOTRANSFORM)))
+        codes = read_raster(self.directions)[0]
+        cells = read_raster(self.cells)[0].astype(np.int64)
+        cells[cells < 0] = 0
+        z = read_raster(self.filled)[0].astype(np.float32).ravel()
+        recv, index = receivers(codes)
+        h, w = codes.shape
+        widths, heights = cell_sizes(h)
+        want_segment, want = reference_network(recv, index, cells, z, widths, heights, w, THRESHOLD_CELLS)
+        self.assertGreater(len(want), 100)
+        np.testing.assert_array_equal(segments.ravel(), want_segment)
+
+        orders, _, order_nodata, _, order_type = read_raster(paths["OUTPUT_ORDER"])
+        self.assertEqual((order_type, order_nodata), (gdal.GDT_Byte, 0))
+        strahler = np.zeros(len(want) + 1, np.int64)
+        for k, s in want.items():
+            strahler[k] = s["strahler"]
+        np.testing.assert_array_equal(orders.ravel(), strahler[want_segment])
+        self.assertGreaterEqual(strahler.max(), 3)
+
+        lines = read_lines(paths["OUTPUT_LINES"])
+        self.assertEqual(sorted(lines), sorted(want))
+        for k, s in want.items():
+            got = lines[k]
+            self.assertEqual(got["down"], s["down"] or None, k)
+            self.assertEqual((got["strahler"], got["shreve"]), (s["strahler"], s["shreve"]), k)
+            self.assertEqual((got["cells"], got["up_cells"]), (len(s["cells"]), s["up_cells"]), k)
+            self.assertAlmostEqual(got["length"], s["length"], delta=1e-9 * max(1.0, s["length"]))
+            self.assertAlmostEqual(got["drop"], s["drop"], delta=1e-9)
+            if s["length"] > 0:
+                self.assertAlmostEqual(got["slope"], s["drop"] / s["length"], delta=1e-12)
+            vertices = s["cells"] + ([want[s["down"]]["cells"][0]] if s["down"] else [])
+            if len(vertices) == 1:
+                vertices = vertices * 2
+            expected = [(GEOTRANSFORM[0] + (c % w + 0.5) * GEOTRANSFORM[1], GEOTRANSFORM[3] + (c // w + 0.5) * GEOTRANSFORM[5])
+                        for c in vertices]
+            np.testing.assert_allclose(np.array(got["points"])[:, :2], expected, rtol=0, atol=1e-9)
+        area = read_raster(self.area)[0]
+        for k in list(want)[:50]:
+            self.assertAlmostEqual(lines[k]["up_km2"], area.ravel()[want[k]["cells"][-1]] * 1e-6, delta=1e-9)
+        results = out["results"]
+        self.assertEqual(results["SEGMENTS"], len(want))
+        self.assertEqual(results["STREAM_CELLS"], int((want_segment > 0).sum()))
+        self.assertEqual(results["OUTLETS"], sum(1 for s in want.values() if not s["down"]))
+        self.assertEqual(results["MAX_STRAHLER"], int(strahler.max()))
+
+        # Tile by tile: the same rasters and lines.
+        tiled, out = self.run_network("tiled", THRESHOLD=THRESHOLD_CELLS, THRESHOLD_UNITS=2, TILED="true",
+                                      MEMORY_BUDGET=2)
+        self.assertTrue(any(line.startswith("Tile by tile") for line in out["log"]["info"]), out["log"])
+        for key in ("OUTPUT", "OUTPUT_ORDER"):
+            self.assertEqual(read_raster(paths[key])[0].tobytes(), read_raster(tiled[key])[0].tobytes(), key)
+        self.assertEqual(read_lines(tiled["OUTPUT_LINES"]), lines)
+
+    def test_streamnetwork_area(self):
+        paths, out = self.run_network("km2", THRESHOLD=0.5, THRESHOLD_UNITS=0)
+        area = read_raster(self.area)[0]
+        segments = read_raster(paths["OUTPUT"])[0]
+        # The areas are sums of 1e-6 m² units; none of the DEM's lies within a unit of the threshold.
+        self.assertFalse(np.any(np.abs(area - 5e5) < 1e-3))
+        np.testing.assert_array_equal(segments > 0, area >= 5e5)
+        self.assertEqual(out["results"]["STREAM_CELLS"], int((area >= 5e5).sum()))
+
+    def test_streamnetwork_no_stream(self):
+        paths, out = self.run_network("none", THRESHOLD=1e6, THRESHOLD_UNITS=0)
+        self.assertEqual(out["results"]["SEGMENTS"], 0)
+        self.assertTrue(any("no stream" in line for line in out["log"]["warning"]), out["log"])
+        segments = read_raster(paths["OUTPUT"])[0]
+        self.assertFalse(segments.any())
+        self.assertEqual(read_lines(paths["OUTPUT_LINES"]), {})
+
+    def test_streamnetwork_bad_input(self):
+        codes = read_raster(self.directions)[0]
+        other = self.path("other.tif")
+        write_geotiff(other, codes[:-3, :], gdal.GDT_Byte, nodata=255)
+        rc, out = self.run_alg("gpugeo:streamnetwork", {"INPUT": self.filled, "DIRECTIONS": other,
+                                                        "OUTPUT": self.path("bad.tif")})
+        self.assertNotEqual(rc, 0)
+        self.assertIn("DIRECTIONS", str(out))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -34,6 +34,8 @@ namespace tiled = dem::tiled;
 // What the in-memory run holds per cell: the elevations, the directions, the accumulation's validity
 // marks, cells and area, the stream marks and inflows, the segments.
 constexpr int64_t kInMemoryBytesPerCell = 34;
+// The GPU's: the accumulation's, then the network's (the larger).
+constexpr int64_t kGpuBytesPerCell = std::max(dem::kGpuAccumulationBytesPerCell, dem::kGpuStreamsBytesPerCell);
 // The tiled run: the accumulation's tiles, then the network's (the larger).
 constexpr int64_t kTileBytesPerCell = std::max(tiled::kAccumulationBytesPerTileCell, tiled::kStreamsBytesPerTileCell);
 // Strahler orders past this are written as it in the Byte order raster (no real network comes near).
@@ -207,10 +209,12 @@ QString StreamNetworkAlgorithm::shortHelpString() const
            "<tt>cells</tt> (its own cells). A segment of one cell that flows into none is a line of no length "
            "at the cell's centre (slope NULL). The log counts the stream cells, segments and outlets; a threshold "
            "above every cell's upstream area gives empty outputs, with a warning.</p>"
-           "<p><b>Method</b>: the segments and their sums are found cell by cell (in memory, or tile by tile with "
-           "a graph across the tiles' edges) and the orders over the tree of segments, upstream first. Lengths "
-           "are exact sums in a fixed-point unit: the CPU and the GPU, in memory or tile by tile, give the same "
-           "segments and the same numbers. Peers: GRASS <i>r.stream.extract</i>, SAGA <i>Channel Network and "
+           "<p><b>Method</b>: the accumulation as <i>Flow accumulation</i>'s; the segments walked down from their "
+           "first cells on the CPU, or on the GPU found by every stream cell jumping up its chain to the "
+           "segment's first cell (tile by tile: each tile on the CPU, chains joined across the tiles' edges by a "
+           "graph, the accumulation on the device chosen); the orders over the tree of segments, upstream first. "
+           "Lengths are exact sums in a fixed-point unit: the CPU and the GPU, in memory or tile by tile, give "
+           "the same segments and the same numbers. Peers: GRASS <i>r.stream.extract</i>, SAGA <i>Channel Network and "
            "Drainage Basins</i>, TauDEM <i>Stream Reach and Watershed</i>.</p>"
            "<p><b>References</b>: A. N. Strahler (1957), Quantitative analysis of watershed geomorphology, "
            "Transactions of the American Geophysical Union 38(6), 913&ndash;920. R. L. Shreve (1966), Statistical "
@@ -299,7 +303,7 @@ QVariantMap StreamNetworkAlgorithm::execute(const QVariantMap& parameters, QgsPr
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), in.dem,
                                      kInMemoryBytesPerCell, kTileBytesPerCell, cpuThreads(), device.backend,
-                                     dem::kGpuAccumulationBytesPerCell);
+                                     kGpuBytesPerCell);
   logTilingPlan(plan, feedback);
   FinishedRasters finished;
   Outcome outcome;
@@ -374,11 +378,11 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeInMemory(
   steps.setCurrentStep(3);
   steps.setProgressText(QObject::tr("Cutting the stream network into segments"));
   dem::StreamNetwork network;
-  {
+  runWithCpuFallback(device, feedback, [&](Backend backend) {
     ScopedStage stage(times, "stream network");
-    network = dem::streamNetwork(raster.grid(dem.elevations.z.data()), directions, accumulation, request.threshold,
-                                 control);
-  }
+    network = dem::streamNetwork(backend, raster.grid(dem.elevations.z.data()), directions, accumulation,
+                                 request.threshold, control);
+  });
   std::vector<int64_t>().swap(accumulation.cells);
   std::vector<int64_t>().swap(accumulation.area);
   Outcome outcome;

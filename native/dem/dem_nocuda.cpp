@@ -2,6 +2,7 @@
 #include "core/errors.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/down_paths.h"
+#include "dem/detail/streams_cuda.h"
 #include "dem/detail/watershed_labels.h"
 #include "dem/watersheds.h"
 
@@ -28,6 +29,12 @@ DrainageCounts drainageHeightsCuda(const float*, const uint8_t*, const uint8_t*,
 DrainageCounts resolveTileCuda(const float*, const uint8_t*, const uint8_t*, int64_t, int64_t, const int64_t*,
                                const uint8_t*, const int64_t*, const float*, double, int64_t*, int64_t*, float*, float*,
                                const RunControl&)
+{
+  noCuda();
+}
+
+void streamSegmentsCuda(const uint8_t*, const int64_t*, const int64_t*, int64_t, int64_t, const int64_t*,
+                        const StreamThreshold&, StreamNetwork&, std::vector<int64_t>&, const RunControl&)
 {
   noCuda();
 }

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "dem/detail/down_paths.h"
 #include "dem/detail/stream_orders.h"
+#include "dem/detail/streams_cuda.h"
 
 namespace gpugeo::dem {
 
@@ -20,6 +21,15 @@ int64_t successor(const std::vector<uint8_t>& directions, int64_t w, int64_t h, 
     return -1;
   const int64_t x = c % w + kDx[d], y = c / w + kDy[d];
   return x < 0 || y < 0 || x >= w || y >= h ? -1 : y * w + x;
+}
+
+void checkInput(const Grid& grid, const std::vector<uint8_t>& directions, const Accumulation& accumulation)
+{
+  validateGrid(grid);
+  const int64_t n = grid.width * grid.height;
+  if (int64_t(directions.size()) != n || int64_t(accumulation.cells.size()) != n ||
+      int64_t(accumulation.area.size()) != n)
+    throw InvalidInput("stream network: the directions or the accumulation do not fill the grid");
 }
 
 }  // namespace
@@ -69,11 +79,8 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
                             const Accumulation& accumulation, const StreamThreshold& threshold,
                             const RunControl& control)
 {
-  validateGrid(grid);
+  checkInput(grid, directions, accumulation);
   const int64_t w = grid.width, h = grid.height, n = w * h;
-  if (int64_t(directions.size()) != n || int64_t(accumulation.cells.size()) != n ||
-      int64_t(accumulation.area.size()) != n)
-    throw InvalidInput("stream network: the directions or the accumulation do not fill the grid");
 
   // Stream cells, and how many stream cells flow into each (0, 1, or 2 for two or more).
   StreamNetwork out;
@@ -140,6 +147,45 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
     out.last[k] = c;
     out.cells[k] = cells;
     out.length[k] = double(units) * unit;
+    out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
+    out.area[k] = accumulation.area[std::size_t(c)];
+    out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
+  }
+  detail::addStreamOrders(out);
+  return out;
+}
+
+StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions,
+                            const Accumulation& accumulation, const StreamThreshold& threshold,
+                            const RunControl& control)
+{
+  if (backend != Backend::Gpu)
+    return streamNetwork(grid, directions, accumulation, threshold, control);
+  checkInput(grid, directions, accumulation);
+  const int64_t w = grid.width, h = grid.height, n = w * h;
+  const double unit = detail::pathUnit(grid.cellWidth, grid.cellHeight, h, n);
+  const std::vector<int64_t> steps = detail::rowSteps(grid.cellWidth, grid.cellHeight, h, unit);
+
+  // The device's segments (every cell labelled, each segment's first and last cells, the segment it
+  // flows into, its cells and its length in units; fewer segments than cells, so never past 2³¹ − 1),
+  // finished here as the CPU's walk finishes them: the same expressions on the same values.
+  StreamNetwork out;
+  std::vector<int64_t> units;
+  detail::streamSegmentsCuda(directions.data(), accumulation.cells.data(), accumulation.area.data(), w, h,
+                             steps.data(), threshold, out, units, control);
+  const std::size_t count = out.first.size();
+  out.length.assign(count, 0.0);
+  out.drop.assign(count, 0.0);
+  out.area.assign(count, 0);
+  out.upstreamCells.assign(count, 0);
+  for (std::size_t k = 0; k < count; ++k)
+  {
+    if ((k & 0xffff) == 0 && control.isCanceled())
+      throw Canceled();
+    // The line's last cell: the downstream segment's first cell, else the segment's own last.
+    const int64_t c = out.last[k];
+    const int64_t end = out.down[k] > 0 ? out.first[std::size_t(out.down[k] - 1)] : c;
+    out.length[k] = double(units[k]) * unit;
     out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
     out.area[k] = accumulation.area[std::size_t(c)];
     out.upstreamCells[k] = accumulation.cells[std::size_t(c)];

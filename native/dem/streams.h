@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/backend.h"
+#include "core/hd.h"
 #include "core/run_control.h"
 #include "dem/dem.h"
 
@@ -30,8 +32,9 @@ struct StreamThreshold
   int64_t minArea = 0;
 };
 
-// Whether a cell with this direction, upstream cells and upstream area is a stream cell.
-inline bool isStreamCell(uint8_t direction, int64_t cells, int64_t area, const StreamThreshold& threshold)
+// Whether a cell with this direction, upstream cells and upstream area is a stream cell (on the host
+// and, in streams_cuda.cu, on the device).
+GPUGEO_HD bool isStreamCell(uint8_t direction, int64_t cells, int64_t area, const StreamThreshold& threshold)
 {
   return direction != kNoData && cells > 0 && cells >= threshold.minCells && area >= threshold.minArea;
 }
@@ -57,6 +60,19 @@ struct StreamNetwork
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold,
                             const RunControl& control);
+
+// The same on either backend, the same bits: Backend::Gpu on the device (streams_cuda.cu; throws
+// DeviceUnavailable where there is none, DeviceOutOfMemory past its memory, InvalidInput past its
+// 32-bit cell indices), anything else on the CPU as above (Auto as the other DEM tools take it: the
+// caller resolves it first, core/backend.h's resolveBackend).
+StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions,
+                            const Accumulation& accumulation, const StreamThreshold& threshold,
+                            const RunControl& control);
+
+// The most device memory the GPU path holds at once, in bytes per cell of the grid (its grid-sized
+// buffers and the per-segment ones for as many segments as cells; streams_cuda.cu checks them before
+// it starts).
+constexpr int64_t kGpuStreamsBytesPerCell = 26;
 
 // The cells of segment k (1-based) in order down its line, the first cell of the segment it flows
 // into last (when it flows into one).

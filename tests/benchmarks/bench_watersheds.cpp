@@ -3,11 +3,13 @@
 // tile by tile (tiled_watersheds.cpp, rasters in memory), on bench_dem's synthetic terrain filled and
 // drained with flats resolved (the preparation on the same backend, off the clock); the outlets are
 // random valid cells. With --hand, the height above the nearest drainage (dem/hand.h: handOnThreads,
-// handTiled) instead, the streams where at least --stream-cells cells drain through. Prints one JSON
-// object: the time (median of --reps), the cells per second and a checksum of the labels (of the
-// heights' and distances' bits with --hand; the same on both backends).
+// handTiled) instead, the streams where at least --stream-cells cells drain through. With --streams,
+// the stream network of that threshold (gpugeo:streamnetwork's work: the accumulation, then
+// dem/streams.h's streamNetwork or streamNetworkTiled). Prints one JSON object: the time (median of
+// --reps), the cells per second and a checksum of the labels (of the heights' and distances' bits
+// with --hand, of the segments and their values with --streams; the same on both backends).
 //
-// usage: bench_watersheds --width W --height H [--outlets N] [--hand] [--stream-cells C]
+// usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams] [--stream-cells C]
 //                         [--backend cpu|gpu] [--tile T] [--threads N] [--reps R]
 #include <algorithm>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "core/backend.h"
 #include "dem/dem.h"
 #include "dem/hand.h"
+#include "dem/streams.h"
 #include "dem/tiled/raster_io.h"
 #include "dem/tiled/tiled_dem.h"
 #include "dem/watersheds.h"
@@ -105,12 +108,69 @@ int benchHand(Backend backend, const dem::Grid& grid, const std::vector<uint8_t>
   return 0;
 }
 
+// The stream network with the accumulation it needs, timed as main() times the watersheds.
+int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8_t>& directions, int64_t streamCells,
+                 int64_t tile, int threads, int reps)
+{
+  RunControl control;
+  const int64_t w = grid.width, h = grid.height;
+  const std::vector<double> cellWidth(grid.cellWidth, grid.cellWidth + h), cellHeight(grid.cellHeight, grid.cellHeight + h);
+  const dem::StreamThreshold threshold{streamCells, 0};
+  std::vector<double> ms;
+  dem::StreamNetwork network;
+  std::vector<int32_t> segments;
+  for (int r = 0; r < reps; ++r)
+  {
+    const auto start = std::chrono::steady_clock::now();
+    if (tile > 0)
+    {
+      const dem::tiled::TiledOptions options = tiles(tile, threads, backend);
+      const dem::tiled::RowSizes rows{cellWidth, cellHeight};
+      const dem::tiled::MemoryRaster<float> z(w, h, std::vector<float>(grid.z, grid.z + w * h));
+      const dem::tiled::MemoryRaster<uint8_t> dirs(w, h, directions);
+      dem::tiled::MemoryRaster<int64_t> cells(w, h), area(w, h);
+      dem::tiled::accumulationTiled(dirs, rows, cells, area, options, control);
+      dem::tiled::MemoryRaster<int32_t> sink(w, h);
+      network = dem::tiled::streamNetworkTiled(z, dirs, cells, area, rows, threshold, sink, options, control);
+      ms.push_back(msSince(start));
+      segments = sink.cells();
+      continue;
+    }
+    const dem::Accumulation accumulation = dem::flowAccumulation(backend, grid, directions, threads, control);
+    network = dem::streamNetwork(backend, grid, directions, accumulation, threshold, control);
+    ms.push_back(msSince(start));
+    segments = network.segment;
+  }
+  std::sort(ms.begin(), ms.end());
+  uint64_t sum = 0;
+  for (std::size_t i = 0; i < segments.size(); ++i)
+    sum += (uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ uint64_t(uint32_t(segments[i])) * 0xBF58476D1CE4E5B9ull;
+  for (std::size_t k = 0; k < network.first.size(); ++k)
+  {
+    uint64_t length = 0, drop = 0;
+    std::memcpy(&length, &network.length[k], 8);
+    std::memcpy(&drop, &network.drop[k], 8);
+    sum += (uint64_t(k) * 0x94D049BB133111EBull) ^
+           (uint64_t(network.last[k]) * 31 + uint64_t(network.down[k]) * 17 + uint64_t(network.strahler[k]) * 13 +
+            uint64_t(network.shreve[k]) * 7 + uint64_t(network.area[k]) * 5 + length * 3 + drop) *
+             0xBF58476D1CE4E5B9ull;
+  }
+  const double median = ms[ms.size() / 2];
+  std::printf("{\"streams\": true, \"width\": %lld, \"height\": %lld, \"stream_cells_threshold\": %lld, "
+              "\"segments\": %lld, \"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, "
+              "\"cells_per_s\": %.4g, \"checksum\": \"%016llx\"}\n",
+              (long long)w, (long long)h, (long long)streamCells, (long long)network.first.size(),
+              backend == Backend::Gpu ? "gpu" : "cpu", (long long)tile, threads, median,
+              double(w) * double(h) / (median / 1000.0), (unsigned long long)sum);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
   int64_t w = 2511, h = 2550, outletCount = 1000, tile = 0, streamCells = 1000;
-  bool hand = false;
+  bool hand = false, streams = false;
   int threads = 2, reps = 3;
   Backend backend = Backend::Cpu;
   for (int i = 1; i < argc; ++i)
@@ -133,6 +193,8 @@ int main(int argc, char** argv)
       reps = std::atoi(next());
     else if (a == "--hand")
       hand = true;
+    else if (a == "--streams")
+      streams = true;
     else if (a == "--stream-cells")
       streamCells = std::atoll(next());
   }
@@ -153,6 +215,8 @@ int main(int argc, char** argv)
       outlets.push_back(c);
   }
 
+  if (streams)
+    return benchStreams(backend, filledGrid, directions, streamCells, tile, threads, reps);
   if (hand)
     return benchHand(backend, filledGrid, directions, streamCells, tile, threads, reps);
 

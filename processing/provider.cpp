@@ -14,6 +14,7 @@
 #include "isochrones_algorithm.h"
 #include "snappourpoints_algorithm.h"
 #include "streamnetwork_algorithm.h"
+#include "subbasins_algorithm.h"
 #include "watersheds_algorithm.h"
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
@@ -117,6 +118,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new HandAlgorithm());
   addAlgorithm(new SnapPourPointsAlgorithm());
   addAlgorithm(new StreamNetworkAlgorithm());
+  addAlgorithm(new SubbasinsAlgorithm());
 }
 
 }  // namespace gpugeo

@@ -389,6 +389,12 @@ class HostileInputTest(QgisProcessBase):
         shutil.copy(self.mesh, mesh)
         outlet = os.path.join(folder, "Auslass ö.gpkg")
         write_points(outlet, [(500100.0, 3999900.0)])
+        segments = os.path.join(folder, "Abschnitte 区間.tif")  # one segment of one cell
+        gdal.Translate(segments, self.directions, outputType=gdal.GDT_Int32, scaleParams=[[0, 255, 0, 0]],
+                       noData=0)
+        dataset = gdal.Open(segments, gdal.GA_Update)
+        dataset.GetRasterBand(1).WriteArray(np.ones((1, 1), np.int32), 5, 5)
+        del dataset
         # Outputs in a unicode folder too (each case its own, named "<case>/Ergebnis <file>").
         out_folder = UNICODE_FOLDER + " Ergebnisse"
 
@@ -434,6 +440,8 @@ class HostileInputTest(QgisProcessBase):
                                                        "THRESHOLD_UNITS": 2, "OUTPUT": "Abschnitte ü.tif",
                                                        "OUTPUT_ORDER": "Ordnung 次数.tif",
                                                        "OUTPUT_LINES": "Flüsse 河川.gpkg"}),
+            "subbasins": ("gpugeo:subbasins", {"INPUT": directions, "STREAMS": segments, "OUTPUT": "Teilgebiete ü.tif",
+                                               "OUTPUT_POLYGONS": "Teilgebiete 子流域.gpkg"}),
         }
         self.assertEqual(sorted("gpugeo:" + name for name in runs), ALGORITHMS)
         inputs = ("INPUT", "OUTLET", "OUTLETS", "ACCUMULATION", "DIRECTIONS", "STREAMS")
@@ -583,6 +591,10 @@ class HostileInputTest(QgisProcessBase):
              "OUTPUT_LINES", "DIRECTIONS", self.directions),
             ("streamnetwork_link", "gpugeo:streamnetwork", {"INPUT": self.dem, "DIRECTIONS": self.directions},
              "OUTPUT_ORDER", "INPUT", links[self.dem]),
+            ("subbasins", "gpugeo:subbasins", {"INPUT": self.directions, "STREAMS": streams}, "OUTPUT_POLYGONS",
+             "INPUT", self.directions),
+            ("subbasins_streams_link", "gpugeo:subbasins", {"INPUT": self.directions, "STREAMS": streams_link},
+             "OUTPUT", "STREAMS", streams),
             ("hand_streams_link", "gpugeo:hand", {"INPUT": self.dem, "DIRECTIONS": self.directions,
                                                   "STREAMS": streams_link}, "OUTPUT_DISTANCE", "STREAMS", streams),
             ("isochrones_link", "gpugeo:isochrones", {"INPUT": self.dem}, "FILLED", "INPUT", links[self.dem]),
@@ -602,7 +614,7 @@ class HostileInputTest(QgisProcessBase):
                 parameters["OUTPUT"] = self.out(name, "w.tif")
             if algorithm == "gpugeo:hand" and output != "OUTPUT":
                 parameters["OUTPUT"] = self.out(name, "h.tif")
-            if algorithm == "gpugeo:streamnetwork" and output != "OUTPUT":
+            if algorithm in ("gpugeo:streamnetwork", "gpugeo:subbasins") and output != "OUTPUT":
                 parameters["OUTPUT"] = self.out(name, "s.tif")
             if algorithm == "gpugeo:meshcontours":
                 other = "OUTPUT_POLYGONS" if output == "OUTPUT_LINES" else "OUTPUT_LINES"
@@ -733,6 +745,7 @@ class HostileInputTest(QgisProcessBase):
             "gpugeo:hand": ({"INPUT": self.dem, "DIRECTIONS": self.directions, "STREAMS": self.directions},
                             {"OUTPUT": "o.tif"}),
             "gpugeo:streamnetwork": ({"INPUT": self.dem, "DIRECTIONS": self.directions}, {"OUTPUT": "o.tif"}),
+            "gpugeo:subbasins": ({"INPUT": self.directions, "STREAMS": self.directions}, {"OUTPUT": "o.tif"}),
         }
         shown = {"nan": "nan", "inf": "inf", "-inf": "-inf", "1e308": "1e+308", "1e12": "1e+12"}
         count = 0

@@ -25,7 +25,7 @@ NODATA = -2147483648
 # installs it.
 ALGORITHMS = ["gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
               "gpugeo:hand", "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
-              "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:streamnetwork", "gpugeo:voronoiraster",
+              "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:streamnetwork", "gpugeo:subbasins", "gpugeo:voronoiraster",
               "gpugeo:watersheds"]
 
 

@@ -8,7 +8,9 @@ every output checked against it: the segment and order rasters cell for cell, ea
 cells' centres), id, downstream id, orders, cells, upstream cells and area, length (a float64 sum of the
 steps) and drop. The threshold by area gives the stream cells whose area reaches it; tile by tile gives
 the same bits and the same lines; a threshold above every area gives empty outputs and a warning;
-directions on another grid are refused.
+directions on another grid are refused. gpugeo:subbasins on the network's segments: every cell's label
+against a walk to its first stream cell, one valid polygon per segment with its cells and area, tile by
+tile the same; segments that are not chains, ids that are not whole numbers refused; no segment, empty.
 
 usage: test_streamnetwork.py [unittest arguments, e.g. StreamNetworkTest.test_streamnetwork_reference]
 """
@@ -206,6 +208,90 @@ class StreamNetworkTest(QgisProcessBase):
                                                         "OUTPUT": self.path("bad.tif")})
         self.assertNotEqual(rc, 0)
         self.assertIn("DIRECTIONS", str(out))
+
+    # --- gpugeo:subbasins on the network's segments.
+
+    def run_subbasins(self, prefix, streams, **extra):
+        paths = {"OUTPUT": self.path(prefix + "_basins.tif"), "OUTPUT_POLYGONS": self.path(prefix + "_basins.gpkg")}
+        parameters = dict(paths, INPUT=self.directions, STREAMS=streams)
+        parameters.update(extra)
+        return paths, self.run_alg("gpugeo:subbasins", parameters)
+
+    def test_subbasins_walks(self):
+        network, out = self.run_network("net", THRESHOLD=THRESHOLD_CELLS, THRESHOLD_UNITS=2)
+        segments = read_raster(network["OUTPUT"])[0].ravel().astype(np.int64)
+        paths, (rc, out) = self.run_subbasins("mem", network["OUTPUT"])
+        self.assertEqual(rc, 0, out)
+        codes = read_raster(self.directions)[0]
+        recv, _ = receivers(codes)
+        # Every cell walked down to its first stream cell, all together, one step a round.
+        want = np.zeros(recv.size, np.int64)
+        current = np.where(codes.ravel() != 255, np.arange(recv.size), -1)
+        while (current >= 0).any():
+            on = current >= 0
+            c = np.maximum(current, 0)
+            found = on & (segments[c] > 0)
+            want[found] = segments[c[found]]
+            current = np.where(on & ~found, recv[c], -1)
+        labels, _, nodata, _, data_type = read_raster(paths["OUTPUT"])
+        self.assertEqual((data_type, nodata), (gdal.GDT_Int32, 0))
+        np.testing.assert_array_equal(labels.ravel(), want)
+        results = out["results"]
+        self.assertEqual(results["SUBBASINS"], int(segments.max()))
+        self.assertEqual(results["LABELLED_CELLS"], int((want > 0).sum()))
+
+        # One valid polygon per segment, its cells and area (degrees here) those of its label.
+        lines = read_lines(network["OUTPUT_LINES"])
+        dataset = ogr.Open(paths["OUTPUT_POLYGONS"])
+        features = list(dataset.GetLayer(0))
+        self.assertEqual(len(features), len(lines))
+        counts = np.bincount(want, minlength=len(lines) + 1)
+        cell_area = GEOTRANSFORM[1] * -GEOTRANSFORM[5]
+        for feature in features:
+            k = feature.GetField("id")
+            self.assertEqual(feature.GetField("down_id"), lines[k]["down"], k)
+            self.assertEqual(feature.GetField("cells"), counts[k], k)
+            geometry = feature.GetGeometryRef()
+            self.assertTrue(geometry.IsValid(), k)
+            self.assertAlmostEqual(geometry.GetArea(), counts[k] * cell_area, delta=1e-12)
+        del dataset
+
+        # Tile by tile: the same labels and polygons.
+        tiled, (rc, out) = self.run_subbasins("tiled", network["OUTPUT"], TILED="true", MEMORY_BUDGET=1)
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(any(line.startswith("Tile by tile") for line in out["log"]["info"]), out["log"])
+        self.assertEqual(read_raster(tiled["OUTPUT"])[0].tobytes(), labels.tobytes())
+        a, b = ogr.Open(paths["OUTPUT_POLYGONS"]), ogr.Open(tiled["OUTPUT_POLYGONS"])
+        for fa, fb in zip(a.GetLayer(0), b.GetLayer(0)):
+            self.assertEqual(fa.items(), fb.items())
+            self.assertTrue(fa.GetGeometryRef().Equals(fb.GetGeometryRef()))
+
+    def test_subbasins_bad_input(self):
+        codes = read_raster(self.directions)[0]
+        # A segment in two places: two exits.
+        twice = np.zeros(codes.shape, np.int32)
+        twice[10, 10] = twice[200, 200] = 5
+        path = self.path("twice.tif")
+        write_geotiff(path, twice, gdal.GDT_Int32, nodata=0)
+        _, (rc, out) = self.run_subbasins("twice", path)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("segment 5 leaves its cells at two places", str(out))
+        # Not a whole number.
+        fraction = np.zeros(codes.shape, np.float32)
+        fraction[3, 4] = 2.5
+        path = self.path("fraction.tif")
+        write_geotiff(path, fraction, gdal.GDT_Float32)
+        _, (rc, out) = self.run_subbasins("fraction", path)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("STREAMS holds 2.5 at column 4, row 3", str(out))
+        # No segment: empty outputs, a warning.
+        path = self.path("none.tif")
+        write_geotiff(path, np.zeros(codes.shape, np.int32), gdal.GDT_Int32)
+        paths, (rc, out) = self.run_subbasins("none", path)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out["results"]["SUBBASINS"], 0)
+        self.assertTrue(any("no segment" in line for line in out["log"]["warning"]), out["log"])
+        self.assertFalse(read_raster(paths["OUTPUT"])[0].any())
 
 
 if __name__ == "__main__":

@@ -289,3 +289,91 @@ TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
     }
   }
 }
+
+// Subbasins: each segment's exit from the segment raster, then the watersheds of the exits label every
+// cell with the segment of the first stream cell down its path (a walk per cell), in memory and tile
+// by tile.
+TEST(Subbasins, ExitsAndWatershedsGiveEachCellItsFirstStreamCellsSegment)
+{
+  for (uint64_t seed = 1; seed <= 4; ++seed)
+  {
+    TestDem dem = randomDem(seed + 30, 47, 39, seed % 2 ? 1.0 : 0.0, 3, 30, 30, true);
+    dem.z = fillDepressions(Backend::Cpu, dem.grid(), 2, noCancel);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 2, noCancel);
+    const int64_t w = dem.width, h = dem.height;
+    for (const int64_t minCells : {int64_t(1), int64_t(5), int64_t(40)})
+    {
+      const StreamNetwork network = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, noCancel);
+      const std::string what = "seed " + std::to_string(seed) + ", cells " + std::to_string(minCells);
+      const tiled::MemoryRaster<int32_t> segments(w, h, network.segment);
+      const tiled::MemoryRaster<uint8_t> d(w, h, dirs);
+      for (const int64_t side : {int64_t(1), int64_t(3), int64_t(16), int64_t(64)})
+      {
+        const tiled::SegmentExits exits = tiled::segmentExits(segments, d, side, noCancel);
+        ASSERT_EQ(exits.id.size(), network.first.size()) << what;
+        for (std::size_t k = 0; k < exits.id.size(); ++k)
+        {
+          EXPECT_EQ(exits.id[k], int32_t(k + 1)) << what;
+          EXPECT_EQ(exits.cell[k], network.last[k]) << what;
+          EXPECT_EQ(exits.down[k], network.down[k]) << what;
+        }
+      }
+      // The reference: a walk from each cell to its first stream cell.
+      std::vector<int32_t> want(std::size_t(w * h), 0);
+      for (int64_t c = 0; c < w * h; ++c)
+        for (int64_t at = dirs[std::size_t(c)] == kNoData ? -1 : c, steps = 0; at >= 0 && steps <= w * h; ++steps)
+        {
+          if (network.segment[std::size_t(at)] > 0)
+          {
+            want[std::size_t(c)] = network.segment[std::size_t(at)];
+            break;
+          }
+          at = next(dirs, w, h, at);
+          if (at >= 0 && dirs[std::size_t(at)] == kNoData)
+            at = -1;
+        }
+      const tiled::SegmentExits exits = tiled::segmentExits(segments, d, 16, noCancel);
+      const Watersheds sheds = watersheds(Backend::Cpu, dirs, w, h, dem.cellWidth.data(), dem.cellHeight.data(),
+                                          exits.cell, noCancel);
+      std::vector<int32_t> got(sheds.labels.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        got[i] = sheds.labels[i] > 0 ? exits.id[std::size_t(sheds.labels[i] - 1)] : 0;
+      EXPECT_EQ(got, want) << what;
+      for (std::size_t k = 0; k < exits.id.size(); ++k)
+        EXPECT_EQ(sheds.downstream[k] + 1, exits.down[k]) << what << ", segment " << k + 1;
+      tiled::MemoryRaster<int32_t> labels(w, h);
+      tiled::watershedsTiled(d, tiled::RowSizes{dem.cellWidth, dem.cellHeight}, exits.cell, labels, tiles(7, 5),
+                             noCancel);
+      EXPECT_EQ(labels.cells(), sheds.labels) << what;
+    }
+  }
+}
+
+TEST(Subbasins, SegmentsThatAreNotChainsAreRefused)
+{
+  // Directions all east on a 4 x 2 grid (the last column drains off it).
+  const std::vector<uint8_t> east(8, 0);
+  const tiled::MemoryRaster<uint8_t> d(4, 2, east);
+  // Segment 1 in both rows: two exits.
+  const tiled::MemoryRaster<int32_t> twice(4, 2, std::vector<int32_t>{1, 1, 0, 0, 1, 1, 0, 0});
+  EXPECT_THROW(tiled::segmentExits(twice, d, 2, noCancel), InvalidInput);
+  // A loop: two cells pointing at each other, both segment 3.
+  const std::vector<uint8_t> loop{0, 4, 0, 0, 0, 0, 0, 0};
+  const tiled::MemoryRaster<uint8_t> l(4, 2, loop);
+  const tiled::MemoryRaster<int32_t> looped(4, 2, std::vector<int32_t>{3, 3, 0, 0, 0, 0, 0, 0});
+  EXPECT_THROW(tiled::segmentExits(looped, l, 2, noCancel), InvalidInput);
+  // One chain per id: ids 7 and 2, exits at the east edge and into 7.
+  const tiled::MemoryRaster<int32_t> chains(4, 2, std::vector<int32_t>{2, 2, 7, 7, 0, 0, 0, 0});
+  const tiled::SegmentExits exits = tiled::segmentExits(chains, d, 3, noCancel);
+  EXPECT_EQ(exits.id, (std::vector<int32_t>{2, 7}));
+  EXPECT_EQ(exits.cell, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(exits.down, (std::vector<int32_t>{7, 0}));
+  // A cell without a direction is no stream: segment 4 leaves its cells before it.
+  const std::vector<uint8_t> withNodata{0, 0, 0, kNoData, 0, 0, 0, 0};
+  const tiled::MemoryRaster<uint8_t> n(4, 2, withNodata);
+  const tiled::MemoryRaster<int32_t> intoNodata(4, 2, std::vector<int32_t>{4, 4, 4, 4, 0, 0, 0, 0});
+  const tiled::SegmentExits before = tiled::segmentExits(intoNodata, n, 2, noCancel);
+  EXPECT_EQ(before.cell, (std::vector<int64_t>{2}));
+  EXPECT_EQ(before.down, (std::vector<int32_t>{0}));
+}

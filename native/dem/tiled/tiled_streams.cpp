@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/errors.h"
@@ -385,6 +386,74 @@ void StreamCellSink::lines(const StreamNetwork& network,
       line.push_back(network.first[std::size_t(network.down[k] - 1)]);
     onLine(int32_t(k + 1), line);
   }
+}
+
+SegmentExits segmentExits(const RasterSource<int32_t>& segments, const RasterSource<uint8_t>& directions,
+                          int64_t tileSide, const RunControl& control)
+{
+  const int64_t w = segments.width(), h = segments.height();
+  if (directions.width() != w || directions.height() != h)
+    throw InvalidInput("subbasins: the segments and the directions differ in size");
+  tileSide = std::max<int64_t>(1, tileSide);
+  struct Exit
+  {
+    int32_t id, down;
+    int64_t cell;
+  };
+  std::vector<Exit> exits;
+  std::unordered_set<int32_t> ids;
+  std::vector<int32_t> padded;
+  std::vector<uint8_t> codes;
+  for (int64_t y0 = 0; y0 < h; y0 += tileSide)
+    for (int64_t x0 = 0; x0 < w; x0 += tileSide)
+    {
+      if (control.isCanceled())
+        throw Canceled();
+      const Window t{x0, y0, std::min(tileSide, w - x0), std::min(tileSide, h - y0)};
+      // The window with its halo, clipped to the raster.
+      const Window p{std::max<int64_t>(0, x0 - 1), std::max<int64_t>(0, y0 - 1), 0, 0};
+      const Window halo{p.x0, p.y0, std::min(w, x0 + t.width + 1) - p.x0, std::min(h, y0 + t.height + 1) - p.y0};
+      padded.resize(std::size_t(halo.cells()));
+      codes.resize(std::size_t(halo.cells()));
+      segments.read(halo, padded.data());
+      directions.read(halo, codes.data());
+      for (std::size_t i = 0; i < padded.size(); ++i)  // a cell without a direction is no stream
+        if (codes[i] == kNoData)
+          padded[i] = 0;
+      for (int64_t y = t.y0; y < t.y0 + t.height; ++y)
+        for (int64_t x = t.x0; x < t.x0 + t.width; ++x)
+        {
+          const std::size_t at = std::size_t((y - halo.y0) * halo.width + x - halo.x0);
+          const int32_t id = padded[at];
+          if (id <= 0)
+            continue;
+          ids.insert(id);
+          const uint8_t d = codes[at];
+          const int64_t nx = x + (d < 8 ? kDx[d] : 0), ny = y + (d < 8 ? kDy[d] : 0);
+          const bool onGrid = d < 8 && nx >= 0 && ny >= 0 && nx < w && ny < h;
+          const int32_t next = onGrid ? padded[std::size_t((ny - halo.y0) * halo.width + nx - halo.x0)] : 0;
+          if (next != id)
+            exits.push_back(Exit{id, std::max(next, 0), y * w + x});
+        }
+    }
+  std::sort(exits.begin(), exits.end(), [](const Exit& a, const Exit& b) { return a.id < b.id; });
+  SegmentExits out;
+  for (std::size_t i = 0; i < exits.size(); ++i)
+  {
+    if (i > 0 && exits[i].id == exits[i - 1].id)
+      throw InvalidInput("subbasins: segment " + std::to_string(exits[i].id) +
+                         " leaves its cells at two places (cells " + std::to_string(exits[i - 1].cell) + " and " +
+                         std::to_string(exits[i].cell) + "): each segment must be one chain down the directions");
+    out.id.push_back(exits[i].id);
+    out.down.push_back(exits[i].down);
+    out.cell.push_back(exits[i].cell);
+  }
+  if (out.id.size() != ids.size())
+    for (const int32_t id : ids)
+      if (!std::binary_search(out.id.begin(), out.id.end(), id))
+        throw InvalidInput("subbasins: the cells of segment " + std::to_string(id) +
+                           " never leave it (its path loops): each segment must be one chain down the directions");
+  return out;
 }
 
 }  // namespace gpugeo::dem::tiled

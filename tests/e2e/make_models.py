@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""Writes the four models of the end-to-end tests, laid out for the graphical modeler (inputs on the
+"""Writes the five models of the end-to-end tests, laid out for the graphical modeler (inputs on the
 left, the algorithms in a column, each output beside its algorithm) and valid there (every mandatory
 parameter of every step has a source):
 
 - voronoi_pixel_counts.model3: gpugeo:voronoiraster into QGIS's native:rasterlayeruniquevaluesreport;
 - dbscan_clustered_points.model3: gpugeo:dbscan into QGIS's native:extractbyexpression;
 - dem_flow_accumulation.model3: gpugeo:filldepressions, gpugeo:flowdirection, gpugeo:flowaccumulation;
+- dem_stream_network.model3: gpugeo:filldepressions, gpugeo:flowdirection, gpugeo:flowaccumulation,
+  gpugeo:streamnetwork, gpugeo:subbasins and gpugeo:watersheds (a hydrologist's chain: channels,
+  their subbasins and the watersheds of gauges);
 - tin_mesh_contours.model3: QGIS's native:tinmeshcreation (a UGRID TIN from points' Z) into
   gpugeo:meshcontours (group 0 of the TIN is its vertex Z).
 
@@ -125,6 +128,45 @@ def dem_flow_accumulation():
     return model
 
 
+def dem_stream_network():
+    model = QgsProcessingModelAlgorithm("DEM stream network", "gpugeo tests", "gpugeo_tests")
+    model.setHelpContent({"ALG_DESC": "Fills the DEM's depressions, computes D8 flow directions with the flats "
+                                      "drained and accumulates the flow; extracts the stream network where the "
+                                      "upstream area reaches the threshold, its subbasins, and the watersheds of "
+                                      "the outlets snapped to the largest upstream area nearby."})
+    add_inputs(model, [QgsProcessingParameterRasterLayer("dem", "DEM"),
+                       QgsProcessingParameterNumber("threshold", "Stream threshold (upstream area, km²)",
+                                                    QgsProcessingParameterNumber.Double, 1.0, False, 0.0),
+                       QgsProcessingParameterFeatureSource("outlets", "Outlets (gauges)",
+                                                           [QgsProcessing.TypeVectorPoint]),
+                       QgsProcessingParameterNumber("snap", "Snap distance (m)", QgsProcessingParameterNumber.Double,
+                                                    200.0, False, 0.0)])
+    add_step(model, 0, "gpugeo:filldepressions", "fill", "Fill depressions (GPU)",
+             {"INPUT": from_input("dem"), "BAND": static(1), "FLATS": static(0), "DEVICE": static(0),
+              "OUTPUT": static("TEMPORARY_OUTPUT")})
+    add_step(model, 1, "gpugeo:flowdirection", "directions", "Flow direction (GPU)",
+             {"INPUT": from_step("fill", "OUTPUT"), "BAND": static(1), "RESOLVE_FLATS": static(True),
+              "ENCODING": static(0), "DEVICE": static(0), "OUTPUT": static("TEMPORARY_OUTPUT")})
+    add_step(model, 2, "gpugeo:flowaccumulation", "accumulation", "Flow accumulation (GPU)",
+             {"INPUT": from_step("directions", "OUTPUT"), "BAND": static(1), "ENCODING": static(0),
+              "UNITS": static(1), "DEVICE": static(0)},
+             [("area", "OUTPUT_AREA", "Upstream area (km²)")])
+    add_step(model, 3, "gpugeo:streamnetwork", "streams", "Stream network (GPU)",
+             {"INPUT": from_step("fill", "OUTPUT"), "BAND": static(1), "DIRECTIONS": from_step("directions", "OUTPUT"),
+              "ENCODING": static(0), "THRESHOLD": from_input("threshold"), "THRESHOLD_UNITS": static(0),
+              "DEVICE": static(0)},
+             [("segments", "OUTPUT", "Stream segments"), ("lines", "OUTPUT_LINES", "Stream lines")])
+    add_step(model, 4, "gpugeo:subbasins", "subbasins", "Subbasins (GPU)",
+             {"INPUT": from_step("directions", "OUTPUT"), "BAND": static(1), "ENCODING": static(0),
+              "STREAMS": from_step("streams", "OUTPUT"), "DEVICE": static(0)},
+             [("subbasins", "OUTPUT", "Subbasins"), ("subbasin_polygons", "OUTPUT_POLYGONS", "Subbasin polygons")])
+    add_step(model, 5, "gpugeo:watersheds", "watersheds", "Watersheds (GPU)",
+             {"INPUT": from_step("directions", "OUTPUT"), "BAND": static(1), "ENCODING": static(0),
+              "OUTLETS": from_input("outlets"), "SNAP_DISTANCE": from_input("snap"), "DEVICE": static(0)},
+             [("watersheds", "OUTPUT_POLYGONS", "Watersheds")])
+    return model
+
+
 def tin_mesh_contours():
     model = QgsProcessingModelAlgorithm("TIN mesh contours", "gpugeo tests", "gpugeo_tests")
     model.setHelpContent({"ALG_DESC": "A TIN mesh from points with Z, then its contour lines and polygons on the GPU."})
@@ -153,7 +195,8 @@ def main(library, folder):
         sys.exit("make_models.py: could not register the gpugeo provider")
     for name, make in (("voronoi_pixel_counts", voronoi_pixel_counts),
                        ("dbscan_clustered_points", dbscan_clustered_points),
-                       ("dem_flow_accumulation", dem_flow_accumulation), ("tin_mesh_contours", tin_mesh_contours)):
+                       ("dem_flow_accumulation", dem_flow_accumulation), ("dem_stream_network", dem_stream_network),
+                       ("tin_mesh_contours", tin_mesh_contours)):
         model = make()
         model.updateDestinationParameters()
         valid, issues = model.validate()

@@ -34,7 +34,7 @@ class ModelsTest(unittest.TestCase):
         assert cls.library.gpugeo_register_provider(), "the gpugeo provider could not be registered"
 
     def test_every_model_is_valid_and_laid_out(self):
-        self.assertEqual(len(MODELS), 4, MODELS)
+        self.assertEqual(len(MODELS), 5, MODELS)
         for path in MODELS:
             name = os.path.basename(path)
             model = QgsProcessingModelAlgorithm()

@@ -11,15 +11,18 @@ the same bits and the same lines; a threshold above every area gives empty outpu
 directions on another grid are refused. gpugeo:subbasins on the network's segments: every cell's label
 against a walk to its first stream cell, one valid polygon per segment with its cells and area, tile by
 tile the same; segments that are not chains, ids that are not whole numbers refused; no segment, empty.
+The shipped dem_stream_network.model3 (fill, directions, accumulation, stream network, subbasins,
+watersheds of a gauge) gives what the steps run one by one give.
 
 usage: test_streamnetwork.py [unittest arguments, e.g. StreamNetworkTest.test_streamnetwork_reference]
 """
+import os
 import unittest
 
 import numpy as np
 from osgeo import gdal, ogr
 
-from test_dem import GEOTRANSFORM, JACKSBORO, cell_sizes, write_geotiff
+from test_dem import GEOTRANSFORM, HERE, JACKSBORO, cell_sizes, write_geotiff
 from test_isochrones import receivers
 from test_qgis_process import QgisProcessBase, read_raster
 
@@ -292,6 +295,53 @@ class StreamNetworkTest(QgisProcessBase):
         self.assertEqual(out["results"]["SUBBASINS"], 0)
         self.assertTrue(any("no segment" in line for line in out["log"]["warning"]), out["log"])
         self.assertFalse(read_raster(paths["OUTPUT"])[0].any())
+
+    # --- The shipped model: fill, directions, accumulation, stream network, subbasins, watersheds.
+
+    def test_stream_model(self):
+        outlets = self.path("gauge.gpkg")
+        driver = ogr.GetDriverByName("GPKG")
+        dataset = driver.CreateDataSource(outlets)
+        srs = ogr.osr.SpatialReference()
+        srs.ImportFromEPSG(4326)
+        layer = dataset.CreateLayer("gauges", srs, ogr.wkbPoint)
+        feature = ogr.Feature(layer.GetLayerDefn())
+        x, y = GEOTRANSFORM[0] + 200.5 * GEOTRANSFORM[1], GEOTRANSFORM[3] + 170.5 * GEOTRANSFORM[5]
+        feature.SetGeometry(ogr.CreateGeometryFromWkt(f"POINT ({x} {y})"))
+        layer.CreateFeature(feature)
+        del feature, layer, dataset
+        out_paths = {"streams:segments": self.path("model_segments.tif"),
+                     "streams:lines": self.path("model_lines.gpkg"),
+                     "subbasins:subbasins": self.path("model_subbasins.tif"),
+                     "subbasins:subbasin_polygons": self.path("model_subbasins.gpkg"),
+                     "watersheds:watersheds": self.path("model_watersheds.gpkg"),
+                     "accumulation:area": self.path("model_area.tif")}
+        rc, out = self.qgis(["run", os.path.join(HERE, "dem_stream_network.model3"), "--", f"dem={JACKSBORO}",
+                             "threshold=0.5", f"outlets={outlets}", "snap=300"] +
+                            [f"{k}={v}" for k, v in out_paths.items()])
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(any("Model processed OK" in line for line in out["log"]["info"]), out["log"])
+        # The same chain step by step.
+        filled, directions = self.path("m_filled.tif"), self.path("m_dir.tif")
+        for alg, parameters in (("gpugeo:filldepressions", {"INPUT": JACKSBORO, "FLATS": 0, "OUTPUT": filled}),
+                                ("gpugeo:flowdirection", {"INPUT": filled, "OUTPUT": directions})):
+            rc, step = self.run_alg(alg, parameters)
+            self.assertEqual(rc, 0, step)
+        segments, lines = self.path("m_segments.tif"), self.path("m_lines.gpkg")
+        rc, step = self.run_alg("gpugeo:streamnetwork", {"INPUT": filled, "DIRECTIONS": directions, "THRESHOLD": 0.5,
+                                                          "OUTPUT": segments, "OUTPUT_LINES": lines})
+        self.assertEqual(rc, 0, step)
+        basins = self.path("m_basins.tif")
+        rc, step = self.run_alg("gpugeo:subbasins", {"INPUT": directions, "STREAMS": segments, "OUTPUT": basins,
+                                                      "OUTPUT_POLYGONS": self.path("m_basins.gpkg")})
+        self.assertEqual(rc, 0, step)
+        np.testing.assert_array_equal(read_raster(out_paths["streams:segments"])[0], read_raster(segments)[0])
+        np.testing.assert_array_equal(read_raster(out_paths["subbasins:subbasins"])[0], read_raster(basins)[0])
+        self.assertEqual(read_lines(out_paths["streams:lines"]), read_lines(lines))
+        self.assertGreater(len(read_lines(lines)), 10)
+        dataset = ogr.Open(out_paths["watersheds:watersheds"])
+        self.assertEqual(dataset.GetLayer(0).GetFeatureCount(), 1)
+        del dataset
 
 
 if __name__ == "__main__":

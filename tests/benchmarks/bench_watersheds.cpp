@@ -7,9 +7,11 @@
 // the stream network of that threshold (gpugeo:streamnetwork's work: the accumulation, then
 // dem/streams.h's streamNetwork or streamNetworkTiled). Prints one JSON object: the time (median of
 // --reps), the cells per second and a checksum of the labels (of the heights' and distances' bits
-// with --hand, of the segments and their values with --streams; the same on both backends).
+// with --hand, of the segments and their values with --streams; the same on both backends). With
+// --subbasins, the subbasins of that network (gpugeo:subbasins's work: segmentExits, then the
+// watersheds of the exits; the network off the clock).
 //
-// usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams] [--stream-cells C]
+// usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams | --subbasins] [--stream-cells C]
 //                         [--backend cpu|gpu] [--tile T] [--threads N] [--reps R]
 #include <algorithm>
 #include <chrono>
@@ -165,12 +167,66 @@ int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8
   return 0;
 }
 
+// The subbasins of the stream network of that threshold (gpugeo:subbasins's work: the segments' exits,
+// then the watersheds of the exits), the network made off the clock; timed as main() times the
+// watersheds.
+int benchSubbasins(Backend backend, const dem::Grid& grid, const std::vector<uint8_t>& directions,
+                   int64_t streamCells, int64_t tile, int threads, int reps)
+{
+  RunControl control;
+  const int64_t w = grid.width, h = grid.height;
+  const std::vector<double> cellWidth(grid.cellWidth, grid.cellWidth + h), cellHeight(grid.cellHeight, grid.cellHeight + h);
+  const dem::tiled::RowSizes rows{cellWidth, cellHeight};
+  const dem::Accumulation accumulation = dem::flowAccumulation(backend, grid, directions, threads, control);
+  const dem::StreamNetwork network =
+    dem::streamNetwork(backend, grid, directions, accumulation, dem::StreamThreshold{streamCells, 0}, control);
+  const dem::tiled::MemoryRaster<int32_t> segments(w, h, network.segment);
+  const dem::tiled::MemoryRaster<uint8_t> dirs(w, h, directions);
+  std::vector<double> ms;
+  std::vector<int32_t> labels;
+  std::size_t count = 0;
+  for (int r = 0; r < reps; ++r)
+  {
+    const auto start = std::chrono::steady_clock::now();
+    const dem::tiled::SegmentExits exits = dem::tiled::segmentExits(segments, dirs, 1024, control);
+    count = exits.id.size();
+    if (tile > 0)
+    {
+      dem::tiled::MemoryRaster<int32_t> sink(w, h);
+      dem::tiled::watershedsTiled(dirs, rows, exits.cell, sink, tiles(tile, threads, backend), control);
+      ms.push_back(msSince(start));
+      labels = sink.cells();
+    }
+    else
+    {
+      labels = backend == Backend::Cpu && threads > 1
+                 ? dem::tiled::watershedsOnThreads(directions, rows, exits.cell, threads, control).labels
+                 : dem::watersheds(backend, directions, w, h, cellWidth.data(), cellHeight.data(), exits.cell,
+                                   control)
+                     .labels;
+      ms.push_back(msSince(start));
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  uint64_t sum = 0;
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    sum += (uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ uint64_t(uint32_t(labels[i])) * 0xBF58476D1CE4E5B9ull;
+  const double median = ms[ms.size() / 2];
+  std::printf("{\"subbasins\": true, \"width\": %lld, \"height\": %lld, \"stream_cells_threshold\": %lld, "
+              "\"subbasins_count\": %lld, \"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, "
+              "\"cells_per_s\": %.4g, \"checksum\": \"%016llx\"}\n",
+              (long long)w, (long long)h, (long long)streamCells, (long long)count,
+              backend == Backend::Gpu ? "gpu" : "cpu", (long long)tile, threads, median,
+              double(w) * double(h) / (median / 1000.0), (unsigned long long)sum);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
 {
   int64_t w = 2511, h = 2550, outletCount = 1000, tile = 0, streamCells = 1000;
-  bool hand = false, streams = false;
+  bool hand = false, streams = false, subbasins = false;
   int threads = 2, reps = 3;
   Backend backend = Backend::Cpu;
   for (int i = 1; i < argc; ++i)
@@ -195,6 +251,8 @@ int main(int argc, char** argv)
       hand = true;
     else if (a == "--streams")
       streams = true;
+    else if (a == "--subbasins")
+      subbasins = true;
     else if (a == "--stream-cells")
       streamCells = std::atoll(next());
   }
@@ -215,6 +273,8 @@ int main(int argc, char** argv)
       outlets.push_back(c);
   }
 
+  if (subbasins)
+    return benchSubbasins(backend, filledGrid, directions, streamCells, tile, threads, reps);
   if (streams)
     return benchStreams(backend, filledGrid, directions, streamCells, tile, threads, reps);
   if (hand)

@@ -65,6 +65,13 @@ for bench in "$@"; do
                ./build-gpu/tests/benchmarks/bench_watersheds --streams --width $1 --height $2 --backend cpu --threads 1 --reps $3
                ./build-gpu/tests/benchmarks/bench_watersheds --streams --width $1 --height $2 --backend cpu --threads 16 --reps $3
              done 2>&1 | tee "$OUT/bench_streams.log" ;;
+    # The subbasins of that network (the segments' exits and the watersheds of the exits).
+    subbasins) for size in "2511 2550 3" "20000 20000 1"; do set -- $size
+                 ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend gpu --reps 5
+                 ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend gpu --tile 4096 --threads 8 --reps 3
+                 ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend cpu --threads 1 --reps $3
+                 ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend cpu --threads 16 --reps $3
+               done 2>&1 | tee "$OUT/bench_subbasins.log" ;;
     dem-tiled-gpu) { ./build-gpu/tests/benchmarks/bench_staged_copy;
                      ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 \
                        --gpu --flats --no-raise --compare --input-in-ram --in-ram;

@@ -198,8 +198,8 @@ QString SubbasinsAlgorithm::shortHelpString() const
            "<tt>area_km2</tt> (its subbasin's own cells and area, the cell sizes below). Joined to "
            "<i>Stream network</i>'s lines by <tt>id</tt>.</p>"
            "<p><b>Method</b>: each segment's exit (its cell whose successor is not of the segment) is an outlet "
-           "of <i>Watersheds</i>: every cell takes the first outlet down its path, on the CPU by walks and on the "
-           "GPU by pointer jumping, in memory or tile by tile, the same labels. The polygons are traced from the "
+           "of <i>Watersheds</i>: every cell takes the first outlet down its path; the CPU and the GPU, in memory "
+           "or tile by tile, give the same labels. The polygons are traced from the "
            "labels' cell edges.</p>") +
          cellSizeHelp() + rangesHelp(*this) + deviceHelp() + tilingHelp(false);
 }

@@ -32,6 +32,12 @@ void checkInput(const Grid& grid, const std::vector<uint8_t>& directions, const 
     throw InvalidInput("stream network: the directions or the accumulation do not fill the grid");
 }
 
+// What both backends finish alike from each segment's first and last cells, downstream segment and
+// length in units: its length in metres, its drop (to the downstream segment's first cell, else to its
+// own last) and the upstream cells and area at its last cell; then the orders.
+void finishSegments(const Grid& grid, const Accumulation& accumulation, double unit, const std::vector<int64_t>& units,
+                    StreamNetwork& out, const RunControl& control);
+
 }  // namespace
 
 namespace detail {
@@ -75,6 +81,33 @@ void addStreamOrders(StreamNetwork& out)
 
 }  // namespace detail
 
+namespace {
+
+void finishSegments(const Grid& grid, const Accumulation& accumulation, double unit, const std::vector<int64_t>& units,
+                    StreamNetwork& out, const RunControl& control)
+{
+  const std::size_t count = out.first.size();
+  out.length.assign(count, 0.0);
+  out.drop.assign(count, 0.0);
+  out.area.assign(count, 0);
+  out.upstreamCells.assign(count, 0);
+  for (std::size_t k = 0; k < count; ++k)
+  {
+    if ((k & 0xffff) == 0 && control.isCanceled())
+      throw Canceled();
+    // The line's last cell: the downstream segment's first cell, else the segment's own last.
+    const int64_t c = out.last[k];
+    const int64_t end = out.down[k] > 0 ? out.first[std::size_t(out.down[k] - 1)] : c;
+    out.length[k] = double(units[k]) * unit;
+    out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
+    out.area[k] = accumulation.area[std::size_t(c)];
+    out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
+  }
+  detail::addStreamOrders(out);
+}
+
+}  // namespace
+
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold,
                             const RunControl& control)
@@ -115,43 +148,32 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
   out.last.assign(count, -1);
   out.down.assign(count, 0);
   out.cells.assign(count, 0);
-  out.length.assign(count, 0.0);
-  out.drop.assign(count, 0.0);
-  out.area.assign(count, 0);
-  out.upstreamCells.assign(count, 0);
+  std::vector<int64_t> units(count, 0);
   for (std::size_t k = 0; k < count; ++k)
   {
     if ((k & 0xffff) == 0 && control.isCanceled())
       throw Canceled();
     const int32_t id = int32_t(k + 1);
-    int64_t c = out.first[k], end = c, units = 0, cells = 0;
+    int64_t c = out.first[k], cells = 0;
     for (;;)
     {
       out.segment[std::size_t(c)] = id;
       ++cells;
       const int64_t d = successor(directions, w, h, c);
       if (d < 0 || !stream[std::size_t(d)] || cells > n)
-      {
-        end = c;
         break;
-      }
-      units += detail::stepUnits(steps.data() + 3 * (c / w), directions[std::size_t(c)]);
+      units[k] += detail::stepUnits(steps.data() + 3 * (c / w), directions[std::size_t(c)]);
       if (inflow[std::size_t(d)] != 1)  // the next segment's first cell
       {
         out.down[k] = out.segment[std::size_t(d)];
-        end = d;
         break;
       }
       c = d;
     }
     out.last[k] = c;
     out.cells[k] = cells;
-    out.length[k] = double(units) * unit;
-    out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
-    out.area[k] = accumulation.area[std::size_t(c)];
-    out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
   }
-  detail::addStreamOrders(out);
+  finishSegments(grid, accumulation, unit, units, out, control);
   return out;
 }
 
@@ -173,24 +195,7 @@ StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector
   std::vector<int64_t> units;
   detail::streamSegmentsCuda(directions.data(), accumulation.cells.data(), accumulation.area.data(), w, h,
                              steps.data(), threshold, out, units, control);
-  const std::size_t count = out.first.size();
-  out.length.assign(count, 0.0);
-  out.drop.assign(count, 0.0);
-  out.area.assign(count, 0);
-  out.upstreamCells.assign(count, 0);
-  for (std::size_t k = 0; k < count; ++k)
-  {
-    if ((k & 0xffff) == 0 && control.isCanceled())
-      throw Canceled();
-    // The line's last cell: the downstream segment's first cell, else the segment's own last.
-    const int64_t c = out.last[k];
-    const int64_t end = out.down[k] > 0 ? out.first[std::size_t(out.down[k] - 1)] : c;
-    out.length[k] = double(units[k]) * unit;
-    out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
-    out.area[k] = accumulation.area[std::size_t(c)];
-    out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
-  }
-  detail::addStreamOrders(out);
+  finishSegments(grid, accumulation, unit, units, out, control);
   return out;
 }
 

@@ -283,6 +283,7 @@ QVariantMap SubbasinsAlgorithm::execute(const QVariantMap& parameters, QgsProces
   finished.keep();
 
   mLabelsPath = request.labelsPath;
+  mPolygonsId = outcome.polygonsId;
   mLabels.clear();
   for (const int32_t id : outcome.exits.id)  // past LabelRasterStyle::kMaxClasses, a ramp over them
     mLabels << id;
@@ -476,6 +477,8 @@ QVariantMap SubbasinsAlgorithm::postProcessAlgorithm(QgsProcessingContext& conte
 {
   if (context.willLoadLayerOnCompletion(mLabelsPath))
     context.layerToLoadOnCompletionDetails(mLabelsPath).setPostProcessor(new LabelRasterStyle(mLabels));
+  if (!mPolygonsId.isEmpty() && context.willLoadLayerOnCompletion(mPolygonsId))
+    context.layerToLoadOnCompletionDetails(mPolygonsId).setPostProcessor(new OutlineStyle(nullptr, 0));
   return QVariantMap();
 }
 

@@ -76,7 +76,7 @@ private:
   static void logOutcome(const Outcome& outcome, QgsProcessingFeedback* feedback);
 
   DemSource mSource, mStreamsSource;
-  QString mLabelsPath;
+  QString mLabelsPath, mPolygonsId;  // the polygons drawn as outlines over the labels
   QVector<int> mLabels;
 };
 

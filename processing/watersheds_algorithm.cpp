@@ -262,6 +262,7 @@ QVariantMap WatershedsAlgorithm::execute(const QVariantMap& parameters, QgsProce
   logStageTimes(times, feedback);
   finished.keep();
   mLabelsPath = request.labelsPath;
+  mPolygonsId = outputs.value(QStringLiteral("OUTPUT_POLYGONS")).toString();
   mLabels.clear();
   for (int k = 1; k <= int(std::min<std::size_t>(outlets.size(), LabelRasterStyle::kMaxClasses)); ++k)
     mLabels << k;
@@ -560,6 +561,8 @@ QVariantMap WatershedsAlgorithm::postProcessAlgorithm(QgsProcessingContext& cont
 {
   if (context.willLoadLayerOnCompletion(mLabelsPath))
     context.layerToLoadOnCompletionDetails(mLabelsPath).setPostProcessor(new LabelRasterStyle(mLabels));
+  if (!mPolygonsId.isEmpty() && context.willLoadLayerOnCompletion(mPolygonsId))
+    context.layerToLoadOnCompletionDetails(mPolygonsId).setPostProcessor(new OutlineStyle(nullptr, 0));
   return QVariantMap();
 }
 

@@ -103,6 +103,7 @@ private:
   QgsFields mOutletFields;  // the OUTLETS layer's, for the polygons
   // For postProcessAlgorithm: the label raster's path and its labels (the styles' classes).
   QString mLabelsPath;
+  QString mPolygonsId;  // OUTPUT_POLYGONS when written: drawn as outlines over the labels
   QVector<int> mLabels;
 };
 

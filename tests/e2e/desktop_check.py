@@ -6,7 +6,8 @@ each algorithm's dialog and saves a screenshot of it into $GPUGEO_SCREENSHOT_DIR
 with its advanced parameters shown), notes whether the dialog has a Help button, runs
 gpugeo:isochrones on the shipped DEM as the dialog's Run does (its outputs loaded into the
 project) and records the order and styles of the layers it loaded, and renders them to
-isochrones_result.png ($GPUGEO_DESKTOP_DEM names the DEM). Writes JSON to $GPUGEO_DESKTOP_RESULT, then quits.
+isochrones_result.png ($GPUGEO_DESKTOP_DEM names the DEM); runs gpugeo:streamnetwork and
+gpugeo:subbasins the same way and records their layers' styles (streams_result.png). Writes JSON to $GPUGEO_DESKTOP_RESULT, then quits.
 """
 import json
 import os
@@ -139,6 +140,49 @@ def isochrones_result():
         results["MAX_TIME_MIN"] // results["INTERVAL_MIN"]) + 1, "shot": shot}
 
 
+def streams_result():
+    """gpugeo:streamnetwork and gpugeo:subbasins on the shipped DEM's directions, their outputs loaded as
+    the dialog loads them: each layer's renderer (the lines' width by order), and the map they make."""
+    filled = processing.run("gpugeo:filldepressions", {"INPUT": DEM, "DEVICE": 1, "OUTPUT": "TEMPORARY_OUTPUT"})
+    directions = processing.run("gpugeo:flowdirection", {"INPUT": filled["OUTPUT"], "DEVICE": 1,
+                                                         "OUTPUT": "TEMPORARY_OUTPUT"})["OUTPUT"]
+    streams = processing.runAndLoadResults("gpugeo:streamnetwork", {
+        "INPUT": filled["OUTPUT"], "DIRECTIONS": directions, "THRESHOLD": 0.5, "DEVICE": 1,
+        "OUTPUT": "TEMPORARY_OUTPUT", "OUTPUT_ORDER": "TEMPORARY_OUTPUT", "OUTPUT_LINES": "TEMPORARY_OUTPUT"})
+    processing.runAndLoadResults("gpugeo:subbasins", {"INPUT": directions, "STREAMS": streams["OUTPUT"], "DEVICE": 1,
+                                                      "OUTPUT": "TEMPORARY_OUTPUT",
+                                                      "OUTPUT_POLYGONS": "TEMPORARY_OUTPUT"})
+    settle(0.5)
+    project = QgsProject.instance()
+    styles = {}
+    for title in ("Stream segments", "Strahler order", "Stream lines", "Subbasins", "Subbasin polygons"):
+        layer = project.mapLayersByName(title)[0]
+        renderer = layer.renderer()
+        style = {"renderer": renderer.type()}
+        if title == "Stream lines":
+            width = renderer.symbol().dataDefinedWidth()
+            style["width"] = width.expressionString() if width else None
+        if title == "Subbasin polygons":
+            style["fill"] = renderer.symbol().symbolLayer(0).properties().get("style")
+        styles[title] = style
+    shot = None
+    if SHOTS:
+        settings = QgsMapSettings()
+        names = ("Stream lines", "Subbasin polygons", "Strahler order")
+        layers = [project.mapLayersByName(name)[0] for name in names]
+        settings.setLayers(layers)
+        settings.setDestinationCrs(layers[0].crs())
+        settings.setExtent(layers[2].extent())
+        settings.setOutputSize(QSize(1000, 860))
+        settings.setBackgroundColor(QColor(255, 255, 255))
+        job = QgsMapRendererSequentialJob(settings)
+        job.start()
+        job.waitForFinished()
+        path = os.path.join(SHOTS, "streams_result.png")
+        shot = path if job.renderedImage().save(path) else None
+    return {"styles": styles, "shot": shot}
+
+
 def check():
     result = {"active": "gpugeo" in qgis.utils.active_plugins, "provider": provider_name(),
               "toolbox": algorithms_shown(QgsProcessingToolboxProxyModel.FilterToolbox),
@@ -152,6 +196,7 @@ def check():
         try:
             result["dialogs"] = dialogs()
             result["isochrones"] = isochrones_result()
+            result["streams"] = streams_result()
         except Exception as error:  # reported in the JSON, so the test says what broke
             result["error"] = repr(error)
     with open(os.environ["GPUGEO_DESKTOP_RESULT"], "w") as out:

@@ -282,7 +282,8 @@ class QgisProcessTest(QgisProcessBase):
         Processing toolbox and in the graphical modeler, and unload() takes the provider away. Each
         algorithm's dialog opens, with a Help button, and is photographed into the build folder
         ($GPUGEO_SCREENSHOT_DIR); gpugeo:isochrones run from the desktop on the shipped DEM loads the
-        watershed's outline above its bands (a colour each) above the travel times."""
+        watershed's outline above its bands (a colour each) above the travel times; gpugeo:streamnetwork
+        and gpugeo:subbasins load styled layers."""
         if not shutil.which("xvfb-run") or not os.path.exists("/usr/bin/qgis"):
             self.skipTest("needs xvfb-run and the qgis desktop")
         result_path = self.path("desktop.json")
@@ -297,7 +298,7 @@ class QgisProcessTest(QgisProcessBase):
         with open(result_path) as f:
             result = json.load(f)
         self.assertNotIn("error", result)
-        dialogs, isochrones = result.pop("dialogs"), result.pop("isochrones")
+        dialogs, isochrones, streams = result.pop("dialogs"), result.pop("isochrones"), result.pop("streams")
         result["toolbox"] = sorted(result["toolbox"])
         result["modeler"] = sorted(result["modeler"])
         self.assertEqual(result, {"active": True, "provider": "GPU Geoprocessing",
@@ -318,6 +319,16 @@ class QgisProcessTest(QgisProcessBase):
         self.assertEqual(styles["ISOCHRONES"]["colours"], isochrones["bands"])
         self.assertEqual(styles["TRAVEL_TIME"], {"renderer": "singlebandpseudocolor"})
         self.assertGreater(os.path.getsize(isochrones["shot"]), 20000)
+        # The stream network and its subbasins (fewer than 1,025 segments): segments a colour each, orders a ramp, lines wider by
+        # order, the subbasins' polygons as outlines over their labels.
+        self.maxDiff = None
+        self.assertEqual(streams["styles"], {
+            "Stream segments": {"renderer": "paletted"},
+            "Strahler order": {"renderer": "singlebandpseudocolor"},
+            "Stream lines": {"renderer": "singleSymbol", "width": '0.2 + 0.3 * (coalesce("strahler", 1) - 1)'},
+            "Subbasins": {"renderer": "paletted"},
+            "Subbasin polygons": {"renderer": "singleSymbol", "fill": "no"}})
+        self.assertGreater(os.path.getsize(streams["shot"]), 20000)
 
     def test_gpu_requested(self):
         """DEVICE=GPU: on a machine without a usable GPU, a clear error naming why; with one, a result."""

@@ -21,10 +21,12 @@ struct TestDem
   std::vector<float> z;
   std::vector<double> cellWidth, cellHeight;
 
-  Grid grid() const
+  Grid grid() const { return gridOf(z); }
+  // Other elevations on this DEM's grid.
+  Grid gridOf(const std::vector<float>& elevations) const
   {
     Grid g;
-    g.z = z.data();
+    g.z = elevations.data();
     g.width = width;
     g.height = height;
     g.cellWidth = cellWidth.data();

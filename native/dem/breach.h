@@ -1,0 +1,76 @@
+// Breaching depressions (after Lindsay 2016's hybrid breach–fill): where a short, shallow channel can
+// drain a depression, the channel is cut; what cannot be breached within the limits is filled. A
+// hydrologist's alternative to filling, which changes far fewer cells where depressions are the DEM's
+// noise (a road embankment over a culvert, a pit of a few centimetres).
+//
+// The definition (deterministic: the same bits whatever the order of the work, so that the CPU, the
+// GPU and a tiled run agree):
+//  1. Every single-cell pit (a cell lower than all eight neighbours, none of them nodata or off the
+//     grid) is raised to its lowest neighbour, the fill of a one-cell depression.
+//  2. The depressions' bottoms: the 8-connected sets of equal elevation with no edge cell (on the
+//     border or beside nodata) and no cell that has a lower neighbour; h is a bottom's elevation.
+//  3. Each bottom, on its own, searches for a channel: layer 0 is the bottom, layer k the cells not in
+//     earlier layers next to a cell of layer k - 1 that is not a target; a cell may be crossed only if it
+//     is at most maxDepth above h; a target is a cell lower than h or an edge cell. The first layer that
+//     holds a target ends the search (none within maxLength layers: the bottom is not breached). Among
+//     the cells of a layer each keeps its cheapest way in (the cost of a path: the sum of its cells'
+//     heights above h, in float64, added in path order), ties to the lowest cell index; the channel runs
+//     to that layer's cheapest target (ties to the lowest index). So a channel lowers the fewest cells
+//     possible (at most maxLength), then the least in all.
+//  4. Step i of a channel is cut to i float32 steps (ULPs) below h where it is higher: the channel
+//     falls from the bottom to the target. The channels of all bottoms are merged by their minimum.
+//  5. What is left is filled (dem.h's fillDepressions), then its flats drained by raising them
+//     (flatMask, raiseFlats): every valid cell then drains with plain D8.
+// The cut surface is never above the input's fill, so neither is the result but where flats are raised
+// by float steps; breaching changes fewer cells than filling on a DEM of noise pits, though not on every
+// DEM (a two-cell depression behind a five-cell plateau: the channel lowers six cells, the fill raises two).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/run_control.h"
+#include "core/stage_times.h"
+#include "dem/dem.h"
+
+namespace gpugeo::dem {
+
+struct BreachLimits
+{
+  int64_t maxLength = 50;                                    // cells a channel may lower, >= 1
+  double maxDepth = std::numeric_limits<double>::infinity();  // m a channel may cut below a cell, >= 0
+};
+
+struct BreachCounts
+{
+  int64_t pitsRaised = 0;  // single-cell pits raised to their lowest neighbour (step 1)
+  int64_t bottoms = 0;     // depressions' bottoms searched (step 2)
+  int64_t breached = 0;    // bottoms a channel drains
+  int64_t channelCells = 0;  // cells the channels lowered
+};
+
+// Steps 1 to 4: the DEM with its single-cell pits raised and every channel cut (NaN nodata kept), the
+// counts. On the CPU (one thread).
+std::vector<float> cutChannels(const Grid& grid, const BreachLimits& limits, const RunControl& control,
+                               BreachCounts* counts = nullptr);
+
+struct BreachedDem
+{
+  std::vector<float> z;  // the breached DEM, the rest filled and its flats raised
+  BreachCounts counts;
+  int64_t lowered = 0, raised = 0;  // valid cells below and above the input
+};
+
+// The whole definition: the channels on the CPU, the fill and the flats on `backend` (dem.h's, the
+// same bits on both). Throws InvalidInput for grids dem.h refuses, maxLength < 1 and a maxDepth that is
+// negative or NaN.
+BreachedDem breachDepressions(Backend backend, const Grid& grid, const BreachLimits& limits, int threads,
+                              const RunControl& control, StageTimes* times = nullptr);
+
+// x lowered by `steps` float32 steps (−0 counts as +0, which goes to −denorm_min; stops at −FLT_MAX):
+// raiseBySteps's mirror.
+float lowerBySteps(float x, int64_t steps);
+
+}  // namespace gpugeo::dem

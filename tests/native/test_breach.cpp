@@ -1,0 +1,311 @@
+// Breaching depressions (dem/breach.h) on random DEMs and by hand: every cell drains with plain D8
+// afterwards; the cut surface is never above the input's fill and never lower than its channels
+// allow (maxDepth); a bottom is breached exactly when a brute-force search finds a path of at most
+// maxLength cells through cells no deeper than maxDepth to a lower or edge cell; breaching changes
+// fewer cells than the fill on DEMs of noise pits; the two-cell depression behind a plateau by hand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "dem/breach.h"
+#include "dem/dem.h"
+#include "dem_cases.h"
+
+using namespace gpugeo;
+using namespace gpugeo::dem;
+
+namespace {
+
+RunControl noCancel;
+const double kInfinite = std::numeric_limits<double>::infinity();
+
+bool edgeCell(const std::vector<float>& z, int64_t w, int64_t h, int64_t c)
+{
+  const int64_t x = c % w, y = c / w;
+  if (x == 0 || y == 0 || x == w - 1 || y == h - 1)
+    return true;
+  for (int d = 0; d < 8; ++d)
+    if (std::isnan(z[std::size_t((y + kDy[d]) * w + x + kDx[d])]))
+      return true;
+  return false;
+}
+
+bool hasLowerNeighbour(const std::vector<float>& z, int64_t w, int64_t h, int64_t c)
+{
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t x = c % w + kDx[d], y = c / w + kDy[d];
+    if (x >= 0 && y >= 0 && x < w && y < h && z[std::size_t(y * w + x)] < z[std::size_t(c)])
+      return true;
+  }
+  return false;
+}
+
+// Whether some path of at most `length` steps from the set `bottom` (at `level`) reaches a cell lower
+// than the level or an edge cell, through valid cells outside the set at most `depth` above the level
+// (a plain breadth-first search by steps; targets end paths).
+bool breachable(const std::vector<float>& z, int64_t w, int64_t h, const std::vector<int64_t>& bottom, float level,
+                int64_t length, double depth)
+{
+  std::vector<int64_t> steps(z.size(), -1);
+  std::vector<int64_t> open = bottom;
+  for (const int64_t c : bottom)
+    steps[std::size_t(c)] = 0;
+  for (std::size_t i = 0; i < open.size(); ++i)
+  {
+    const int64_t c = open[i];
+    if (steps[std::size_t(c)] >= length)
+      continue;
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t x = c % w + kDx[d], y = c / w + kDy[d];
+      if (x < 0 || y < 0 || x >= w || y >= h)
+        continue;
+      const int64_t n = y * w + x;
+      if (std::isnan(z[std::size_t(n)]) || steps[std::size_t(n)] >= 0 ||
+          !(double(z[std::size_t(n)]) - double(level) <= depth))
+        continue;
+      if (z[std::size_t(n)] < level || edgeCell(z, w, h, n))
+        return true;
+      steps[std::size_t(n)] = steps[std::size_t(c)] + 1;
+      open.push_back(n);
+    }
+  }
+  return false;
+}
+
+// The single-cell pits raised to their lowest neighbour (breach.h's step 1, written again here).
+std::vector<float> pitsRaised(const TestDem& dem)
+{
+  const int64_t w = dem.width, h = dem.height;
+  std::vector<float> z = dem.z;
+  for (int64_t c = 0; c < w * h; ++c)
+  {
+    if (std::isnan(dem.z[std::size_t(c)]) || edgeCell(dem.z, w, h, c))
+      continue;
+    float lowest = std::numeric_limits<float>::infinity();
+    for (int d = 0; d < 8; ++d)
+      lowest = std::min(lowest, dem.z[std::size_t((c / w + kDy[d]) * w + c % w + kDx[d])]);
+    if (dem.z[std::size_t(c)] < lowest)
+      z[std::size_t(c)] = lowest;
+  }
+  return z;
+}
+
+// The bottoms of `z` as sets of cells (a flood over equal elevations).
+std::vector<std::vector<int64_t>> bottomsOf(const std::vector<float>& z, int64_t w, int64_t h)
+{
+  std::vector<int64_t> label(z.size(), -1);
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t s = 0; s < w * h; ++s)
+  {
+    if (std::isnan(z[std::size_t(s)]) || label[std::size_t(s)] >= 0)
+      continue;
+    std::vector<int64_t> set{s};
+    label[std::size_t(s)] = s;
+    bool bottom = true;
+    for (std::size_t i = 0; i < set.size(); ++i)
+    {
+      const int64_t c = set[i];
+      bottom = bottom && !edgeCell(z, w, h, c) && !hasLowerNeighbour(z, w, h, c);
+      for (int d = 0; d < 8; ++d)
+      {
+        const int64_t x = c % w + kDx[d], y = c / w + kDy[d];
+        if (x < 0 || y < 0 || x >= w || y >= h)
+          continue;
+        const int64_t n = y * w + x;
+        if (label[std::size_t(n)] < 0 && z[std::size_t(n)] == z[std::size_t(s)])
+        {
+          label[std::size_t(n)] = s;
+          set.push_back(n);
+        }
+      }
+    }
+    if (bottom)
+      out.push_back(set);
+  }
+  return out;
+}
+
+struct Case
+{
+  uint64_t seed;
+  int64_t w, h;
+  double step;
+  int holes;
+};
+
+}  // namespace
+
+TEST(BreachDepressions, LowerByStepsMirrorsRaiseBySteps)
+{
+  EXPECT_EQ(lowerBySteps(1.0f, 1), std::nextafter(1.0f, 0.0f));
+  EXPECT_EQ(lowerBySteps(1.0f, 3), std::nextafter(std::nextafter(std::nextafter(1.0f, 0.0f), 0.0f), 0.0f));
+  EXPECT_EQ(lowerBySteps(0.0f, 1), -std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(lowerBySteps(-0.0f, 2), -2 * std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(lowerBySteps(-1.0f, 1), std::nextafter(-1.0f, -2.0f));
+  EXPECT_EQ(lowerBySteps(-std::numeric_limits<float>::max(), 5), -std::numeric_limits<float>::max());
+  EXPECT_EQ(lowerBySteps(2.5f, 0), 2.5f);
+}
+
+// On random DEMs (rounded to steps, so with flats and multi-cell depressions; nodata holes): the
+// invariants of breach.h's definition, and every bottom breached exactly when a path exists.
+TEST(BreachDepressions, EveryCellDrainsAndTheChannelsKeepTheirLimits)
+{
+  const std::vector<Case> cases{{1, 40, 33, 0.0, 0}, {2, 41, 37, 0.5, 2}, {3, 48, 40, 1.0, 3},
+                                {4, 30, 52, 0.25, 1}, {5, 12, 12, 1.0, 0},  {6, 9, 11, 0.5, 1}};
+  const std::vector<BreachLimits> limits{{1, kInfinite}, {3, kInfinite}, {10, kInfinite}, {50, kInfinite},
+                                         {10, 0.5},      {10, 2.0},      {3, 0.0}};
+  int64_t allBottoms = 0, allBreached = 0, multiCell = 0;
+  for (const Case& k : cases)
+  {
+    const TestDem dem = randomDem(k.seed, k.w, k.h, k.step, k.holes);
+    const int64_t w = dem.width, h = dem.height;
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, dem.grid(), 1, noCancel);
+    const std::vector<float> raised = pitsRaised(dem);
+    const std::vector<std::vector<int64_t>> bottoms = bottomsOf(raised, w, h);
+    for (const BreachLimits& limit : limits)
+    {
+      const std::string what = "seed " + std::to_string(k.seed) + ", length " + std::to_string(limit.maxLength) +
+                               ", depth " + std::to_string(limit.maxDepth);
+      BreachCounts counts;
+      const std::vector<float> cut = cutChannels(dem.grid(), limit, noCancel, &counts);
+      EXPECT_EQ(counts.bottoms, int64_t(bottoms.size())) << what;
+      // The cut surface: at most the pit-raised DEM, at least it less the depth (and the float steps);
+      // nodata kept.
+      int64_t lowered = 0;
+      for (std::size_t c = 0; c < cut.size(); ++c)
+      {
+        ASSERT_EQ(std::isnan(cut[c]), std::isnan(dem.z[c])) << what;
+        if (std::isnan(cut[c]))
+          continue;
+        ASSERT_LE(cut[c], raised[c]) << what << ", cell " << c;
+        ASSERT_GE(raised[c], dem.z[c]) << what;
+        lowered += cut[c] < raised[c];
+        const double slack = double(limit.maxLength) * 2.4e-7 * (std::fabs(double(raised[c])) + 1.0);
+        ASSERT_LE(double(raised[c]) - double(cut[c]), limit.maxDepth + slack) << what << ", cell " << c;
+      }
+      EXPECT_EQ(lowered, counts.channelCells) << what;
+      // Each bottom is breached (has a lower neighbour after the cut) exactly when a path exists.
+      int64_t breached = 0;
+      for (const std::vector<int64_t>& bottom : bottoms)
+      {
+        const float level = raised[std::size_t(bottom.front())];
+        const bool drains = std::any_of(bottom.begin(), bottom.end(),
+                                        [&](int64_t c) { return hasLowerNeighbour(cut, w, h, c); });
+        EXPECT_EQ(drains, breachable(raised, w, h, bottom, level, limit.maxLength, limit.maxDepth))
+          << what << ", bottom at " << bottom.front();
+        breached += drains;
+      }
+      EXPECT_EQ(breached, counts.breached) << what;
+      allBottoms += counts.bottoms;
+      allBreached += counts.breached;
+      for (const std::vector<int64_t>& bottom : bottoms)
+        multiCell += bottom.size() > 2;
+      // Never above the input's fill once filled; every cell drains with plain D8 at the end.
+      const std::vector<float> cutFilled = fillDepressions(Backend::Cpu, dem.gridOf(cut), 1, noCancel);
+      for (std::size_t c = 0; c < cut.size(); ++c)
+        if (!std::isnan(cut[c]))
+          ASSERT_LE(cutFilled[c], filled[c]) << what << ", cell " << c;
+      const BreachedDem out = breachDepressions(Backend::Cpu, dem.grid(), limit, 1, noCancel);
+      const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.gridOf(out.z), false, 1, noCancel);
+      for (int64_t c = 0; c < w * h; ++c)
+        if (!std::isnan(out.z[std::size_t(c)]) && !edgeCell(out.z, w, h, c))
+          ASSERT_LT(dirs[std::size_t(c)], 8) << what << ", cell " << c << " does not drain";
+      EXPECT_EQ(out.counts.breached, counts.breached) << what;
+    }
+  }
+  // The cases hold bottoms of several cells, breached and not.
+  EXPECT_GT(multiCell, 20);
+  EXPECT_GT(allBreached, 100);
+  EXPECT_GT(allBottoms - allBreached, 100);
+}
+
+// On DEMs of noise (pits and small depressions on a slope): the channels change fewer cells than the
+// fill (before the flats are raised), with the default limits.
+TEST(BreachDepressions, ChangesFewerCellsThanTheFillOnNoisePits)
+{
+  for (uint64_t seed = 11; seed <= 16; ++seed)
+  {
+    const TestDem dem = randomDem(seed, 48, 40, seed % 2 ? 0.5 : 0.0, 0);
+    const std::vector<float> filled = fillDepressions(Backend::Cpu, dem.grid(), 1, noCancel);
+    const std::vector<float> cut = cutChannels(dem.grid(), BreachLimits{}, noCancel);
+    const std::vector<float> cutFilled = fillDepressions(Backend::Cpu, dem.gridOf(cut), 1, noCancel);
+    int64_t byFill = 0, byBreach = 0;
+    for (std::size_t c = 0; c < cut.size(); ++c)
+    {
+      byFill += filled[c] != dem.z[c];
+      byBreach += cutFilled[c] != dem.z[c];
+    }
+    EXPECT_GT(byFill, 0) << seed;
+    EXPECT_LT(byBreach, byFill) << seed;
+  }
+}
+
+// By hand: a two-cell bottom at 0 walled in at 100 but for a route of a rim cell and five plateau cells
+// at 10 to cells at -1 (on to the edge). A channel needs 7 steps and 10 m: with maxLength 7 it lowers six
+// cells (the target is already lower); with 6, or a depth of 9 m, the bottom is filled instead.
+TEST(BreachDepressions, TheTwoCellDepressionBehindAPlateau)
+{
+  const int64_t w = 12, h = 5;
+  TestDem dem;
+  dem.width = w;
+  dem.height = h;
+  dem.z.assign(std::size_t(w * h), 100.f);
+  const int64_t row = 2;
+  dem.z[std::size_t(row * w + 1)] = 0.f;  // the bottom: cells 1 and 2 of the middle row
+  dem.z[std::size_t(row * w + 2)] = 0.f;
+  for (int64_t x = 3; x <= 8; ++x)  // the rim cell and the plateau
+    dem.z[std::size_t(row * w + x)] = 10.f;
+  for (int64_t x = 9; x < w; ++x)
+    dem.z[std::size_t(row * w + x)] = -1.f;  // below the bottom, on to the edge
+  dem.cellWidth.assign(std::size_t(h), 10.0);
+  dem.cellHeight.assign(std::size_t(h), 10.0);
+  BreachCounts counts;
+  const std::vector<float> cut = cutChannels(dem.grid(), BreachLimits{7, 10.0}, noCancel, &counts);
+  EXPECT_EQ(counts.bottoms, 1);
+  EXPECT_EQ(counts.breached, 1);
+  EXPECT_EQ(counts.channelCells, 6);
+  for (int64_t x = 3; x <= 8; ++x)
+    EXPECT_EQ(cut[std::size_t(row * w + x)], lowerBySteps(0.f, x - 2)) << x;
+  const BreachedDem out = breachDepressions(Backend::Cpu, dem.grid(), BreachLimits{7, 10.0}, 1, noCancel);
+  EXPECT_EQ(out.lowered, 6);
+  for (const BreachLimits& tooShort : {BreachLimits{6, 10.0}, BreachLimits{7, 9.0}})
+  {
+    BreachCounts none;
+    const std::vector<float> kept = cutChannels(dem.grid(), tooShort, noCancel, &none);
+    EXPECT_EQ(none.breached, 0);
+    EXPECT_EQ(kept, dem.z);
+    const BreachedDem filled = breachDepressions(Backend::Cpu, dem.grid(), tooShort, 1, noCancel);
+    EXPECT_EQ(filled.lowered, 0);
+    EXPECT_GE(filled.raised, 2);  // the bottom filled to the plateau (and its flats raised)
+  }
+}
+
+// A single-cell pit is raised to its lowest neighbour and nothing is cut.
+TEST(BreachDepressions, ASingleCellPitIsRaised)
+{
+  TestDem dem = randomDem(3, 9, 9, 0.0, 0);
+  for (int64_t y = 0; y < 9; ++y)
+    for (int64_t x = 0; x < 9; ++x)
+      dem.z[std::size_t(y * 9 + x)] = float(10 + x);  // a slope down to the west edge
+  dem.z[std::size_t(4 * 9 + 4)] = 5.f;
+  BreachCounts counts;
+  const std::vector<float> cut = cutChannels(dem.grid(), BreachLimits{}, noCancel, &counts);
+  EXPECT_EQ(counts.pitsRaised, 1);
+  EXPECT_EQ(counts.bottoms, 0);
+  EXPECT_EQ(cut[std::size_t(4 * 9 + 4)], 13.f);
+}
+
+TEST(BreachDepressions, BadLimitsAreRefused)
+{
+  const TestDem dem = randomDem(1, 8, 8, 0.0, 0);
+  EXPECT_THROW(cutChannels(dem.grid(), BreachLimits{0, 1.0}, noCancel), InvalidInput);
+  EXPECT_THROW(cutChannels(dem.grid(), BreachLimits{5, -1.0}, noCancel), InvalidInput);
+  EXPECT_THROW(cutChannels(dem.grid(), BreachLimits{5, std::nan("")}, noCancel), InvalidInput);
+}

@@ -74,12 +74,12 @@ private:
 };
 
 // The exits of the segments, refusing segments that are not chains with the reason.
-tiled::SegmentExits exitsOf(const DemRaster& streams, const tiled::RasterSource<uint8_t>& directions,
+tiled::SegmentExits exitsOf(const DemRaster& streams, const tiled::RasterSource<uint8_t>& directions, int threads,
                             const RunControl& control)
 {
   try
   {
-    return tiled::segmentExits(SegmentIds(streams), directions, kExitWindow, control);
+    return tiled::segmentExits(SegmentIds(streams), directions, kExitWindow, threads, control);
   }
   catch (const InvalidInput& e)
   {
@@ -322,7 +322,7 @@ SubbasinsAlgorithm::Outcome SubbasinsAlgorithm::executeInMemory(const BackendCho
   Outcome outcome;
   {
     ScopedStage stage(times, "read (segments)");
-    outcome.exits = exitsOf(in.streams, tiled::MemoryRaster<uint8_t>(w, h, directions), control);
+    outcome.exits = exitsOf(in.streams, tiled::MemoryRaster<uint8_t>(w, h, directions), cpuThreads(), control);
   }
 
   // --- Label the subbasins, trace their polygons.
@@ -408,7 +408,7 @@ SubbasinsAlgorithm::Outcome SubbasinsAlgorithm::executeTiled(const Request& requ
   Outcome outcome;
   {
     ScopedStage stage(times, "read (segments)");
-    outcome.exits = exitsOf(in.streams, directions, control);
+    outcome.exits = exitsOf(in.streams, directions, cpuThreads(), control);
   }
   const std::vector<int32_t>& ids = outcome.exits.id;
   const int32_t count = int32_t(ids.size());

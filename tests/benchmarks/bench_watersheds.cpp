@@ -188,7 +188,7 @@ int benchSubbasins(Backend backend, const dem::Grid& grid, const std::vector<uin
   for (int r = 0; r < reps; ++r)
   {
     const auto start = std::chrono::steady_clock::now();
-    const dem::tiled::SegmentExits exits = dem::tiled::segmentExits(segments, dirs, 1024, control);
+    const dem::tiled::SegmentExits exits = dem::tiled::segmentExits(segments, dirs, 1024, threads, control);
     count = exits.id.size();
     if (tile > 0)
     {

@@ -310,7 +310,7 @@ TEST(Subbasins, ExitsAndWatershedsGiveEachCellItsFirstStreamCellsSegment)
       const tiled::MemoryRaster<uint8_t> d(w, h, dirs);
       for (const int64_t side : {int64_t(1), int64_t(3), int64_t(16), int64_t(64)})
       {
-        const tiled::SegmentExits exits = tiled::segmentExits(segments, d, side, noCancel);
+        const tiled::SegmentExits exits = tiled::segmentExits(segments, d, side, side == 3 ? 1 : 3, noCancel);
         ASSERT_EQ(exits.id.size(), network.first.size()) << what;
         for (std::size_t k = 0; k < exits.id.size(); ++k)
         {
@@ -333,7 +333,7 @@ TEST(Subbasins, ExitsAndWatershedsGiveEachCellItsFirstStreamCellsSegment)
           if (at >= 0 && dirs[std::size_t(at)] == kNoData)
             at = -1;
         }
-      const tiled::SegmentExits exits = tiled::segmentExits(segments, d, 16, noCancel);
+      const tiled::SegmentExits exits = tiled::segmentExits(segments, d, 16, 2, noCancel);
       const Watersheds sheds = watersheds(Backend::Cpu, dirs, w, h, dem.cellWidth.data(), dem.cellHeight.data(),
                                           exits.cell, noCancel);
       std::vector<int32_t> got(sheds.labels.size());
@@ -357,15 +357,15 @@ TEST(Subbasins, SegmentsThatAreNotChainsAreRefused)
   const tiled::MemoryRaster<uint8_t> d(4, 2, east);
   // Segment 1 in both rows: two exits.
   const tiled::MemoryRaster<int32_t> twice(4, 2, std::vector<int32_t>{1, 1, 0, 0, 1, 1, 0, 0});
-  EXPECT_THROW(tiled::segmentExits(twice, d, 2, noCancel), InvalidInput);
+  EXPECT_THROW(tiled::segmentExits(twice, d, 2, 2, noCancel), InvalidInput);
   // A loop: two cells pointing at each other, both segment 3.
   const std::vector<uint8_t> loop{0, 4, 0, 0, 0, 0, 0, 0};
   const tiled::MemoryRaster<uint8_t> l(4, 2, loop);
   const tiled::MemoryRaster<int32_t> looped(4, 2, std::vector<int32_t>{3, 3, 0, 0, 0, 0, 0, 0});
-  EXPECT_THROW(tiled::segmentExits(looped, l, 2, noCancel), InvalidInput);
+  EXPECT_THROW(tiled::segmentExits(looped, l, 2, 2, noCancel), InvalidInput);
   // One chain per id: ids 7 and 2, exits at the east edge and into 7.
   const tiled::MemoryRaster<int32_t> chains(4, 2, std::vector<int32_t>{2, 2, 7, 7, 0, 0, 0, 0});
-  const tiled::SegmentExits exits = tiled::segmentExits(chains, d, 3, noCancel);
+  const tiled::SegmentExits exits = tiled::segmentExits(chains, d, 3, 2, noCancel);
   EXPECT_EQ(exits.id, (std::vector<int32_t>{2, 7}));
   EXPECT_EQ(exits.cell, (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(exits.down, (std::vector<int32_t>{7, 0}));
@@ -373,7 +373,7 @@ TEST(Subbasins, SegmentsThatAreNotChainsAreRefused)
   const std::vector<uint8_t> withNodata{0, 0, 0, kNoData, 0, 0, 0, 0};
   const tiled::MemoryRaster<uint8_t> n(4, 2, withNodata);
   const tiled::MemoryRaster<int32_t> intoNodata(4, 2, std::vector<int32_t>{4, 4, 4, 4, 0, 0, 0, 0});
-  const tiled::SegmentExits before = tiled::segmentExits(intoNodata, n, 2, noCancel);
+  const tiled::SegmentExits before = tiled::segmentExits(intoNodata, n, 2, 2, noCancel);
   EXPECT_EQ(before.cell, (std::vector<int64_t>{2}));
   EXPECT_EQ(before.down, (std::vector<int32_t>{0}));
 }

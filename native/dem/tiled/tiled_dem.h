@@ -305,15 +305,16 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
 // cell of the id whose successor is not of the id (off the grid, a pit, nodata, another id or none),
 // and the id of that successor (0 none). The subbasin of a segment is the watershed of its exit with
 // these exits as the outlets (each cell's path meets its first stream cell's segment's exit first).
-// Reads windows of `tileSide` cells a side with a one-cell halo. Throws InvalidInput for an id with
-// two exits or with none (its cells loop), naming it, and for rasters of different sizes.
+// Reads windows of `tileSide` cells a side with a one-cell halo, on `threads` (0: the default count).
+// Throws InvalidInput for an id with two exits or with none (its cells loop), naming it (the lowest
+// such id), and for rasters of different sizes.
 struct SegmentExits
 {
   std::vector<int32_t> id, down;
   std::vector<int64_t> cell;
 };
 SegmentExits segmentExits(const RasterSource<int32_t>& segments, const RasterSource<uint8_t>& directions,
-                          int64_t tileSide, const RunControl& control);
+                          int64_t tileSide, int threads, const RunControl& control);
 
 // The segments' lines of a network run tile by tile (whose segment raster is not held): a sink for the
 // segment raster (beside the output, through TeeSink) that keeps each stream cell with its direction,

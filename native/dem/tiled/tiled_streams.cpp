@@ -15,10 +15,10 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "dem/detail/down_paths.h"
 #include "dem/detail/stream_orders.h"
 #include "dem/streams.h"
@@ -389,7 +389,7 @@ void StreamCellSink::lines(const StreamNetwork& network,
 }
 
 SegmentExits segmentExits(const RasterSource<int32_t>& segments, const RasterSource<uint8_t>& directions,
-                          int64_t tileSide, const RunControl& control)
+                          int64_t tileSide, int threads, const RunControl& control)
 {
   const int64_t w = segments.width(), h = segments.height();
   if (directions.width() != w || directions.height() != h)
@@ -400,43 +400,64 @@ SegmentExits segmentExits(const RasterSource<int32_t>& segments, const RasterSou
     int32_t id, down;
     int64_t cell;
   };
+  // Each window on its own (with its halo, clipped to the raster), its exits and ids gathered apart.
+  const int64_t across = (w + tileSide - 1) / tileSide, windows = across * ((h + tileSide - 1) / tileSide);
+  std::vector<std::vector<Exit>> found(static_cast<std::size_t>(windows));
+  std::vector<std::vector<int32_t>> seen(static_cast<std::size_t>(windows));
+  parallelFor(
+    windows, 1, threads,
+    [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> padded;
+      std::vector<uint8_t> codes;
+      for (int64_t i = begin; i < end; ++i)
+      {
+        const int64_t x0 = (i % across) * tileSide, y0 = (i / across) * tileSide;
+        const Window t{x0, y0, std::min(tileSide, w - x0), std::min(tileSide, h - y0)};
+        const int64_t hx = std::max<int64_t>(0, x0 - 1), hy = std::max<int64_t>(0, y0 - 1);
+        const Window halo{hx, hy, std::min(w, x0 + t.width + 1) - hx, std::min(h, y0 + t.height + 1) - hy};
+        padded.resize(std::size_t(halo.cells()));
+        codes.resize(std::size_t(halo.cells()));
+        segments.read(halo, padded.data());
+        directions.read(halo, codes.data());
+        for (std::size_t k = 0; k < padded.size(); ++k)  // a cell without a direction is no stream
+          if (codes[k] == kNoData)
+            padded[k] = 0;
+        std::vector<Exit>& exits = found[std::size_t(i)];
+        std::vector<int32_t>& ids = seen[std::size_t(i)];
+        for (int64_t y = t.y0; y < t.y0 + t.height; ++y)
+          for (int64_t x = t.x0; x < t.x0 + t.width; ++x)
+          {
+            const std::size_t at = std::size_t((y - halo.y0) * halo.width + x - halo.x0);
+            const int32_t id = padded[at];
+            if (id <= 0)
+              continue;
+            if (ids.empty() || ids.back() != id)
+              ids.push_back(id);
+            const uint8_t d = codes[at];
+            const int64_t nx = x + (d < 8 ? kDx[d] : 0), ny = y + (d < 8 ? kDy[d] : 0);
+            const bool onGrid = d < 8 && nx >= 0 && ny >= 0 && nx < w && ny < h;
+            const int32_t next = onGrid ? padded[std::size_t((ny - halo.y0) * halo.width + nx - halo.x0)] : 0;
+            if (next != id)
+              exits.push_back(Exit{id, std::max(next, 0), y * w + x});
+          }
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      }
+    },
+    &control);
   std::vector<Exit> exits;
-  std::unordered_set<int32_t> ids;
-  std::vector<int32_t> padded;
-  std::vector<uint8_t> codes;
-  for (int64_t y0 = 0; y0 < h; y0 += tileSide)
-    for (int64_t x0 = 0; x0 < w; x0 += tileSide)
-    {
-      if (control.isCanceled())
-        throw Canceled();
-      const Window t{x0, y0, std::min(tileSide, w - x0), std::min(tileSide, h - y0)};
-      // The window with its halo, clipped to the raster.
-      const Window p{std::max<int64_t>(0, x0 - 1), std::max<int64_t>(0, y0 - 1), 0, 0};
-      const Window halo{p.x0, p.y0, std::min(w, x0 + t.width + 1) - p.x0, std::min(h, y0 + t.height + 1) - p.y0};
-      padded.resize(std::size_t(halo.cells()));
-      codes.resize(std::size_t(halo.cells()));
-      segments.read(halo, padded.data());
-      directions.read(halo, codes.data());
-      for (std::size_t i = 0; i < padded.size(); ++i)  // a cell without a direction is no stream
-        if (codes[i] == kNoData)
-          padded[i] = 0;
-      for (int64_t y = t.y0; y < t.y0 + t.height; ++y)
-        for (int64_t x = t.x0; x < t.x0 + t.width; ++x)
-        {
-          const std::size_t at = std::size_t((y - halo.y0) * halo.width + x - halo.x0);
-          const int32_t id = padded[at];
-          if (id <= 0)
-            continue;
-          ids.insert(id);
-          const uint8_t d = codes[at];
-          const int64_t nx = x + (d < 8 ? kDx[d] : 0), ny = y + (d < 8 ? kDy[d] : 0);
-          const bool onGrid = d < 8 && nx >= 0 && ny >= 0 && nx < w && ny < h;
-          const int32_t next = onGrid ? padded[std::size_t((ny - halo.y0) * halo.width + nx - halo.x0)] : 0;
-          if (next != id)
-            exits.push_back(Exit{id, std::max(next, 0), y * w + x});
-        }
-    }
-  std::sort(exits.begin(), exits.end(), [](const Exit& a, const Exit& b) { return a.id < b.id; });
+  std::vector<int32_t> allIds;
+  for (int64_t i = 0; i < windows; ++i)
+  {
+    exits.insert(exits.end(), found[std::size_t(i)].begin(), found[std::size_t(i)].end());
+    allIds.insert(allIds.end(), seen[std::size_t(i)].begin(), seen[std::size_t(i)].end());
+    std::vector<Exit>().swap(found[std::size_t(i)]);
+    std::vector<int32_t>().swap(seen[std::size_t(i)]);
+  }
+  std::sort(allIds.begin(), allIds.end());
+  allIds.erase(std::unique(allIds.begin(), allIds.end()), allIds.end());
+  std::sort(exits.begin(), exits.end(),
+            [](const Exit& a, const Exit& b) { return a.id < b.id || (a.id == b.id && a.cell < b.cell); });
   SegmentExits out;
   for (std::size_t i = 0; i < exits.size(); ++i)
   {
@@ -448,8 +469,8 @@ SegmentExits segmentExits(const RasterSource<int32_t>& segments, const RasterSou
     out.down.push_back(exits[i].down);
     out.cell.push_back(exits[i].cell);
   }
-  if (out.id.size() != ids.size())
-    for (const int32_t id : ids)
+  if (out.id.size() != allIds.size())
+    for (const int32_t id : allIds)
       if (!std::binary_search(out.id.begin(), out.id.end(), id))
         throw InvalidInput("subbasins: the cells of segment " + std::to_string(id) +
                            " never leave it (its path loops): each segment must be one chain down the directions");

@@ -34,6 +34,11 @@ namespace tiled = dem::tiled;
 // What the in-memory run holds per cell: the elevations, the directions, the accumulation's validity
 // marks, cells and area, the stream marks and inflows, the segments.
 constexpr int64_t kInMemoryBytesPerCell = 34;
+// And per segment: its first and last cells, downstream segment, cells, length units, length, drop,
+// area, upstream cells, orders and the orders' work. Every source has at least the threshold's cells
+// upstream, none of them another source's, and a tree has fewer junctions than sources: at most
+// 2 x cells / threshold segments.
+constexpr int64_t kBytesPerSegment = 104;
 // The GPU's: the accumulation's, then the network's (the larger).
 constexpr int64_t kGpuBytesPerCell = std::max(dem::kGpuAccumulationBytesPerCell, dem::kGpuStreamsBytesPerCell);
 // The tiled run: the accumulation's tiles, then the network's (the larger).
@@ -56,6 +61,18 @@ dem::StreamThreshold thresholdOf(double value, int units)
   else
     threshold.minArea = clamped;
   return threshold;
+}
+
+// The in-memory run's bytes per cell with its segments at most (kBytesPerSegment): the threshold in
+// cells, or the area threshold over the largest cell's area.
+int64_t inMemoryBytesPerCell(const dem::StreamThreshold& threshold, const DemRaster& raster)
+{
+  double largest = 0;
+  for (std::size_t y = 0; y < raster.cellWidth.size(); ++y)
+    largest = std::max(largest, raster.cellWidth[y] * raster.cellHeight[y] * 1e6);
+  const double cells = std::max({1.0, double(threshold.minCells),
+                                 largest > 0 ? std::floor(double(threshold.minArea) / largest) : 1.0});
+  return kInMemoryBytesPerCell + int64_t(std::ceil(2.0 * double(kBytesPerSegment) / cells));
 }
 
 uint8_t orderByte(int32_t strahler)
@@ -301,8 +318,8 @@ QVariantMap StreamNetworkAlgorithm::execute(const QVariantMap& parameters, QgsPr
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), in.dem,
-                                     kInMemoryBytesPerCell, kTileBytesPerCell, cpuThreads(), device.backend,
-                                     kGpuBytesPerCell);
+                                     inMemoryBytesPerCell(request.threshold, in.dem), kTileBytesPerCell,
+                                     cpuThreads(), device.backend, kGpuBytesPerCell);
   logTilingPlan(plan, feedback);
   FinishedRasters finished;
   Outcome outcome;

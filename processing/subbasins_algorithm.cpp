@@ -40,8 +40,8 @@ constexpr int kThreadsForTiles = 4;
 // The exits are found in windows of this many cells a side.
 constexpr int64_t kExitWindow = 1024;
 
-// A segment raster read as ids: a positive whole number is a segment, 0, negative values and nodata are
-// none; anything else (a fraction, past Int32) is refused, naming the cell.
+// A segment raster read as ids: a positive whole number is a segment; 0, negative and infinite values
+// and nodata are none; anything else (a fraction, past Int32) is refused, naming the cell.
 class SegmentIds : public tiled::RasterSource<int32_t>
 {
 public:
@@ -189,8 +189,9 @@ QString SubbasinsAlgorithm::shortHelpString() const
            "east). <b>Stream segments</b> (STREAMS, band 1): a raster of segment ids on the same grid, "
            "<i>Stream network</i>'s OUTPUT (whole numbers from 1; 0, negative values, nodata and cells without a "
            "direction are no stream). "
-           "Each id must be one chain of cells down the directions, leaving its cells at one place; other "
-           "rasters are refused naming the segment.</p>"
+           "Each id should be one chain of cells down the directions: an id that leaves its cells at two places, "
+           "or never (its cells loop), is refused naming it; an id whose cells branch is taken as one segment "
+           "with its exit where it leaves them.</p>"
            "<p><b>Outputs</b>: <b>Subbasins</b> (OUTPUT, Int32: each cell's segment id; 0 is nodata, where the "
            "path reaches no stream cell: it leaves the raster, ends in a pit or on nodata first); "
            "<b>Subbasin polygons</b> (OUTPUT_POLYGONS): one multipolygon per segment with <tt>id</tt>, "

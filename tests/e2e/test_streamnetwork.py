@@ -265,6 +265,8 @@ class StreamNetworkTest(QgisProcessBase):
         self.assertTrue(any(line.startswith("Tile by tile") for line in out["log"]["info"]), out["log"])
         self.assertEqual(read_raster(tiled["OUTPUT"])[0].tobytes(), labels.tobytes())
         a, b = ogr.Open(paths["OUTPUT_POLYGONS"]), ogr.Open(tiled["OUTPUT_POLYGONS"])
+        self.assertEqual(a.GetLayer(0).GetFeatureCount(), len(lines))
+        self.assertEqual(b.GetLayer(0).GetFeatureCount(), len(lines))
         for fa, fb in zip(a.GetLayer(0), b.GetLayer(0)):
             self.assertEqual(fa.items(), fb.items())
             self.assertTrue(fa.GetGeometryRef().Equals(fb.GetGeometryRef()))

@@ -1,8 +1,11 @@
 #include "flow_direction_input.h"
 
+#include <limits>
+
 #include <qgsexception.h>
 #include <qgsprocessingfeedback.h>
 
+#include "dem/dem.h"
 #include "flowdirection_algorithm.h"
 #include "gdal/dem_conventions.h"
 
@@ -31,6 +34,14 @@ void refuseInvalidCodes(int64_t invalid, double firstInvalid, int64_t firstInval
 }
 
 }  // namespace
+
+std::vector<float> directionsAsElevations(const std::vector<uint8_t>& directions)
+{
+  std::vector<float> z(directions.size());
+  for (std::size_t i = 0; i < z.size(); ++i)
+    z[i] = directions[i] == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+  return z;
+}
 
 // The directions raster decoded in `encoding`; the other encoding's table tells whether codes this
 // one lacks all fit it (refuseInvalidCodes's hint).

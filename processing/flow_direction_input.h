@@ -2,6 +2,9 @@
 // gpugeo:watersheds): decoded in the ENCODING parameter's table, logged, its codes checked.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include <QString>
 
 #include "adapters/dem_reader.h"
@@ -14,6 +17,10 @@ namespace gpugeo {
 // The directions raster decoded in `encoding` (FlowDirectionAlgorithm's Esri or Clockwise); the other
 // encoding's table tells whether codes this one lacks all fit it (reportDirections's hint).
 CodeTileSource directionSource(const DemRaster& raster, int encoding);
+
+// Elevations for the native grid of tools that need only the directions' valid cells (the accumulation,
+// the watersheds): NaN where the direction is nodata, else 0.
+std::vector<float> directionsAsElevations(const std::vector<uint8_t>& directions);
 
 // "ESRI" or "0 to 7".
 QString encodingName(int encoding);

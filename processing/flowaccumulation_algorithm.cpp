@@ -386,9 +386,7 @@ QVariantMap FlowAccumulationAlgorithm::executeInMemory(const BackendChoice& devi
   }
   reportDirections(raster, counts, encoding, feedback);
   const int64_t valid = counts.valid;
-  std::vector<float> z(directions.size());
-  for (size_t i = 0; i < z.size(); ++i)
-    z[i] = directions[i] == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+  std::vector<float> z = directionsAsElevations(directions);
 
   // --- Accumulate ---------------------------------------------------------------------------
   steps.setCurrentStep(1);

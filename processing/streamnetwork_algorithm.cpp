@@ -375,9 +375,7 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeInMemory(
   steps.setProgressText(QObject::tr("Accumulating flow"));
   dem::Accumulation accumulation;
   {
-    std::vector<float> valid(directions.size());
-    for (std::size_t i = 0; i < valid.size(); ++i)
-      valid[i] = directions[i] == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+    const std::vector<float> valid = directionsAsElevations(directions);
     try
     {
       runWithCpuFallback(device, feedback, [&](Backend backend) {

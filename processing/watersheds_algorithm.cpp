@@ -288,9 +288,7 @@ WatershedsAlgorithm::Outcome WatershedsAlgorithm::executeInMemory(const BackendC
     counts = directionSource(raster, request.encoding).scan(&steps, directions.data());
   }
   reportDirections(raster, counts, request.encoding, feedback);
-  std::vector<float> z(directions.size());
-  for (std::size_t i = 0; i < z.size(); ++i)
-    z[i] = directions[i] == dem::kNoData ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+  const std::vector<float> z = directionsAsElevations(directions);
   const dem::Grid grid = raster.grid(z.data());
 
   // --- Snap: each outlet to the largest upstream area within the distance.

@@ -42,6 +42,7 @@
 #include "core/polygon_rings.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
+#include "dem/breach.h"
 #include "dem/dem.h"
 #include "dem/hand.h"
 #include "dem/streams.h"
@@ -180,6 +181,33 @@ struct AccumulationSummary
 AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, const RowSizes& rows, RasterSink<int64_t>& cells,
                        RasterSink<int64_t>& area, const TiledOptions& options, const RunControl& control,
                        TiledReport* report = nullptr);
+
+// --- Breaching -------------------------------------------------------------------------------------
+
+// What breaching's window holds per cell while a tile's channels are searched: the DEM, the raised
+// DEM, the edges, the sets' marks and the search's layer, cost and way in.
+constexpr int64_t kBreachBytesPerWindowCell = 46;
+// The margin around a tile that its window of the channels' pass reads (cells a side).
+int64_t breachMargin(const BreachLimits& limits);
+
+// breach.h's steps 1 to 4 (cutChannels) tile by tile, into `cut`; the counts are cutChannels'. Pass 1
+// joins the sets of equal elevation across the tiles to find the large bottoms (more than
+// max(maxLength, 32) cells across), each searched once in a window of its bounding box with a margin of
+// maxLength + 2 (held in memory whole: the one part whose memory grows with the DEM's features rather
+// than the tile); pass 2 reads each tile with breachMargin's margin and searches the small bottoms
+// that may reach it. Throws InvalidInput as cutChannels, and in a run across processes.
+BreachCounts cutChannelsTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& cut,
+                              const BreachLimits& limits, const TiledOptions& options, const RunControl& control,
+                              TiledReport* report = nullptr);
+
+// breach.h's breachDepressions tile by tile: the cut, then fillTiled, flatMaskTiled (Combined) and
+// raiseFlatsTiled through raw rasters in `scratchFolder`; the result into `breached`, each finished
+// tile shown to `observe` with the DEM's cells. `flats` gets the raise's counts.
+BreachCounts breachDepressionsTiled(const RasterSource<float>& dem, const RowSizes& rows, RasterSink<float>& breached,
+                                    const BreachLimits& limits, const std::string& scratchFolder,
+                                    const TiledOptions& options, const RunControl& control,
+                                    TiledReport* report = nullptr, RaisedCounts* flats = nullptr,
+                                    const FilledTileObserver& observe = nullptr);
 
 // --- Isochrones --------------------------------------------------------------------------------------
 

@@ -140,24 +140,6 @@ namespace {
 constexpr int64_t kInMemoryBytesPerCell = 12;
 constexpr int64_t kInMemoryBytesPerCellWithFlats = 28;
 
-// The input's nodata value where float32 can hold it and no value collides with it, else NaN.
-float outputNoData(const DemRaster& raster, const Elevations& dem, QgsProcessingFeedback* feedback)
-{
-  float noData = std::numeric_limits<float>::quiet_NaN();
-  if (raster.noData)
-  {
-    const float wanted = static_cast<float>(*raster.noData);
-    if (std::isfinite(wanted) && dem.roundedToNoData == 0)
-      noData = wanted;
-    else
-      feedback->pushWarning(QObject::tr("The input's nodata value %1 cannot mark nodata in a float32 raster here (out "
-                                        "of range, or equal to an elevation once rounded to float32): the output's "
-                                        "nodata is NaN.")
-                              .arg(*raster.noData, 0, 'g', 17));
-  }
-  return noData;
-}
-
 // The raised cells, the deepest fill and the filled volume, gathered row by row.
 struct FillTally
 {
@@ -250,7 +232,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
     counts = source.scan(plan.options.tileWidth, &steps);
   }
   reportElevations(raster, counts, feedback);
-  const float noData = outputNoData(raster, counts, feedback);
+  const float noData = elevationOutputNoData(raster, counts, feedback);
 
   std::unique_ptr<GeoTiffWriter> writer = demRasterWriter(outputPath, raster, GDT_Float32, double(noData));
   TiffTileSink<float> sink(*writer, nanAsNoData(noData));
@@ -357,7 +339,7 @@ QVariantMap FillDepressionsAlgorithm::executeInMemory(const BackendChoice& devic
   tally.log(dem.valid, feedback);
   std::vector<float>().swap(dem.z);
 
-  const float noData = outputNoData(raster, dem, feedback);
+  const float noData = elevationOutputNoData(raster, dem, feedback);
   steps.setCurrentStep(2);
   feedback->setProgressText(QObject::tr("Writing the filled DEM"));
   FinishedRasters finished;

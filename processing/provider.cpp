@@ -7,6 +7,7 @@
 #include <QIcon>
 
 #include "dbscan_algorithm.h"
+#include "breachdepressions_algorithm.h"
 #include "filldepressions_algorithm.h"
 #include "flowaccumulation_algorithm.h"
 #include "flowdirection_algorithm.h"
@@ -111,6 +112,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new DbscanAlgorithm());
   addAlgorithm(new MeshContoursAlgorithm());
   addAlgorithm(new FillDepressionsAlgorithm());
+  addAlgorithm(new BreachDepressionsAlgorithm());
   addAlgorithm(new FlowDirectionAlgorithm());
   addAlgorithm(new FlowAccumulationAlgorithm());
   addAlgorithm(new IsochronesAlgorithm());

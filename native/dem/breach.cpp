@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 #include <string>
 #include <utility>
 
@@ -98,25 +99,123 @@ void floodEqualSet(const BreachArea& area, const CountRegion& region, int64_t st
   }
 }
 
+// Whether a neighbour of (x, y) in the area holds the same raised elevation.
+bool hasEqualNeighbour(const BreachArea& area, int64_t x, int64_t y)
+{
+  const float level = area.raised[std::size_t(y * area.width + x)];
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t nx = x + kDx[d], ny = y + kDy[d];
+    if (nx >= 0 && ny >= 0 && nx < area.width && ny < area.height && area.raised[std::size_t(ny * area.width + nx)] == level)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void forEachEqualSet(const BreachArea& area, const CountRegion& region, const RunControl& control,
-                     const std::function<void(const EqualSet&)>& visit)
+                     const std::function<void(const EqualSet&)>& visit, const std::vector<int64_t>* starts)
 {
   std::vector<uint8_t> seen(area.raised.size(), 0);
   EqualSet set;
+  const auto from = [&](int64_t c) {
+    if (seen[std::size_t(c)] || isNoData(area.raised[std::size_t(c)]) ||
+        !hasEqualNeighbour(area, c % area.width, c / area.width))
+      return;
+    floodEqualSet(area, region, c, seen, set);
+    visit(set);
+  };
+  if (starts)
+  {
+    for (const int64_t c : *starts)
+      from(c);
+    return;
+  }
   int64_t visited = 0;
   for (int64_t y = region.y0; y < region.y1; ++y)
   {
     if ((++visited & 0xff) == 0 && control.isCanceled())
       throw Canceled();
     for (int64_t x = region.x0; x < region.x1; ++x)
+      from(y * area.width + x);
+  }
+}
+
+void forEachBottom(const BreachArea& area, const CountRegion& region, const RunControl& control,
+                   const std::function<void(const EqualSet&)>& visit)
+{
+  const int64_t w = area.width, h = area.height;
+  // seen: the flood that reached a cell (0: none). A flood stops at its set's first edge cell or lower
+  // neighbour: the set is no bottom; a later flood that meets its cells stops too (the same set).
+  std::vector<int32_t> seen(area.raised.size(), 0);
+  int32_t flood = 0;
+  EqualSet set;
+  int64_t rows = 0;
+  const auto disqualified = [&](int64_t c, int64_t cx, int64_t cy, float level) {
+    if (area.edge[std::size_t(c)])
+      return true;
+    for (int d = 0; d < 8; ++d)
     {
-      const int64_t c = y * area.width + x;
-      if (seen[std::size_t(c)] || isNoData(area.raised[std::size_t(c)]))
+      const int64_t nx = cx + kDx[d], ny = cy + kDy[d];
+      if (nx >= 0 && ny >= 0 && nx < w && ny < h && area.raised[std::size_t(ny * w + nx)] < level)
+        return true;
+    }
+    return false;
+  };
+  for (int64_t y = region.y0; y < region.y1; ++y)
+  {
+    if ((++rows & 0xff) == 0 && control.isCanceled())
+      throw Canceled();
+    for (int64_t x = region.x0; x < region.x1; ++x)
+    {
+      const int64_t c = y * w + x;
+      const float level = area.raised[std::size_t(c)];
+      if (seen[std::size_t(c)] || isNoData(level) || !hasEqualNeighbour(area, x, y) || disqualified(c, x, y, level))
         continue;
-      floodEqualSet(area, region, c, seen, set);
-      visit(set);
+      ++flood;
+      set = EqualSet();
+      set.cells.assign(1, c);
+      set.x0 = set.x1 = x;
+      set.y0 = set.y1 = y;
+      seen[std::size_t(c)] = flood;
+      bool bottom = true;
+      for (std::size_t i = 0; i < set.cells.size() && bottom; ++i)
+      {
+        const int64_t e = set.cells[i], ex = e % w, ey = e / w;
+        if (i > 0 && disqualified(e, ex, ey, level))
+        {
+          bottom = false;
+          break;
+        }
+        set.touchesBorder = set.touchesBorder || ex == region.x0 || ey == region.y0 || ex == region.x1 - 1 ||
+                            ey == region.y1 - 1;
+        set.x0 = std::min(set.x0, ex);
+        set.x1 = std::max(set.x1, ex);
+        set.y0 = std::min(set.y0, ey);
+        set.y1 = std::max(set.y1, ey);
+        for (int d = 0; d < 8; ++d)
+        {
+          const int64_t nx = ex + kDx[d], ny = ey + kDy[d];
+          if (!region.contains(nx, ny))
+            continue;
+          const int64_t n = ny * w + nx;
+          if (area.raised[std::size_t(n)] != level)
+            continue;
+          if (seen[std::size_t(n)] == 0)
+          {
+            seen[std::size_t(n)] = flood;
+            set.cells.push_back(n);
+          }
+          else if (seen[std::size_t(n)] != flood)
+          {
+            bottom = false;  // a flood before stopped in this set
+            break;
+          }
+        }
+      }
+      if (bottom)
+        visit(set);
     }
   }
 }
@@ -133,8 +232,8 @@ EqualSet equalSetAt(const BreachArea& area, int64_t start)
 }
 
 ChannelSearch::ChannelSearch(const BreachArea& area, const BreachLimits& limits)
-  : mArea(area), mLimits(limits), mStamp(area.raised.size(), 0), mLayer(area.raised.size(), 0),
-    mCost(area.raised.size(), 0.0), mParent(area.raised.size(), -1)
+  : mArea(area), mLimits(limits), mStamp(area.raised.size(), 0), mFewestSteps(area.raised.size(), 0),
+    mReached(area.raised.size(), 0)
 {
 }
 
@@ -143,61 +242,100 @@ std::vector<int64_t> ChannelSearch::channel(const std::vector<int64_t>& cells, f
   const int64_t w = mArea.width, h = mArea.height;
   const std::vector<float>& z = mArea.raised;
   ++mSearch;
+  if (!reachesTarget(cells, level))
+    return {};
+  mStates.clear();
+  mOpen.clear();
+  // The open states, the least (cost, steps, cell, from) on top of the heap.
+  const auto later = [](const State& x, const State& y) {
+    if (x.cost != y.cost)
+      return x.cost > y.cost;
+    if (x.steps != y.steps)
+      return x.steps > y.steps;
+    if (x.cell != y.cell)
+      return x.cell > y.cell;
+    return x.from > y.from;
+  };
+  const auto push = [&](const State& state) {
+    mOpen.push_back(state);
+    std::push_heap(mOpen.begin(), mOpen.end(), later);
+  };
   for (const int64_t c : cells)
-    mark(c, 0, 0.0, -1);
-  std::vector<int64_t> current = cells, next;
-  for (int64_t k = 1; k <= mLimits.maxLength && !current.empty(); ++k)
   {
-    next.clear();
-    for (const int64_t y : current)
+    mStamp[std::size_t(c)] = mSearch;
+    mFewestSteps[std::size_t(c)] = 0;
+    push({0.0, 0, c, -1, -1});
+  }
+  while (!mOpen.empty())
+  {
+    std::pop_heap(mOpen.begin(), mOpen.end(), later);
+    const State state = mOpen.back();
+    mOpen.pop_back();
+    int64_t self = -1;  // its place in mStates, the chain back to the bottom
+    if (state.steps > 0)
+    {
+      if (mStamp[std::size_t(state.cell)] == mSearch && mFewestSteps[std::size_t(state.cell)] <= state.steps)
+        continue;  // left already at no more cost in no more steps
+      mStamp[std::size_t(state.cell)] = mSearch;
+      mFewestSteps[std::size_t(state.cell)] = state.steps;
+      self = int64_t(mStates.size());
+      mStates.push_back({state.cell, state.parent});
+      if (isTarget(state.cell, level))
+      {
+        std::vector<int64_t> path(std::size_t(state.steps), -1);
+        for (int64_t p = self, k = state.steps; k >= 1; p = mStates[std::size_t(p)].parent, --k)
+          path[std::size_t(k - 1)] = mStates[std::size_t(p)].cell;
+        return path;
+      }
+    }
+    if (state.steps >= mLimits.maxLength)
+      continue;
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t nx = state.cell % w + kDx[d], ny = state.cell / w + kDy[d];
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+        continue;
+      const int64_t x = ny * w + nx;
+      if (isNoData(z[std::size_t(x)]) ||
+          (mStamp[std::size_t(x)] == mSearch && mFewestSteps[std::size_t(x)] <= state.steps + 1))
+        continue;
+      const double above = double(z[std::size_t(x)]) - double(level);
+      if (!(above <= mLimits.maxDepth))
+        continue;
+      push({state.cost + std::max(0.0, above), state.steps + 1, x, state.cell, self});
+    }
+  }
+  return {};
+}
+
+bool ChannelSearch::reachesTarget(const std::vector<int64_t>& cells, float level)
+{
+  const int64_t w = mArea.width, h = mArea.height;
+  const std::vector<float>& z = mArea.raised;
+  for (const int64_t c : cells)
+    mReached[std::size_t(c)] = mSearch;
+  mLayer.assign(cells.begin(), cells.end());
+  for (int64_t k = 1; k <= mLimits.maxLength && !mLayer.empty(); ++k)
+  {
+    mNextLayer.clear();
+    for (const int64_t y : mLayer)
       for (int d = 0; d < 8; ++d)
       {
         const int64_t nx = y % w + kDx[d], ny = y / w + kDy[d];
         if (nx < 0 || ny < 0 || nx >= w || ny >= h)
           continue;
         const int64_t x = ny * w + nx;
-        if (isNoData(z[std::size_t(x)]) || (mStamp[std::size_t(x)] == mSearch && mLayer[std::size_t(x)] < k))
+        if (mReached[std::size_t(x)] == mSearch || isNoData(z[std::size_t(x)]) ||
+            !(double(z[std::size_t(x)]) - double(level) <= mLimits.maxDepth))
           continue;
-        const double above = double(z[std::size_t(x)]) - double(level);
-        if (!(above <= mLimits.maxDepth))
-          continue;
-        const double cost = mCost[std::size_t(y)] + std::max(0.0, above);
-        if (mStamp[std::size_t(x)] != mSearch)
-        {
-          mark(x, k, cost, y);
-          next.push_back(x);
-        }
-        else if (cost < mCost[std::size_t(x)] || (cost == mCost[std::size_t(x)] && y < mParent[std::size_t(x)]))
-        {
-          mCost[std::size_t(x)] = cost;
-          mParent[std::size_t(x)] = y;
-        }
+        if (isTarget(x, level))
+          return true;
+        mReached[std::size_t(x)] = mSearch;
+        mNextLayer.push_back(x);
       }
-    // The layer's cheapest target ends the search; else its cells (none a target) go on.
-    int64_t target = -1;
-    for (const int64_t x : next)
-      if (isTarget(x, level) &&
-          (target < 0 || mCost[std::size_t(x)] < mCost[std::size_t(target)] ||
-           (mCost[std::size_t(x)] == mCost[std::size_t(target)] && x < target)))
-        target = x;
-    if (target >= 0)
-    {
-      std::vector<int64_t> path(std::size_t(k), -1);
-      for (int64_t i = k, c = target; i >= 1; --i, c = mParent[std::size_t(c)])
-        path[std::size_t(i - 1)] = c;
-      return path;
-    }
-    std::swap(current, next);
+    std::swap(mLayer, mNextLayer);
   }
-  return {};
-}
-
-void ChannelSearch::mark(int64_t c, int64_t layer, double cost, int64_t parent)
-{
-  mStamp[std::size_t(c)] = mSearch;
-  mLayer[std::size_t(c)] = layer;
-  mCost[std::size_t(c)] = cost;
-  mParent[std::size_t(c)] = parent;
+  return false;
 }
 
 bool ChannelSearch::isTarget(int64_t x, float level) const
@@ -246,9 +384,7 @@ std::vector<float> cutChannels(const Grid& grid, const BreachLimits& limits, con
   // Every bottom's channel, searched on the raised DEM, merged by the minimum.
   std::vector<float> cut = area.raised;
   detail::ChannelSearch search(area, limits);
-  detail::forEachEqualSet(area, all, control, [&](const detail::EqualSet& set) {
-    if (!set.bottom())
-      return;
+  detail::forEachBottom(area, all, control, [&](const detail::EqualSet& set) {
     ++local.bottoms;
     if ((local.bottoms & 0xff) == 0 && control.isCanceled())
       throw Canceled();
@@ -268,18 +404,28 @@ std::vector<float> cutChannels(const Grid& grid, const BreachLimits& limits, con
 BreachedDem breachDepressions(Backend backend, const Grid& grid, const BreachLimits& limits, int threads,
                               const RunControl& control, StageTimes* times)
 {
-  BreachedDem out;
   StageTimes local;
   StageTimes& timed = times ? *times : local;
+  BreachCounts counts;
   std::vector<float> cut;
   {
     ScopedStage stage(timed, "breach (channels)");
-    cut = cutChannels(grid, limits, control, &out.counts);
+    cut = cutChannels(grid, limits, control, &counts);
   }
+  return finishBreach(backend, grid, cut, counts, threads, control, &timed);
+}
+
+BreachedDem finishBreach(Backend backend, const Grid& grid, const std::vector<float>& cut, const BreachCounts& counts,
+                         int threads, const RunControl& control, StageTimes* times)
+{
+  StageTimes local;
+  StageTimes& timed = times ? *times : local;
+  BreachedDem out;
+  out.counts = counts;
   const Grid cutGrid{cut.data(), grid.width, grid.height, grid.cellWidth, grid.cellHeight};
-  const std::vector<float> filled = fillDepressions(backend, cutGrid, threads, control, times);
+  const std::vector<float> filled = fillDepressions(backend, cutGrid, threads, control, &timed);
   const Grid filledGrid{filled.data(), grid.width, grid.height, grid.cellWidth, grid.cellHeight};
-  const std::vector<int32_t> mask = flatMask(backend, filledGrid, threads, control, times);
+  const std::vector<int32_t> mask = flatMask(backend, filledGrid, threads, control, &timed);
   {
     ScopedStage stage(timed, "raise flats");
     out.z = raiseFlats(filledGrid, mask).z;

@@ -9,14 +9,13 @@
 //     grid) is raised to its lowest neighbour, the fill of a one-cell depression.
 //  2. The depressions' bottoms: the 8-connected sets of equal elevation with no edge cell (on the
 //     border or beside nodata) and no cell that has a lower neighbour; h is a bottom's elevation.
-//  3. Each bottom, on its own, searches for a channel: layer 0 is the bottom, layer k the cells not in
-//     earlier layers next to a cell of layer k - 1 that is not a target; a cell may be crossed only if it
-//     is at most maxDepth above h; a target is a cell lower than h or an edge cell. The first layer that
-//     holds a target ends the search (none within maxLength layers: the bottom is not breached). Among
-//     the cells of a layer each keeps its cheapest way in (the cost of a path: the sum of its cells'
-//     heights above h, in float64, added in path order), ties to the lowest cell index; the channel runs
-//     to that layer's cheapest target (ties to the lowest index). So a channel lowers the fewest cells
-//     possible (at most maxLength), then the least in all.
+//  3. Each bottom, on its own, searches for a channel: a path of at most maxLength cells from the bottom
+//     (its first cell next to a bottom cell, each next to the one before) to a target, a cell lower than
+//     h or an edge cell, through valid cells outside the bottom at most maxDepth above h. Its cost is
+//     the sum of its cells' heights above h (0 for cells at or below h), in float64, added in path
+//     order. The channel is the path of least cost, then of fewest cells, then ending at the lowest
+//     cell index, then coming from the lowest (Dijkstra's search over (cell, steps), detail/
+//     breach_area.h). None within the limits: the bottom is not breached.
 //  4. Step i of a channel is cut to i float32 steps (ULPs) below h where it is higher: the channel
 //     falls from the bottom to the target. The channels of all bottoms are merged by their minimum.
 //  5. What is left is filled (dem.h's fillDepressions), then its flats drained by raising them
@@ -24,6 +23,8 @@
 // The cut surface is never above the input's fill, so neither is the result but where flats are raised
 // by float steps; breaching changes fewer cells than filling on a DEM of noise pits, though not on every
 // DEM (a two-cell depression behind a five-cell plateau: the channel lowers six cells, the fill raises two).
+// Least cost (Lindsay's least-cost breaching) rather than fewest cells: a channel goes round a ridge
+// where a longer way cuts less, instead of trenching through it.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +69,11 @@ struct BreachedDem
 // negative or NaN.
 BreachedDem breachDepressions(Backend backend, const Grid& grid, const BreachLimits& limits, int threads,
                               const RunControl& control, StageTimes* times = nullptr);
+
+// Step 5 of a cut DEM (cutChannels', or the same from tiled_dem.h's cutChannelsOnThreads) on
+// `backend`: filled, its flats raised; `counts` the cut's, the changed cells counted against `grid`.
+BreachedDem finishBreach(Backend backend, const Grid& grid, const std::vector<float>& cut, const BreachCounts& counts,
+                         int threads, const RunControl& control, StageTimes* times = nullptr);
 
 // x lowered by `steps` float32 steps (−0 counts as +0, which goes to −denorm_min; stops at −FLT_MAX):
 // raiseBySteps's mirror.

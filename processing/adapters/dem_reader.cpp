@@ -15,6 +15,7 @@
 #include "adapters/geotiff_writer.h"
 #include "adapters/number_text.h"
 #include "core/errors.h"
+#include "gdal/dem_conventions.h"
 #include "gdal/geotiff_output.h"
 
 namespace gpugeo {
@@ -226,6 +227,18 @@ void requireDemGrid(const DemRaster& other, const DemRaster& dem, const QString&
     feedback->pushWarning(QObject::tr("The %1 raster's CRS (%2) differs from the DEM's (%3); its cells are taken to be "
                                       "the DEM's.")
                             .arg(parameterName, other.crs.userFriendlyIdentifier(), dem.crs.userFriendlyIdentifier()));
+}
+
+float elevationOutputNoData(const DemRaster& raster, const gdal::ElevationCounts& dem, QgsProcessingFeedback* feedback)
+{
+  std::string why;
+  const float noData = gdal::filledNoData(raster.noData, dem.roundedToNoData, &why);
+  if (!why.empty())
+    feedback->pushWarning(QObject::tr("The input's nodata value %1 cannot mark nodata in a float32 raster here (out "
+                                      "of range, or equal to an elevation once rounded to float32): the output's "
+                                      "nodata is NaN.")
+                            .arg(*raster.noData, 0, 'g', 17));
+  return noData;
 }
 
 }  // namespace gpugeo

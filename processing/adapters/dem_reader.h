@@ -74,6 +74,10 @@ Elevations readElevations(const DemRaster& raster, QgsFeedback* feedback);
 // QgsProcessingException when no cell holds a value.
 void reportElevations(const DemRaster& raster, const gdal::ElevationCounts& elevations,
                       QgsProcessingFeedback* feedback);
+// The nodata value of a float32 output of elevations (a filled or breached DEM): the input band's
+// where float32 can hold it and no elevation rounds to it, else NaN (with a warning saying why).
+float elevationOutputNoData(const DemRaster& raster, const gdal::ElevationCounts& elevations,
+                            QgsProcessingFeedback* feedback);
 // Logs the raster's cell sizes and warnings.
 void reportCellSizes(const DemRaster& raster, QgsProcessingFeedback* feedback);
 

@@ -102,15 +102,16 @@ void LayerPlace::postProcessLayer(QgsMapLayer* layer, QgsProcessingContext& cont
   placeByRank(layer, mRank, mOrder, context);
 }
 
-ContinuousRasterStyle::ContinuousRasterStyle(double minimum, double maximum, LoadOrder order, int rank)
-  : LayerPlace(std::move(order), rank), mMinimum(minimum), mMaximum(maximum)
+ContinuousRasterStyle::ContinuousRasterStyle(double minimum, double maximum, LoadOrder order, int rank,
+                                             const QString& ramp)
+  : LayerPlace(std::move(order), rank), mMinimum(minimum), mMaximum(maximum), mRamp(ramp)
 {
 }
 
 void ContinuousRasterStyle::style(QgsMapLayer* layer)
 {
   if (auto* raster = qobject_cast<QgsRasterLayer*>(layer); raster && raster->dataProvider())
-    applyRamp(raster, mMinimum, mMaximum, QStringLiteral("Viridis"));
+    applyRamp(raster, mMinimum, mMaximum, mRamp);
 }
 
 void OutlineStyle::style(QgsMapLayer* layer)

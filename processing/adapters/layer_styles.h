@@ -48,16 +48,18 @@ private:
   int mRank;
 };
 
-// A Viridis ramp from `minimum` to `maximum`.
+// A colour ramp of QGIS's default style (Viridis unless named) from `minimum` to `maximum`.
 class ContinuousRasterStyle : public LayerPlace
 {
 public:
-  ContinuousRasterStyle(double minimum, double maximum, LoadOrder order = nullptr, int rank = 0);
+  ContinuousRasterStyle(double minimum, double maximum, LoadOrder order = nullptr, int rank = 0,
+                        const QString& ramp = QStringLiteral("Viridis"));
 
 private:
   void style(QgsMapLayer* layer) override;
   double mMinimum;
   double mMaximum;
+  QString mRamp;
 };
 
 // Polygons drawn as their outline only (a watershed over the bands it holds).

@@ -35,10 +35,11 @@ CodeTileSource::Counts CodeTileSource::scan(QgsFeedback* feedback, uint8_t* code
 }
 
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
-                      int64_t tileBytesPerCell, int threads, Backend backend, int64_t gpuInMemoryBytesPerCell)
+                      int64_t tileBytesPerCell, int threads, Backend backend, int64_t gpuInMemoryBytesPerCell,
+                      int64_t halo)
 {
   TilingPlan plan = gdal::planTiling(budgetMiB, forceTiled, raster.width, raster.height, inMemoryBytesPerCell,
-                                     tileBytesPerCell, threads, backend, gpuInMemoryBytesPerCell);
+                                     tileBytesPerCell, threads, backend, gpuInMemoryBytesPerCell, halo);
   if (budgetMiB > 0)
     plan.budgetSource = "MEMORY_BUDGET";
   if (plan.fits)

@@ -52,7 +52,7 @@ public:
 // 16 x 16 tiles within the budget (naming the budget needed), or not one on the GPU.
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, const DemRaster& raster, int64_t inMemoryBytesPerCell,
                       int64_t tileBytesPerCell, int threads, Backend backend = Backend::Cpu,
-                      int64_t gpuInMemoryBytesPerCell = 0);
+                      int64_t gpuInMemoryBytesPerCell = 0, int64_t halo = 1);
 
 // The log lines of a plan and of a finished tiled run (tiles, passes, graph and peak bytes).
 void logTilingPlan(const TilingPlan& plan, QgsProcessingFeedback* feedback);

@@ -33,11 +33,11 @@ int64_t availableMemory()
 }
 
 // What a tiled run holds with square tiles of `side` cells.
-int64_t tiledBytes(int64_t width, int64_t height, int64_t side, int64_t tileBytesPerCell, int threads)
+int64_t tiledBytes(int64_t width, int64_t height, int64_t side, int64_t tileBytesPerCell, int threads, int64_t halo)
 {
   const int64_t w = std::min(side, width), h = std::min(side, height);
   const int64_t tiles = ((width + w - 1) / w) * ((height + h - 1) / h);
-  return int64_t(threads) * (w + 2) * (h + 2) * (tileBytesPerCell + kReadBytesPerCell) +
+  return int64_t(threads) * (w + 2 * halo) * (h + 2 * halo) * (tileBytesPerCell + kReadBytesPerCell) +
          tiles * (2 * w + 2 * h) * kGraphBytesPerPerimeterCell;
 }
 
@@ -52,7 +52,8 @@ std::string mebibytes(int64_t bytes)
 }
 
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t height, int64_t inMemoryBytesPerCell,
-                      int64_t tileBytesPerCell, int threads, Backend backend, int64_t gpuInMemoryBytesPerCell)
+                      int64_t tileBytesPerCell, int threads, Backend backend, int64_t gpuInMemoryBytesPerCell,
+                      int64_t halo)
 {
   TilingPlan plan;
   threads = std::max(1, threads);
@@ -83,7 +84,7 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t
     return plan;
   plan.gdalCacheBytes = std::clamp(plan.budgetBytes / 8, kMiB / 8, 256 * kMiB);  // (a block of 256 x 256 float32 is 256 KiB)
   const int64_t forTiles = plan.budgetBytes - plan.gdalCacheBytes;
-  const auto fits = [&](int64_t s) { return tiledBytes(width, height, s, tileBytesPerCell, threads) <= forTiles; };
+  const auto fits = [&](int64_t s) { return tiledBytes(width, height, s, tileBytesPerCell, threads, halo) <= forTiles; };
   int64_t side = 0;
   for (int64_t s = 4096; s >= 256 && side == 0; s -= 256)
     if (fits(s))
@@ -94,7 +95,7 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t
   if (side == 0)
   {
     plan.fits = false;
-    plan.neededBytes = tiledBytes(width, height, 16, tileBytesPerCell, threads) + plan.gdalCacheBytes;
+    plan.neededBytes = tiledBytes(width, height, 16, tileBytesPerCell, threads, halo) + plan.gdalCacheBytes;
     return plan;
   }
   if (backend == Backend::Gpu)

@@ -43,9 +43,11 @@ struct TilingPlan
 // also fit that budget, as many at a time on the GPU as it holds (dem::tiled::kGpuBytesPerTileCell),
 // at most one a thread, and what the budget has left beyond them keeps the flat mask's tiles between
 // its rounds (TiledOptions::gpuKeepBytes).
+// `halo`: the cells a side around a tile that its working window holds (1 for most tools; breaching's
+// channels read a wide margin).
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t height, int64_t inMemoryBytesPerCell,
                       int64_t tileBytesPerCell, int threads, Backend backend = Backend::Cpu,
-                      int64_t gpuInMemoryBytesPerCell = 0);
+                      int64_t gpuInMemoryBytesPerCell = 0, int64_t halo = 1);
 
 // Bytes as MiB for a message: whole from 10 MiB, else two significant digits.
 std::string mebibytes(int64_t bytes);

@@ -9,20 +9,27 @@
 // --reps), the cells per second and a checksum of the labels (of the heights' and distances' bits
 // with --hand, of the segments and their values with --streams; the same on both backends). With
 // --subbasins, the subbasins of that network (gpugeo:subbasins's work: segmentExits, then the
-// watersheds of the exits; the network off the clock).
+// watersheds of the exits; the network off the clock). With --breach, the breached DEM of the unfilled
+// terrain (gpugeo:breachdepressions's work, dem/breach.h: the channels on the CPU's threads, the fill and
+// the flats on the backend; with --tile, breachDepressionsTiled through a scratch folder in /tmp),
+// --max-length cells at most a channel; its stages' times too.
 //
-// usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams | --subbasins] [--stream-cells C]
+// usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams | --subbasins | --breach]
+//                         [--stream-cells C] [--max-length L]
 //                         [--backend cpu|gpu] [--tile T] [--threads N] [--reps R]
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/stage_times.h"
+#include "dem/breach.h"
 #include "dem/dem.h"
 #include "dem/hand.h"
 #include "dem/streams.h"
@@ -223,10 +230,69 @@ int benchSubbasins(Backend backend, const dem::Grid& grid, const std::vector<uin
 
 }  // namespace
 
+// The breached DEM of the unfilled terrain, timed as main() times the watersheds, with its stages.
+int benchBreach(Backend backend, const dem::Grid& grid, int64_t maxLength, int64_t tile, int threads, int reps)
+{
+  RunControl control;
+  const int64_t w = grid.width, h = grid.height;
+  const dem::BreachLimits limits{maxLength, std::numeric_limits<double>::infinity()};
+  std::vector<double> ms;
+  std::vector<float> out;
+  dem::BreachCounts counts;
+  StageTimes times;
+  for (int r = 0; r < reps; ++r)
+  {
+    times = StageTimes();
+    const auto start = std::chrono::steady_clock::now();
+    if (tile > 0)
+    {
+      const dem::tiled::TiledOptions options = tiles(tile, threads, backend);
+      const dem::tiled::RowSizes rows{std::vector<double>(grid.cellWidth, grid.cellWidth + h),
+                                      std::vector<double>(grid.cellHeight, grid.cellHeight + h)};
+      const dem::tiled::MemoryRaster<float> z(w, h, std::vector<float>(grid.z, grid.z + w * h));
+      dem::tiled::MemoryRaster<float> sink(w, h);
+      const dem::tiled::ScratchFolder scratch("/tmp");
+      dem::tiled::TiledReport report;
+      counts = dem::tiled::breachDepressionsTiled(z, rows, sink, limits, scratch.path(), options, control, &report);
+      ms.push_back(msSince(start));
+      times = report.times;
+      out = sink.cells();
+      continue;
+    }
+    std::vector<float> cut;
+    {
+      ScopedStage stage(times, "channels");
+      cut = dem::tiled::cutChannelsOnThreads(grid, limits, threads, control, &counts);
+    }
+    out = dem::finishBreach(backend, grid, cut, counts, threads, control, &times).z;
+    ms.push_back(msSince(start));
+  }
+  std::sort(ms.begin(), ms.end());
+  uint64_t sum = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+  {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &out[i], 4);
+    sum += (uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ uint64_t(bits) * 0xBF58476D1CE4E5B9ull;
+  }
+  std::string stages;
+  for (const auto& [stage, stageMs] : times.entries())
+    stages += (stages.empty() ? "" : ", ") + std::string("\"") + stage + "\": " + std::to_string(stageMs);
+  const double median = ms[ms.size() / 2];
+  std::printf("{\"breach\": true, \"width\": %lld, \"height\": %lld, \"max_length\": %lld, \"bottoms\": %lld, "
+              "\"breached\": %lld, \"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, "
+              "\"cells_per_s\": %.4g, \"checksum\": \"%016llx\", \"stages_ms\": {%s}}\n",
+              (long long)w, (long long)h, (long long)maxLength, (long long)counts.bottoms, (long long)counts.breached,
+              backend == Backend::Gpu ? "gpu" : "cpu", (long long)tile, threads, median,
+              double(w) * double(h) / (median / 1000.0), (unsigned long long)sum, stages.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv)
 {
   int64_t w = 2511, h = 2550, outletCount = 1000, tile = 0, streamCells = 1000;
-  bool hand = false, streams = false, subbasins = false;
+  bool hand = false, streams = false, subbasins = false, breach = false;
+  int64_t maxLength = 50;
   int threads = 2, reps = 3;
   Backend backend = Backend::Cpu;
   for (int i = 1; i < argc; ++i)
@@ -253,6 +319,10 @@ int main(int argc, char** argv)
       streams = true;
     else if (a == "--subbasins")
       subbasins = true;
+    else if (a == "--breach")
+      breach = true;
+    else if (a == "--max-length")
+      maxLength = std::atoll(next());
     else if (a == "--stream-cells")
       streamCells = std::atoll(next());
   }
@@ -261,6 +331,8 @@ int main(int argc, char** argv)
   dem::tiled::GeneratedTerrain(w, h).read(dem::tiled::Window{0, 0, w, h}, z.data());
   const std::vector<double> cellWidth(std::size_t(h), 30.0), cellHeight(std::size_t(h), 30.0);
   const dem::Grid grid{z.data(), w, h, cellWidth.data(), cellHeight.data()};
+  if (breach)
+    return benchBreach(backend, grid, maxLength, tile, threads, reps);
   const std::vector<float> filled = dem::fillDepressions(backend, grid, threads, control);
   const dem::Grid filledGrid{filled.data(), w, h, cellWidth.data(), cellHeight.data()};
   const std::vector<uint8_t> directions = dem::flowDirections(backend, filledGrid, true, threads, control);

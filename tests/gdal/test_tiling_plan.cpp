@@ -42,6 +42,18 @@ TEST(TilingPlanTest, InMemoryWithinTheBudgetTiledPastIt)
   EXPECT_EQ(small.gdalCacheBytes, int64_t(256) << 10);
 }
 
+// A tool whose tiles' windows hold a wide margin (breaching's): the margin counts in every tile in
+// flight. 20,000² in 256 MiB on 2 threads with a margin of 152: 2 x (1,280 + 304)² x 32 bytes and the
+// graph, 16² x 4 x 1,280 x 48 bytes, 213 MiB in all, fit the 224 MiB GDAL's cache leaves; 1,536 (as
+// without the margin) would not.
+TEST(TilingPlanTest, AWideHaloCountsInEveryTile)
+{
+  const TilingPlan halo = planTiling(256, false, 20000, 20000, 20, 24, 2, Backend::Cpu, 0, 152);
+  EXPECT_TRUE(halo.tiled);
+  EXPECT_LT(halo.options.tileWidth, planTiling(256, false, 20000, 20000, 20, 24, 2).options.tileWidth);
+  EXPECT_EQ(halo.options.tileWidth, 1280);
+}
+
 TEST(TilingPlanTest, ABudgetTooSmallForAnyTileSaysWhatItNeeds)
 {
   const TilingPlan plan = planTiling(1, false, 100000, 100000, 20, 24, 8);

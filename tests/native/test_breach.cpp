@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "dem/breach.h"
+#include "dem/detail/breach_area.h"
 #include "dem/dem.h"
 #include "dem_cases.h"
 
@@ -226,6 +227,133 @@ TEST(BreachDepressions, EveryCellDrainsAndTheChannelsKeepTheirLimits)
   EXPECT_GT(allBottoms - allBreached, 100);
 }
 
+// Each channel is the least-cost path within the limits: its cost equals the least over every path of
+// at most maxLength cells, found by a plain dynamic programme over the number of steps (Bellman-Ford);
+// of the least-cost paths it has the fewest cells; it is a path (each step a neighbour, the first next
+// to the bottom), crosses no cell deeper than maxDepth, and ends at its first target. Integer
+// elevations, so that costs are exact.
+TEST(BreachDepressions, EachChannelIsTheLeastCostPath)
+{
+  int64_t checked = 0, longer = 0;
+  for (uint64_t seed = 31; seed <= 36; ++seed)
+  {
+    const TestDem dem = randomDem(seed, 36, 30, 1.0, int(seed % 2));
+    const int64_t w = dem.width, h = dem.height;
+    const detail::CountRegion all{0, 0, w, h};
+    const detail::BreachArea area = detail::prepareBreachArea(dem.z.data(), w, h, false, all, nullptr);
+    const std::vector<float>& z = area.raised;
+    for (const BreachLimits& limit : {BreachLimits{4, kInfinite}, BreachLimits{12, 3.0}, BreachLimits{30, kInfinite}})
+    {
+      detail::ChannelSearch search(area, limit);
+      detail::forEachEqualSet(area, all, noCancel, [&](const detail::EqualSet& set) {
+        if (!set.bottom())
+          return;
+        const float level = z[std::size_t(set.cells.front())];
+        const std::vector<int64_t> path = search.channel(set.cells, level);
+        // best[k][x]: the least cost of a path of k cells ending at x (no earlier target, crossable cells).
+        const double inf = std::numeric_limits<double>::infinity();
+        std::vector<double> best(std::size_t(w * h), inf), next;
+        for (const int64_t c : set.cells)
+          best[std::size_t(c)] = 0.0;
+        std::vector<uint8_t> inBottom(std::size_t(w * h), 0);
+        for (const int64_t c : set.cells)
+          inBottom[std::size_t(c)] = 1;
+        const auto target = [&](int64_t c) { return area.edge[std::size_t(c)] || z[std::size_t(c)] < level; };
+        double least = inf;
+        int64_t leastSteps = -1;
+        for (int64_t k = 1; k <= limit.maxLength; ++k)
+        {
+          next.assign(best.size(), inf);
+          for (int64_t c = 0; c < w * h; ++c)
+          {
+            if (best[std::size_t(c)] == inf || (k > 1 && (target(c) || inBottom[std::size_t(c)])))
+              continue;
+            for (int d = 0; d < 8; ++d)
+            {
+              const int64_t nx = c % w + kDx[d], ny = c / w + kDy[d];
+              if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+                continue;
+              const int64_t n = ny * w + nx;
+              if (std::isnan(z[std::size_t(n)]) || inBottom[std::size_t(n)] ||
+                  !(double(z[std::size_t(n)]) - double(level) <= limit.maxDepth))
+                continue;
+              next[std::size_t(n)] =
+                std::min(next[std::size_t(n)], best[std::size_t(c)] + std::max(0.0, double(z[std::size_t(n)]) - double(level)));
+            }
+          }
+          best.swap(next);
+          for (int64_t c = 0; c < w * h; ++c)
+            if (target(c) && best[std::size_t(c)] < least)
+            {
+              least = best[std::size_t(c)];
+              leastSteps = k;
+            }
+        }
+        ASSERT_EQ(path.empty(), least == inf) << "seed " << seed << ", bottom at " << set.cells.front();
+        if (path.empty())
+          return;
+        double cost = 0.0;
+        for (std::size_t i = 0; i < path.size(); ++i)
+        {
+          const int64_t c = path[i];
+          const int64_t before = i == 0 ? -1 : path[i - 1];
+          const bool adjacent = i == 0 ? std::any_of(set.cells.begin(), set.cells.end(), [&](int64_t b) {
+            return std::max(std::abs(b % w - c % w), std::abs(b / w - c / w)) == 1;
+          })
+                                       : std::max(std::abs(before % w - c % w), std::abs(before / w - c / w)) == 1;
+          ASSERT_TRUE(adjacent) << "seed " << seed;
+          ASSERT_LE(double(z[std::size_t(c)]) - double(level), limit.maxDepth);
+          ASSERT_EQ(target(c), i + 1 == path.size()) << "seed " << seed;
+          cost += std::max(0.0, double(z[std::size_t(c)]) - double(level));
+        }
+        EXPECT_EQ(cost, least) << "seed " << seed << ", bottom at " << set.cells.front();
+        EXPECT_EQ(int64_t(path.size()), leastSteps) << "seed " << seed << ", bottom at " << set.cells.front();
+        ++checked;
+        longer += path.size() > 2;
+      });
+    }
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(longer, 10);
+}
+
+// By hand: a two-cell bottom at 0 whose straight way out crosses a ridge cell at 40 to a cell at -1,
+// while a way through a cell at 1 m goes round it: the channel takes the way round (cost 1 against 40).
+TEST(BreachDepressions, AChannelGoesRoundARidgeWhereThatCutsLess)
+{
+  const int64_t w = 7, h = 5;
+  TestDem dem;
+  dem.width = w;
+  dem.height = h;
+  dem.z.assign(std::size_t(w * h), 100.f);
+  const auto at = [&](int64_t x, int64_t y) -> float& { return dem.z[std::size_t(y * w + x)]; };
+  at(1, 2) = 0.f;   // the bottom
+  at(2, 2) = 0.f;
+  at(3, 2) = 40.f;  // the ridge
+  at(4, 2) = -1.f;  // the target straight ahead
+  at(5, 2) = -2.f;
+  at(6, 2) = -3.f;  // on to the edge
+  at(3, 3) = 1.f;   // the way round
+  dem.cellWidth.assign(std::size_t(h), 10.0);
+  dem.cellHeight.assign(std::size_t(h), 10.0);
+  BreachCounts counts;
+  const std::vector<float> cut = cutChannels(dem.grid(), BreachLimits{10, kInfinite}, noCancel, &counts);
+  EXPECT_EQ(counts.breached, 1);
+  EXPECT_EQ(cut[std::size_t(2 * w + 3)], 40.f);  // the ridge kept
+  // The way round: (3, 3) then the target (4, 2) diagonally: two steps, cost 1.
+  EXPECT_EQ(cut[std::size_t(3 * w + 3)], lowerBySteps(0.f, 1));
+  EXPECT_EQ(counts.channelCells, 1);
+  // One cell at most: the cheapest of the edge cells beside the bottom (100 m, the lowest index).
+  BreachCounts one;
+  const std::vector<float> west = cutChannels(dem.grid(), BreachLimits{1, kInfinite}, noCancel, &one);
+  EXPECT_EQ(one.breached, 1);
+  EXPECT_EQ(west[std::size_t(1 * w + 0)], lowerBySteps(0.f, 1));
+  // No deeper than 0.5 m: no channel.
+  BreachCounts none;
+  cutChannels(dem.grid(), BreachLimits{10, 0.5}, noCancel, &none);
+  EXPECT_EQ(none.breached, 0);
+}
+
 // On DEMs of noise (pits and small depressions on a slope): the channels change fewer cells than the
 // fill (before the flats are raised), with the default limits.
 TEST(BreachDepressions, ChangesFewerCellsThanTheFillOnNoisePits)
@@ -364,6 +492,9 @@ TEST(BreachDepressions, TileByTileIsTheInMemoryRun)
       BreachCounts expected;
       const std::vector<float> cut = cutChannels(dem.grid(), limit, noCancel, &expected);
       const BreachedDem whole = breachDepressions(Backend::Cpu, dem.grid(), limit, 1, noCancel);
+      BreachCounts onThreads;
+      ASSERT_TRUE(sameBits(tiled::cutChannelsOnThreads(dem.grid(), limit, 2, noCancel, &onThreads), cut));
+      EXPECT_EQ(onThreads.breached, expected.breached);
       std::vector<Tiling> tilings{{7, 5}, {16, 16}, {33, 17}, {60, 48}};
       if (limit.maxLength <= 3)
         tilings.insert(tilings.begin(), {{1, 1}, {2, 3}});

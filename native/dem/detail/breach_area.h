@@ -52,16 +52,26 @@ struct EqualSet
 };
 
 // visit(set) for every set of equal raised elevation whose cells lie in `region` (cells outside it are
-// looked at only as neighbours), in the order of their lowest cells.
+// looked at only as neighbours), in the order of their lowest cells; but a cell with no neighbour of its
+// elevation in the area is skipped (after step 1 such a set of one cell is never a bottom). With
+// `starts`, only the sets holding those cells, in their order (a set's first cell is then the start).
 void forEachEqualSet(const BreachArea& area, const CountRegion& region, const RunControl& control,
-                     const std::function<void(const EqualSet&)>& visit);
+                     const std::function<void(const EqualSet&)>& visit, const std::vector<int64_t>* starts = nullptr);
+
+// visit(set) for every bottom among those sets (forEachEqualSet's, hasEdge and hasLower false), in the
+// order of their lowest cells; the sets that are no bottom are left as soon as that shows.
+void forEachBottom(const BreachArea& area, const CountRegion& region, const RunControl& control,
+                   const std::function<void(const EqualSet&)>& visit);
 
 // The set of equal raised elevation holding cell `start`, within the area's known cells.
 EqualSet equalSetAt(const BreachArea& area, int64_t start);
 
-// Step 3: one bottom's search over an area, its marks kept in arrays stamped with the search's number
-// so that they need no clearing between searches. The bottom's cells must lie maxLength + 1 cells or
-// more inside a window's border (the search then never leaves the known cells).
+// Step 3: one bottom's search over an area (breach.h): Dijkstra's search over the states (cell, steps
+// taken), taken in the order of (cost, steps, cell, the cell it came from), a state skipped where its
+// cell was already left in as few steps or fewer (it is then no better); the first target taken ends
+// it. Its marks are kept in arrays stamped with the search's number, so that they need no clearing
+// between searches. The bottom's cells must lie maxLength + 1 cells or more inside a window's border
+// (the search then never leaves the known cells).
 class ChannelSearch
 {
 public:
@@ -71,15 +81,28 @@ public:
   std::vector<int64_t> channel(const std::vector<int64_t>& cells, float level);
 
 private:
-  void mark(int64_t c, int64_t layer, double cost, int64_t parent);
+  struct State  // an open state
+  {
+    double cost;
+    int64_t steps, cell, from;  // from: the cell it came from (-1 for the bottom's)
+    int64_t parent;             // the place in mStates of the state it came from (-1: the bottom)
+  };
+  struct Left  // a state taken: its cell and the place of the state it came from
+  {
+    int64_t cell, parent;
+  };
   bool isTarget(int64_t x, float level) const;
+  // Whether any path within the limits reaches a target (a breadth-first search by steps, each cell
+  // once): the search that finds none need not weigh every path.
+  bool reachesTarget(const std::vector<int64_t>& cells, float level);
 
   const BreachArea& mArea;
   const BreachLimits& mLimits;
   int64_t mSearch = 0;
-  std::vector<int64_t> mStamp, mLayer;
-  std::vector<double> mCost;
-  std::vector<int64_t> mParent;
+  std::vector<int64_t> mStamp, mFewestSteps, mReached;
+  std::vector<int64_t> mLayer, mNextLayer;
+  std::vector<State> mOpen;
+  std::vector<Left> mStates;
 };
 
 // Step 4 for one channel: step i (from 1) to `level` lowered by i float32 steps where that is lower.

@@ -71,7 +71,7 @@ SetSummary summaryOf(const EqualSet& set, int64_t areaWidth, int64_t ox, int64_t
 {
   SetSummary s;
   s.notBottom = !set.bottom();
-  const int64_t first = set.cells.front();
+  const int64_t first = *std::min_element(set.cells.begin(), set.cells.end());
   s.minCell = (oy + first / areaWidth) * gridWidth + ox + first % areaWidth;
   s.x0 = ox + set.x0;
   s.y0 = oy + set.y0;
@@ -91,16 +91,12 @@ TileSets tileSets(const RasterSource<float>& dem, const Window& t, int64_t large
   out.label.assign(std::size_t(detail::perimeterSize(t)), -1);
   out.level.assign(out.label.size(), kNan);
   const CountRegion tile{2, 2, t.width + 2, t.height + 2};
+  // The sets reaching the perimeter, whole; then the bottoms inside the tile.
+  std::vector<int64_t> perimeter;
+  detail::forPerimeter(t, [&](int64_t x, int64_t y, int64_t) { perimeter.push_back((y + 2) * pw + x + 2); });
   dem::detail::forEachEqualSet(area, tile, control, [&](const EqualSet& set) {
-    const SetSummary s = summaryOf(set, pw, t.x0 - 2, t.y0 - 2, dem.width());
-    if (!set.touchesBorder)
-    {
-      if (set.bottom() && set.extent() > largeExtent)
-        out.innerLarge.push_back(s);
-      return;
-    }
     const int32_t label = int32_t(out.perimeterSets.size());
-    out.perimeterSets.push_back(s);
+    out.perimeterSets.push_back(summaryOf(set, pw, t.x0 - 2, t.y0 - 2, dem.width()));
     for (const int64_t c : set.cells)
     {
       const int64_t x = c % pw - 2, y = c / pw - 2;
@@ -111,6 +107,10 @@ TileSets tileSets(const RasterSource<float>& dem, const Window& t, int64_t large
         out.level[std::size_t(k)] = area.raised[std::size_t(c)];
       }
     }
+  }, &perimeter);
+  dem::detail::forEachBottom(area, tile, control, [&](const EqualSet& set) {
+    if (!set.touchesBorder && set.extent() > largeExtent)
+      out.innerLarge.push_back(summaryOf(set, pw, t.x0 - 2, t.y0 - 2, dem.width()));
   });
   return out;
 }
@@ -280,8 +280,8 @@ BreachCounts cutChannelsTiled(const RasterSource<float>& dem, const RowSizes& ro
     };
     dem::detail::ChannelSearch search(area, limits);
     const CountRegion known{1, 1, pw - 1, ph - 1};
-    dem::detail::forEachEqualSet(area, known, control, [&](const EqualSet& set) {
-      if (!set.bottom() || set.touchesBorder || set.extent() > largeExtent ||
+    dem::detail::forEachBottom(area, known, control, [&](const EqualSet& set) {
+      if (set.touchesBorder || set.extent() > largeExtent ||
           set.x1 < margin - limits.maxLength || set.y1 < margin - limits.maxLength ||
           set.x0 >= margin + t.width + limits.maxLength || set.y0 >= margin + t.height + limits.maxLength)
         return;
@@ -347,6 +347,24 @@ BreachCounts breachDepressionsTiled(const RasterSource<float>& dem, const RowSiz
   if (flats)
     *flats = raised;
   return counts;
+}
+
+std::vector<float> cutChannelsOnThreads(const Grid& grid, const BreachLimits& limits, int threads,
+                                        const RunControl& control, BreachCounts* counts)
+{
+  validateGrid(grid);
+  const int64_t w = grid.width, h = grid.height;
+  TiledOptions options;
+  options.tileWidth = options.tileHeight = 1024;
+  options.threads = std::max(1, threads);
+  const MemoryRaster<float> z(w, h, std::vector<float>(grid.z, grid.z + w * h));
+  MemoryRaster<float> cut(w, h);
+  const RowSizes rows{std::vector<double>(grid.cellWidth, grid.cellWidth + h),
+                      std::vector<double>(grid.cellHeight, grid.cellHeight + h)};
+  const BreachCounts c = cutChannelsTiled(z, rows, cut, limits, options, control);
+  if (counts)
+    *counts = c;
+  return cut.cells();
 }
 
 }  // namespace gpugeo::dem::tiled

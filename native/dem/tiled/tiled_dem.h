@@ -209,6 +209,11 @@ BreachCounts breachDepressionsTiled(const RasterSource<float>& dem, const RowSiz
                                     TiledReport* report = nullptr, RaisedCounts* flats = nullptr,
                                     const FilledTileObserver& observe = nullptr);
 
+// cutChannels on the CPU's `threads`: the tiled cut over the grid in memory (tiles of 1,024², side by
+// side); the same bits and counts as the one thread's.
+std::vector<float> cutChannelsOnThreads(const Grid& grid, const BreachLimits& limits, int threads,
+                                        const RunControl& control, BreachCounts* counts = nullptr);
+
 // --- Isochrones --------------------------------------------------------------------------------------
 
 // The cell of highest count within `radius` metres of cell (x, y) (travel_time.h's snapOutlet, ties

@@ -20,6 +20,7 @@ The DEMs: bench_dem_tiled_cpu.py's synthetic terrain at --size (30 m, values rou
 and flats), and the shipped SRTM-3 DEM of Jacksboro (Int16, 403 x 344).
 
 usage: bench_breach_peers.py PLUGIN_DIR [--size 2511] [--max-length 50] [--work DIR] [--skip-jacksboro]
+                             [--timeout SECONDS]
 """
 import argparse
 import os
@@ -79,6 +80,7 @@ def changes(dem, out, areas):
     valid = ~np.isnan(dem)
     lowered, raised = valid & (d < 0), valid & (d > 0)
     return {"lowered": int(lowered.sum()), "raised": int(raised.sum()),
+            "over_mm": int((valid & (np.abs(d) > 1e-3)).sum()),
             "removed": float(np.where(lowered, -d * areas, 0).sum()),
             "added": float(np.where(raised, d * areas, 0).sum()),
             "deepest": float(-d[lowered].min()) if lowered.any() else 0.0,
@@ -88,7 +90,7 @@ def changes(dem, out, areas):
 def report(tag, name, seconds, peak, c, ours_seconds=None):
     ratio = f", ours {seconds / ours_seconds:.1f}x faster" if ours_seconds else ""
     print(f"[{tag}] {name:<34} {seconds:7.2f} s {peak:7.0f} MB | changed {c['lowered'] + c['raised']:9d} "
-          f"(lowered {c['lowered']}, raised {c['raised']}) | removed {c['removed']:.4g} m3, added {c['added']:.4g} m3"
+          f"(lowered {c['lowered']}, raised {c['raised']}; by more than 1 mm {c['over_mm']}) | removed {c['removed']:.4g} m3, added {c['added']:.4g} m3"
           f" | deepest cut {c['deepest']:.4g} m | undrained {c['undrained']}{ratio}")
 
 
@@ -120,7 +122,11 @@ def compare(a, env, dem, folder, tag):
             ("SAGA ta_preprocessor 4 (fill W&L)", ["4", "-ELEV", dem, "-FILLED", f"{folder}/saga4.sdat"],
              "saga4.sdat")]
     for name, arguments, output in runs:
-        seconds, peak, _, _ = timed(["saga_cmd", "-f=q", "ta_preprocessor"] + arguments)
+        seconds, peak, finished, _ = timed(["saga_cmd", "-f=q", "ta_preprocessor"] + arguments, timeout=a.timeout)
+        if not finished:
+            print(f"[{tag}] {name:<34} did not finish in {a.timeout:.0f} s (stopped): ours at least "
+                  f"{a.timeout / ours_s:.1f}x faster")
+            continue
         report(tag, name, seconds, peak, changes(z, read_dem(f"{folder}/{output}")[0], areas), ours_s)
 
 
@@ -130,6 +136,7 @@ def main():
     parser.add_argument("--size", type=int, default=2511)
     parser.add_argument("--max-length", type=int, default=50)
     parser.add_argument("--skip-jacksboro", action="store_true")
+    parser.add_argument("--timeout", type=float, default=1200, help="a SAGA run's limit in seconds")
     parser.add_argument("--work")
     a = parser.parse_args()
     plugin = a.plugin

@@ -72,6 +72,14 @@ for bench in "$@"; do
                  ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend cpu --threads 1 --reps $3
                  ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend cpu --threads 16 --reps $3
                done 2>&1 | tee "$OUT/bench_subbasins.log" ;;
+    # The breached DEM of the unfilled terrain (channels on the CPU's threads, fill and flats on the device).
+    breach|breach-large) sizes="2511 2550 3"; [ "$bench" = breach-large ] && sizes="20000 20000 1"
+            for size in "$sizes"; do set -- $size
+              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --threads 16 --reps $3
+              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --tile 4096 --threads 16 --reps 1
+              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 1 --reps 1
+              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 16 --reps $3
+            done 2>&1 | tee "$OUT/bench_breach.log" ;;
     dem-tiled-gpu) { ./build-gpu/tests/benchmarks/bench_staged_copy;
                      ./build-gpu/tests/benchmarks/bench_dem_tiled --width 20000 --height 20000 --tile 2048 --threads 16 \
                        --gpu --flats --no-raise --compare --input-in-ram --in-ram;

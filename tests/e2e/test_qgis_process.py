@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NODATA = -2147483648
 # Every algorithm of the provider, sorted. gpugeo:spherevoronoi needs Qhull at build time; CI
 # installs it.
-ALGORITHMS = ["gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
+ALGORITHMS = ["gpugeo:breachdepressions", "gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
               "gpugeo:hand", "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
               "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:streamnetwork", "gpugeo:subbasins", "gpugeo:voronoiraster",
               "gpugeo:watersheds"]

@@ -174,9 +174,9 @@ bool hasNoLowerNeighbour(const float* z, int64_t w, int64_t x, int64_t y)
 // leaves without one, lowest first. Any order reaches the same DEM (the lowest in which those cells
 // have a lower neighbour: the set of such DEMs is closed under the cell-wise minimum, and each raise
 // stays at or below it), so the heap only saves repeated raises. Pits of a DEM not filled stay as
-// they are. `seeds` are the cells whose neighbourhood changed. Returns how many cells were raised.
+// they are. `seeds` marks the cells whose neighbourhood changed. Returns how many cells were raised.
 int64_t drainOvertakenCells(const Grid& grid, const std::vector<int32_t>& mask, float* z,
-                            const std::vector<int64_t>& seeds)
+                            const std::vector<uint8_t>& seeds)
 {
   const int64_t w = grid.width, h = grid.height;
   const auto undrained = [&](int64_t c) {
@@ -186,8 +186,8 @@ int64_t drainOvertakenCells(const Grid& grid, const std::vector<int32_t>& mask, 
   };
   using Entry = std::pair<float, int64_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> open;
-  for (const int64_t c : seeds)
-    if (undrained(c))
+  for (int64_t c = 0; c < w * h; ++c)
+    if (seeds[std::size_t(c)] && undrained(c))
       open.emplace(z[c], c);
   std::vector<int64_t> raisedCells;
   while (!open.empty())
@@ -226,7 +226,7 @@ RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask)
     throw InvalidInput("the flat mask does not match the DEM's size");
   RaisedFlats out;
   out.z.assign(grid.z, grid.z + w * h);
-  std::vector<int64_t> changedAround;
+  std::vector<uint8_t> changedAround(std::size_t(w * h), 0);
   for (int64_t c = 0; c < w * h; ++c)
     if (mask[std::size_t(c)] > 0 && !detail::isNoData(grid.z[c]))
     {
@@ -235,7 +235,7 @@ RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask)
       const int64_t x = c % w, y = c / w;
       for (int64_t ny = std::max<int64_t>(0, y - 1); ny <= std::min(h - 1, y + 1); ++ny)
         for (int64_t nx = std::max<int64_t>(0, x - 1); nx <= std::min(w - 1, x + 1); ++nx)
-          changedAround.push_back(ny * w + nx);
+          changedAround[std::size_t(ny * w + nx)] = 1;
     }
   out.raisedInTurn = drainOvertakenCells(grid, mask, out.z.data(), changedAround);
   return out;

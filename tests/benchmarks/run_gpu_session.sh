@@ -77,7 +77,7 @@ for bench in "$@"; do
             for size in "$sizes"; do set -- $size
               ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --threads 16 --reps $3
               ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --tile 4096 --threads 16 --reps 1
-              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 1 --reps 1
+              [ "$bench" = breach ] && ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 1 --reps 1
               ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 16 --reps $3
             done 2>&1 | tee "$OUT/bench_breach.log" ;;
     dem-tiled-gpu) { ./build-gpu/tests/benchmarks/bench_staged_copy;

@@ -7,7 +7,8 @@ with its advanced parameters shown), notes whether the dialog has a Help button,
 gpugeo:isochrones on the shipped DEM as the dialog's Run does (its outputs loaded into the
 project) and records the order and styles of the layers it loaded, and renders them to
 isochrones_result.png ($GPUGEO_DESKTOP_DEM names the DEM); runs gpugeo:streamnetwork and
-gpugeo:subbasins the same way and records their layers' styles (streams_result.png). Writes JSON to $GPUGEO_DESKTOP_RESULT, then quits.
+gpugeo:subbasins the same way and records their layers' styles (streams_result.png), and
+gpugeo:breachdepressions's change raster's style. Writes JSON to $GPUGEO_DESKTOP_RESULT, then quits.
 """
 import json
 import os
@@ -183,6 +184,19 @@ def streams_result():
     return {"styles": styles, "shot": shot}
 
 
+def breach_result():
+    """gpugeo:breachdepressions on the shipped DEM, its change raster loaded as the dialog loads it: its
+    renderer and the ramp's range (symmetric about 0: lowered red, raised blue)."""
+    processing.runAndLoadResults("gpugeo:breachdepressions", {"INPUT": DEM, "DEVICE": 1, "OUTPUT": "TEMPORARY_OUTPUT",
+                                                              "OUTPUT_CHANGE": "TEMPORARY_OUTPUT"})
+    settle(0.5)
+    layer = QgsProject.instance().mapLayersByName("Change (breached − input)")[0]
+    renderer = layer.renderer()
+    shader = renderer.shader().rasterShaderFunction() if renderer.type() == "singlebandpseudocolor" else None
+    return {"renderer": renderer.type(),
+            "range": [shader.minimumValue(), shader.maximumValue()] if shader else None}
+
+
 def check():
     result = {"active": "gpugeo" in qgis.utils.active_plugins, "provider": provider_name(),
               "toolbox": algorithms_shown(QgsProcessingToolboxProxyModel.FilterToolbox),
@@ -197,6 +211,7 @@ def check():
             result["dialogs"] = dialogs()
             result["isochrones"] = isochrones_result()
             result["streams"] = streams_result()
+            result["breach"] = breach_result()
         except Exception as error:  # reported in the JSON, so the test says what broke
             result["error"] = repr(error)
     with open(os.environ["GPUGEO_DESKTOP_RESULT"], "w") as out:

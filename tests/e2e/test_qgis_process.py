@@ -299,6 +299,7 @@ class QgisProcessTest(QgisProcessBase):
             result = json.load(f)
         self.assertNotIn("error", result)
         dialogs, isochrones, streams = result.pop("dialogs"), result.pop("isochrones"), result.pop("streams")
+        breach = result.pop("breach")
         result["toolbox"] = sorted(result["toolbox"])
         result["modeler"] = sorted(result["modeler"])
         self.assertEqual(result, {"active": True, "provider": "GPU Geoprocessing",
@@ -329,6 +330,11 @@ class QgisProcessTest(QgisProcessBase):
             "Subbasins": {"renderer": "paletted"},
             "Subbasin polygons": {"renderer": "singleSymbol", "fill": "no"}})
         self.assertGreater(os.path.getsize(streams["shot"]), 20000)
+        # The breach's change: a ramp symmetric about 0 over the largest change (the shipped DEM's deepest cut).
+        self.assertEqual(breach["renderer"], "singlebandpseudocolor")
+        low, high = breach["range"]
+        self.assertEqual(low, -high)
+        self.assertGreater(high, 10)
 
     def test_gpu_requested(self):
         """DEVICE=GPU: on a machine without a usable GPU, a clear error naming why; with one, a result."""

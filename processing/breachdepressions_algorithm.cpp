@@ -31,6 +31,19 @@ constexpr int64_t kInMemoryBytesPerCell = 36;
 // channels' window or the flats', whichever holds more.
 constexpr int64_t kTileBytesPerCell = std::max(tiled::kBreachBytesPerWindowCell, tiled::kFlatsBytesPerTileCell);
 constexpr float kChangeNoData = std::numeric_limits<float>::quiet_NaN();
+// The longest channel a user may ask for: each tile's window reaches three times as far around it.
+constexpr int kMostLength = 10000;
+
+// Bytes a cell of the DEM for the in-memory run: its arrays, and the channels' windows on the threads
+// (tiles of 1,024² with breachMargin's margin, clipped to the raster), shared out over the cells.
+int64_t inMemoryBytesPerCell(int64_t width, int64_t height, const dem::BreachLimits& limits, int threads)
+{
+  const int64_t side = 1024 + 2 * tiled::breachMargin(limits);
+  const int64_t window = std::min(width + 2, side) * std::min(height + 2, side);
+  const int64_t tiles = ((width + 1023) / 1024) * ((height + 1023) / 1024);
+  const int64_t windows = std::min<int64_t>(std::max(threads, 1), tiles) * window * tiled::kBreachBytesPerWindowCell;
+  return kInMemoryBytesPerCell + (windows + width * height - 1) / (width * height);
+}
 
 // The change breached − input in metres (NaN where the input is nodata).
 void changeOf(const float* dem, const float* breached, int64_t count, float* change)
@@ -110,7 +123,8 @@ QString BreachDepressionsAlgorithm::shortHelpString() const
            "directions, accumulation and stream networks.</p>"
            "<p><b>Input DEM</b>, <b>Band number</b>: as in <i>Fill depressions</i> (nodata, NaN and infinite "
            "values are nodata; values taken as float32). <b>Maximum breach length</b> (MAX_LENGTH, cells, 50 by "
-           "default): the most cells one channel may lower. <b>Maximum breach depth</b> (MAX_DEPTH, metres, "
+           "default, at most 10,000): the most cells one channel may lower; the run's memory and time grow with "
+           "it. <b>Maximum breach depth</b> (MAX_DEPTH, metres, "
            "optional; empty: no limit): how far above the depression's bottom a cell that a channel cuts may "
            "stand. A depression that no channel within both limits drains is filled.</p>"
            "<p><b>Method</b>, after Lindsay (2016)'s hybrid breaching and filling, in five steps: (1) every "
@@ -161,7 +175,7 @@ void BreachDepressionsAlgorithm::initAlgorithm(const QVariantMap&)
                                               QStringLiteral("INPUT"), true));
   addParameter(new QgsProcessingParameterNumber(QStringLiteral("MAX_LENGTH"),
                                                 QObject::tr("Maximum breach length (cells)"),
-                                                QgsProcessingParameterNumber::Integer, 50, false, 1, 100000));
+                                                QgsProcessingParameterNumber::Integer, 50, false, 1, kMostLength));
   addParameter(new QgsProcessingParameterNumber(QStringLiteral("MAX_DEPTH"),
                                                 QObject::tr("Maximum breach depth (m, empty: no limit)"),
                                                 QgsProcessingParameterNumber::Double, QVariant(), true, 0.0));
@@ -213,7 +227,8 @@ QVariantMap BreachDepressionsAlgorithm::execute(const QVariantMap& parameters, Q
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan =
     planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
-               parameterAsBool(parameters, QStringLiteral("TILED"), context), raster, kInMemoryBytesPerCell,
+               parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
+               inMemoryBytesPerCell(raster.width, raster.height, request.limits, cpuThreads()),
                kTileBytesPerCell, cpuThreads(), device.backend, dem::kGpuDirectionBytesPerCell,
                tiled::breachMargin(request.limits));
   logTilingPlan(plan, feedback);

@@ -3,13 +3,14 @@
 // A channel lowers only cells within maxLength of its bottom, so a tile's cut needs the bottoms within
 // maxLength of it. Small bottoms (at most S cells across, S = max(maxLength, 32)) are found and
 // searched again by each tile they may reach, in the tile's window with a margin of 2 maxLength + S + 2
-// cells: such a bottom lies whole in the window and its search never leaves it. Large bottoms are
-// found by a first pass: each tile labels its sets of equal raised elevation, and the sets that reach
-// its perimeter are joined across the tiles' borders by a union-find on the coordinator, which thus
-// knows every set's bounding box and whether any of its cells is an edge cell or has a lower neighbour.
-// Each large bottom is searched once, in a window of its bounding box with a margin of maxLength + 2,
-// and its channel handed to the tiles it crosses. Every search is breach.h's, in an area whose
-// row-major order is the grid's: the cut DEM is the in-memory one, bit for bit.
+// cells (clipped to the raster and a ring of nodata around it): such a bottom lies whole in the window
+// and its search never leaves it. Large bottoms are found by a first pass: each tile labels its sets of
+// equal raised elevation, and the sets that reach its perimeter are joined across the tiles' borders by
+// a union-find on the coordinator, which thus knows every set's bounding box and whether any of its
+// cells is an edge cell or has a lower neighbour. Each large bottom is searched once, in a window of its
+// bounding box with a margin of maxLength + 2, and its channel handed to the tiles it crosses. Every
+// search is breach.h's, in an area whose row-major order is the grid's: the cut DEM is the in-memory
+// one, bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -175,16 +176,38 @@ struct ChannelCell
   float z;
 };
 
+// The window `t` with a margin of `pad` cells a side, clipped to the raster and one ring of nodata
+// around it (what lies further off the raster is nodata too, and no search or set needs it): its cells
+// (NaN off the raster), its size and the grid's position of its cell (0, 0).
+struct ClippedWindow
+{
+  std::vector<float> z;
+  int64_t x0 = 0, y0 = 0, width = 0, height = 0;
+};
+ClippedWindow readClipped(const RasterSource<float>& dem, const Window& t, int64_t pad)
+{
+  ClippedWindow w;
+  w.x0 = std::max(t.x0 - pad, int64_t(-1));
+  w.y0 = std::max(t.y0 - pad, int64_t(-1));
+  w.width = std::min(t.x0 + t.width + pad, dem.width() + 1) - w.x0;
+  w.height = std::min(t.y0 + t.height + pad, dem.height() + 1) - w.y0;
+  w.z.assign(std::size_t(w.width * w.height), kNan);
+  const Window read{std::max<int64_t>(w.x0, 0), std::max<int64_t>(w.y0, 0),
+                    std::min(w.x0 + w.width, dem.width()) - std::max<int64_t>(w.x0, 0),
+                    std::min(w.y0 + w.height, dem.height()) - std::max<int64_t>(w.y0, 0)};
+  dem.readStrided(read, w.z.data() + (read.y0 - w.y0) * w.width + (read.x0 - w.x0), w.width);
+  return w;
+}
+
 // One large bottom searched in its bounding box with a margin of maxLength + 2: its channel's cells.
 std::vector<ChannelCell> largeChannel(const RasterSource<float>& dem, const SetSummary& bottom,
                                       const BreachLimits& limits)
 {
-  const int64_t pad = limits.maxLength + 2;
   const Window box{bottom.x0, bottom.y0, bottom.x1 - bottom.x0 + 1, bottom.y1 - bottom.y0 + 1};
-  std::vector<float> z;
-  detail::readWithHalo(dem, box, kNan, z, pad);
-  const int64_t pw = box.width + 2 * pad, ox = box.x0 - pad, oy = box.y0 - pad;
-  const BreachArea area = dem::detail::prepareBreachArea(z.data(), pw, box.height + 2 * pad, true, CountRegion{}, nullptr);
+  const ClippedWindow window = readClipped(dem, box, limits.maxLength + 2);
+  const int64_t pw = window.width, ox = window.x0, oy = window.y0;
+  const BreachArea area =
+    dem::detail::prepareBreachArea(window.z.data(), pw, window.height, true, CountRegion{}, nullptr);
   const int64_t gw = dem.width();
   const int64_t start = (bottom.minCell / gw - oy) * pw + bottom.minCell % gw - ox;
   const EqualSet set = dem::detail::equalSetAt(area, start);
@@ -265,25 +288,25 @@ BreachCounts cutChannelsTiled(const RasterSource<float>& dem, const RowSizes& ro
   std::vector<TileCounts> counts(std::size_t(layout.count()));
   detail::forEachTile(layout, 2, "breach pass 2 (channels)", options, control, rep, [&](int64_t i) {
     const Window t = layout.tile(i);
-    std::vector<float> z;
-    detail::readWithHalo(dem, t, kNan, z, margin);
-    const int64_t pw = t.width + 2 * margin, ph = t.height + 2 * margin;
+    const ClippedWindow window = readClipped(dem, t, margin);
+    const int64_t pw = window.width, ph = window.height;
+    const int64_t tx = t.x0 - window.x0, ty = t.y0 - window.y0;  // the tile within the window
     BreachCounts& c = counts[std::size_t(i)].counts;
-    const CountRegion tile{margin, margin, margin + t.width, margin + t.height};
-    const BreachArea area = dem::detail::prepareBreachArea(z.data(), pw, ph, true, tile, &c.pitsRaised);
+    const CountRegion tile{tx, ty, tx + t.width, ty + t.height};
+    const BreachArea area = dem::detail::prepareBreachArea(window.z.data(), pw, ph, true, tile, &c.pitsRaised);
     std::vector<float> out(std::size_t(t.cells()));
     for (int64_t y = 0; y < t.height; ++y)
-      std::copy_n(area.raised.begin() + (y + margin) * pw + margin, t.width, out.begin() + y * t.width);
+      std::copy_n(area.raised.begin() + (y + ty) * pw + tx, t.width, out.begin() + y * t.width);
     const auto inTile = [&](int64_t a) -> float* {
-      const int64_t x = a % pw - margin, y = a / pw - margin;
+      const int64_t x = a % pw - tx, y = a / pw - ty;
       return x >= 0 && y >= 0 && x < t.width && y < t.height ? &out[std::size_t(y * t.width + x)] : nullptr;
     };
     dem::detail::ChannelSearch search(area, limits);
     const CountRegion known{1, 1, pw - 1, ph - 1};
     dem::detail::forEachBottom(area, known, control, [&](const EqualSet& set) {
-      if (set.touchesBorder || set.extent() > largeExtent ||
-          set.x1 < margin - limits.maxLength || set.y1 < margin - limits.maxLength ||
-          set.x0 >= margin + t.width + limits.maxLength || set.y0 >= margin + t.height + limits.maxLength)
+      if (set.touchesBorder || set.extent() > largeExtent || set.x1 < tx - limits.maxLength ||
+          set.y1 < ty - limits.maxLength || set.x0 >= tx + t.width + limits.maxLength ||
+          set.y0 >= ty + t.height + limits.maxLength)
         return;
       const float level = area.raised[std::size_t(set.cells.front())];
       const std::vector<int64_t> path = search.channel(set.cells, level);
@@ -302,7 +325,7 @@ BreachCounts cutChannelsTiled(const RasterSource<float>& dem, const RowSizes& ro
     }
     for (int64_t y = 0; y < t.height; ++y)
       for (int64_t x = 0; x < t.width; ++x)
-        c.channelCells += out[std::size_t(y * t.width + x)] < area.raised[std::size_t((y + margin) * pw + x + margin)];
+        c.channelCells += out[std::size_t(y * t.width + x)] < area.raised[std::size_t((y + ty) * pw + x + tx)];
     cut.write(t, out.data());
   });
   for (const TileCounts& c : counts)

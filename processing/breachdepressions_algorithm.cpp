@@ -130,10 +130,11 @@ QString BreachDepressionsAlgorithm::shortHelpString() const
            "<p><b>Method</b>, after Lindsay (2016)'s hybrid breaching and filling, in five steps: (1) every "
            "single-cell pit is raised to its lowest neighbour; (2) a depression's <i>bottom</i> is an 8-connected "
            "set of cells of equal elevation with no lower neighbour and no <i>edge cell</i> (on the raster's border "
-           "or next to nodata, where water leaves the grid); (3) each bottom searches outward ring by ring of "
-           "cells for the nearest cell lower than itself or on the edge, through valid cells at most MAX_DEPTH "
-           "above it and up to MAX_LENGTH cells; of the channels with the fewest cells, the one whose cells stand "
-           "least above the bottom in all is taken (ties to the lowest cell in row order); (4) the channel's cells "
+           "or next to nodata, where water leaves the grid); (3) each bottom searches for a channel: a path of at "
+           "most MAX_LENGTH cells, through valid cells at most MAX_DEPTH above the bottom, to a cell lower than "
+           "the bottom or on the edge; of all such paths the one of least cost is taken, the cost being the sum "
+           "of its cells' heights above the bottom (the depth it cuts), then the one of fewest cells (ties to the "
+           "lowest cell in row order): Lindsay's least-cost breaching; (4) the channel's cells "
            "are lowered to fall from the bottom to its outlet, one float32 step (a unit in the last place) a cell, "
            "where they stand higher; where channels cross, the lower value is kept; (5) what is left is filled "
            "(<i>Fill depressions</i>) and its flats are drained by Barnes, Lehman &amp; Mulla's (2014) gradient "
@@ -148,8 +149,9 @@ QString BreachDepressionsAlgorithm::shortHelpString() const
            "and raised (LOWERED_CELLS, RAISED_CELLS) and the volumes removed and added in m³ (VOLUME_REMOVED, "
            "VOLUME_ADDED, from the cell sizes below).</p>"
            "<p><b>Caveats</b>: a channel is lowered by float32 steps only, so it is nearly level with the "
-           "bottom, not graded to its outlet; the fewest cells come first, so a short deep channel wins over a "
-           "longer shallow one (set MAX_DEPTH to prefer filling); breaching usually changes fewer cells than "
+           "bottom, not graded to its outlet; with no MAX_DEPTH a depression walled in on every side within "
+           "MAX_LENGTH is cut through its lowest wall however high (set MAX_DEPTH to fill such a depression "
+           "instead); breaching usually changes fewer cells than "
            "filling, but not always (a small depression behind a long plateau). The channels' search runs on "
            "the CPU's threads; with the GPU, the fill and the flats run there.</p>") +
          cellSizeHelp() +
@@ -209,8 +211,10 @@ BreachDepressionsAlgorithm::Request BreachDepressionsAlgorithm::readRequest(cons
   Request r;
   r.band = parameterAsInt(parameters, QStringLiteral("BAND"), context);
   r.limits.maxLength = parameterAsInt(parameters, QStringLiteral("MAX_LENGTH"), context);
+  // Empty (not given, NULL or a blank text): no limit; a number, or an expression QGIS evaluates, else.
   const QVariant depth = parameters.value(QStringLiteral("MAX_DEPTH"));
-  if (depth.isValid() && !depth.isNull() && !depth.toString().trimmed().isEmpty())
+  if (depth.isValid() && !depth.isNull() &&
+      !(depth.type() == QVariant::String && depth.toString().trimmed().isEmpty()))
     r.limits.maxDepth = parameterAsDouble(parameters, QStringLiteral("MAX_DEPTH"), context);
   r.outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
   if (outputRequested(parameters, QStringLiteral("OUTPUT_CHANGE")))

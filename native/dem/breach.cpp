@@ -148,8 +148,8 @@ void forEachBottom(const BreachArea& area, const CountRegion& region, const RunC
   const int64_t w = area.width, h = area.height;
   // seen: the flood that reached a cell (0: none). A flood stops at its set's first edge cell or lower
   // neighbour: the set is no bottom; a later flood that meets its cells stops too (the same set).
-  std::vector<int32_t> seen(area.raised.size(), 0);
-  int32_t flood = 0;
+  std::vector<int64_t> seen(area.raised.size(), 0);
+  int64_t flood = 0;
   EqualSet set;
   int64_t rows = 0;
   const auto disqualified = [&](int64_t c, int64_t cx, int64_t cy, float level) {

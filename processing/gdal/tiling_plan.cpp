@@ -37,7 +37,9 @@ int64_t tiledBytes(int64_t width, int64_t height, int64_t side, int64_t tileByte
 {
   const int64_t w = std::min(side, width), h = std::min(side, height);
   const int64_t tiles = ((width + w - 1) / w) * ((height + h - 1) / h);
-  return int64_t(threads) * (w + 2 * halo) * (h + 2 * halo) * (tileBytesPerCell + kReadBytesPerCell) +
+  // A window reaches no further than the raster and a ring of nodata around it.
+  const int64_t ww = std::min(w + 2 * halo, width + 2), wh = std::min(h + 2 * halo, height + 2);
+  return int64_t(threads) * ww * wh * (tileBytesPerCell + kReadBytesPerCell) +
          tiles * (2 * w + 2 * h) * kGraphBytesPerPerimeterCell;
 }
 

@@ -441,8 +441,9 @@ TEST(BreachDepressions, BadLimitsAreRefused)
 namespace {
 
 // A random DEM with flat-bottomed basins: rectangles of one elevation 3 m below the lowest cell around
-// them, two of them wider than the tiled run's large-bottom extent (32 cells) and one crossing many
-// tiles; one basin ringed by a wall 50 m high, which no channel within 2 m of depth crosses.
+// them, two of them wider than the tiled run's large-bottom extent (S = max(maxLength, 32): the first,
+// 52 cells, up to a maxLength of 51) and crossing many tiles; one basin ringed by a wall 50 m high,
+// which no channel within 2 m of depth crosses.
 TestDem basinsDem(uint64_t seed, int64_t w, int64_t h)
 {
   TestDem d = randomDem(seed, w, h, seed % 2 ? 0.5 : 0.0, 1);
@@ -463,7 +464,7 @@ TestDem basinsDem(uint64_t seed, int64_t w, int64_t h)
           z = lowest + wall;
       }
   };
-  basin(4, 5, 44, 11, 0.f);    // 40 x 6: a large bottom across tiles
+  basin(4, 5, 56, 11, 0.f);    // 52 x 6: a large bottom across tiles, 5 cells below the top edge
   basin(48, 30, 54, 33, 0.f);  // small
   basin(8, 20, 44, 24, 50.f);  // 36 x 4 behind a wall
   basin(20, 36, 23, 39, 50.f);  // small behind a wall
@@ -480,7 +481,7 @@ TEST(BreachDepressions, TileByTileIsTheInMemoryRun)
   {
     int64_t w, h;
   };
-  int64_t largeSeen = 0;
+  int64_t largeBreached = 0;
   for (uint64_t seed = 21; seed <= 23; ++seed)
   {
     const TestDem dem = basinsDem(seed, 60, 48);
@@ -521,12 +522,25 @@ TEST(BreachDepressions, TileByTileIsTheInMemoryRun)
           ASSERT_TRUE(sameBits(out.cells(), whole.z)) << what;
         }
       }
-      // The large basin's bottom is breached (its channels found once, in the large bottoms' step) when
-      // the channel may be long enough.
-      largeSeen += expected.breached > 0;
+      // The first basin's bottom (a large one up to maxLength 51, its channel found once in the large
+      // bottoms' step) is breached where a channel may reach the top edge: its first step, in the ring
+      // around the basin, is cut.
+      if (limit.maxLength >= 8 && limit.maxDepth == kInfinite)
+      {
+        const std::vector<float> raised = pitsRaised(dem);
+        bool ringCut = false;
+        for (int64_t x = 3; x <= 56; ++x)
+          for (const int64_t y : {int64_t(4), int64_t(11)})
+            ringCut = ringCut || cut[std::size_t(y * dem.width + x)] < raised[std::size_t(y * dem.width + x)];
+        for (int64_t y = 4; y <= 11; ++y)
+          for (const int64_t x : {int64_t(3), int64_t(56)})
+            ringCut = ringCut || cut[std::size_t(y * dem.width + x)] < raised[std::size_t(y * dem.width + x)];
+        EXPECT_TRUE(ringCut) << "seed " << seed << ", length " << limit.maxLength;
+        largeBreached += ringCut;
+      }
     }
   }
-  EXPECT_GT(largeSeen, 5);
+  EXPECT_EQ(largeBreached, 9);  // lengths 8, 40 (a large bottom) and 5,000, three DEMs
 }
 
 TEST(BreachDepressions, TiledRunRefusesBadLimits)

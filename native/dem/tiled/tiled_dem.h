@@ -185,8 +185,8 @@ AccumulationSummary accumulationTiled(const RasterSource<uint8_t>& directions, c
 // --- Breaching -------------------------------------------------------------------------------------
 
 // What breaching's window holds per cell while a tile's channels are searched: the DEM, the raised
-// DEM, the edges, the sets' marks and the search's layer, cost and way in.
-constexpr int64_t kBreachBytesPerWindowCell = 46;
+// DEM, the edges, the sets' marks (8) and the search's three stamps (24), the tile's cut.
+constexpr int64_t kBreachBytesPerWindowCell = 50;
 // The margin around a tile that its window of the channels' pass reads (cells a side).
 int64_t breachMargin(const BreachLimits& limits);
 

@@ -225,12 +225,6 @@ std::vector<ChannelCell> largeChannel(const RasterSource<float>& dem, const SetS
   return out;
 }
 
-// Per tile: the counts of pass 2.
-struct TileCounts
-{
-  BreachCounts counts;
-};
-
 }  // namespace
 
 int64_t breachMargin(const BreachLimits& limits)
@@ -285,13 +279,13 @@ BreachCounts cutChannelsTiled(const RasterSource<float>& dem, const RowSizes& ro
   channels.clear();
 
   // Pass 2: each tile's window, its small bottoms searched, the large channels added.
-  std::vector<TileCounts> counts(std::size_t(layout.count()));
+  std::vector<BreachCounts> counts(std::size_t(layout.count()));  // pass 2's, per tile
   detail::forEachTile(layout, 2, "breach pass 2 (channels)", options, control, rep, [&](int64_t i) {
     const Window t = layout.tile(i);
     const ClippedWindow window = readClipped(dem, t, margin);
     const int64_t pw = window.width, ph = window.height;
     const int64_t tx = t.x0 - window.x0, ty = t.y0 - window.y0;  // the tile within the window
-    BreachCounts& c = counts[std::size_t(i)].counts;
+    BreachCounts& c = counts[std::size_t(i)];
     const CountRegion tile{tx, ty, tx + t.width, ty + t.height};
     const BreachArea area = dem::detail::prepareBreachArea(window.z.data(), pw, ph, true, tile, &c.pitsRaised);
     std::vector<float> out(std::size_t(t.cells()));
@@ -328,12 +322,12 @@ BreachCounts cutChannelsTiled(const RasterSource<float>& dem, const RowSizes& ro
         c.channelCells += out[std::size_t(y * t.width + x)] < area.raised[std::size_t((y + ty) * pw + x + tx)];
     cut.write(t, out.data());
   });
-  for (const TileCounts& c : counts)
+  for (const BreachCounts& c : counts)
   {
-    total.pitsRaised += c.counts.pitsRaised;
-    total.bottoms += c.counts.bottoms;
-    total.breached += c.counts.breached;
-    total.channelCells += c.counts.channelCells;
+    total.pitsRaised += c.pitsRaised;
+    total.bottoms += c.bottoms;
+    total.breached += c.breached;
+    total.channelCells += c.channelCells;
   }
   rep.passes = 2;
   return total;

@@ -8,22 +8,27 @@
 //
 // usage: mpiexec -n N bench_dem_mpi --width W --height H [--tile T] [--threads N] [--gpu]
 //                                   [--gpu-threads N] [--scratch DIR] [--workers-write]
-//                                   [--flats] [--isochrones [--bands N]]
+//                                   [--flats] [--isochrones [--bands N]] [--band-columns N]
+//                                   [--gpu-keep-mib N]
 // --workers-write: the accumulation's rasters too go to raw files that the workers write (rank 0 then
 // holds only the graphs), instead of through rank 0 (as gpugeo_dem's outputs go: GDAL files that rank
 // 0 writes).
 // --flats: the directions drain the filled DEM's flats (flatMaskTiled's mask, Combined, in the
-// scratch folder; its rounds on the CPU of every rank, as in any distributed run).
+// scratch folder; its rounds on the GPUs when every worker holds one, each keeping tiles between the
+// rounds in what its GPU has free, or --gpu-keep-mib MiB; else on the CPU of every worker).
 // --isochrones: the chain goes on to the isochrones' travel times to the outlet of the largest
 // catchment (the accumulation's area in a raw file the workers write, the counts checksummed by the
 // workers where they are computed, the times in a raw file); --bands N: and their N isochrone bands
 // traced (the polygons dropped as they come).
+// --band-columns N: each raster in the scratch folder in files of N columns each (raster_io.h), so
+// that tiles side by side write to different files (tmpfs takes one write to a file at a time).
 // --threads N: tiles each CPU worker processes at once (default 1: a rank a core).
 // --gpu: each worker takes the GPU its place on its host maps to (processing/cli/gpu_mapping.h: the
 // host's first worker GPU 0 ...), the others their CPU; --gpu-threads N: tiles a GPU worker has at
 // once (default 4).
 // Prints one JSON object (rank 0): the ranks, workers on the GPU, the stage times (ms), the cells per
-// second and checksums of the outputs (the same for any number of ranks).
+// second and checksums of the outputs (the same for any number of ranks); before it, on the standard
+// error, rank 0's time in each pass and graph of the tools.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -132,6 +137,8 @@ int main(int argc, char** argv)
   int threads = 1, gpuThreads = 4;
   bool gpu = false, workersWrite = false, isochrones = false, flats = false;
   int32_t bandCount = 0;
+  int64_t gpuKeepMiB = -1;  // -1: what the GPU has free
+  int64_t bandColumns = 0;  // 0: each raster one file
   std::string scratchParent = "/dev/shm";
   for (int i = 1; i < argc; ++i)
   {
@@ -157,6 +164,10 @@ int main(int argc, char** argv)
       flats = true;
     else if (a == "--isochrones")
       isochrones = true;
+    else if (a == "--band-columns")
+      bandColumns = std::atoll(next());
+    else if (a == "--gpu-keep-mib")
+      gpuKeepMiB = std::atoll(next());
     else if (a == "--bands")
       bandCount = std::atoi(next());
   }
@@ -173,6 +184,12 @@ int main(int argc, char** argv)
   options.backend = onGpu ? Backend::Gpu : Backend::Cpu;
   options.gpuTiles = onGpu ? 2 : 1;
   options.cluster = &cluster;
+  // What the GPU keeps between the flats' rounds: its free memory less the tiles' working memory and a
+  // reserve of 2 GiB (as the QGIS algorithms' plan gives it).
+  if (onGpu)
+    options.gpuKeepBytes = gpuKeepMiB >= 0 ? gpuKeepMiB << 20
+                                           : std::max<int64_t>(0, freeGpuMemory() - (int64_t(2) << 30) -
+                                                                    options.gpuTiles * kGpuBytesPerTileCell * (tile + 4) * (tile + 4));
   const RowSizes rows{std::vector<double>(std::size_t(h), 30.0), std::vector<double>(std::size_t(h), 30.0)};
   const GeneratedTerrain terrain(w, h);
 
@@ -186,24 +203,24 @@ int main(int argc, char** argv)
   }
   cluster.share([&](Archive& a) { a.string(scratch); });
   const RawFile::Mode mode = coordinator ? RawFile::Mode::Create : RawFile::Mode::Update;
-  RawFileRaster<float> filled(scratch + "/filled.f32", w, h, mode);
-  RawFileRaster<uint8_t> directions(scratch + "/directions.u8", w, h, mode);
+  RawFileRaster<float> filled(scratch + "/filled.f32", w, h, mode, bandColumns);
+  RawFileRaster<uint8_t> directions(scratch + "/directions.u8", w, h, mode, bandColumns);
   ChecksumSink<int64_t> cellsSum(w), areaSum(w);
   std::unique_ptr<RasterSink<int64_t>> cells, area;
   std::unique_ptr<RawFileRaster<int64_t>> cellsFile, areaFile;
   std::unique_ptr<RawFileRaster<double>> minutesFile;
   std::unique_ptr<RawFileRaster<int32_t>> mask;
   if (flats)
-    mask = std::make_unique<RawFileRaster<int32_t>>(scratch + "/flat_mask.i32", w, h, mode);
+    mask = std::make_unique<RawFileRaster<int32_t>>(scratch + "/flat_mask.i32", w, h, mode, bandColumns);
   if (isochrones)
   {
-    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode);
-    minutesFile = std::make_unique<RawFileRaster<double>>(scratch + "/minutes.f64", w, h, mode);
+    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode, bandColumns);
+    minutesFile = std::make_unique<RawFileRaster<double>>(scratch + "/minutes.f64", w, h, mode, bandColumns);
   }
   else if (workersWrite)
   {
-    cellsFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/cells.i64", w, h, mode);
-    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode);
+    cellsFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/cells.i64", w, h, mode, bandColumns);
+    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode, bandColumns);
   }
   else if (coordinator)
   {
@@ -284,6 +301,11 @@ int main(int argc, char** argv)
     cellsSum.add(c);
     areaSum.add(a);
   }
+  // The coordinator's stages (its graphs between the passes are what does not shrink with more ranks).
+  if (coordinator)
+    for (const TiledReport* r : {&fill, &flatRounds, &dirs, &acc, &travel, &traced})
+      for (const auto& [stage, ms] : r->times.entries())
+        std::fprintf(stderr, "stage %-40s %9.1f ms\n", stage.c_str(), ms);
   if (coordinator)
     std::printf("{\"ranks\": %d, \"workers\": %d, \"gpu_workers\": %d, \"width\": %lld, \"height\": %lld, \"tile\": %lld, "
                 "\"threads\": %d, \"workers_write\": %s, \"fill_ms\": %.1f, \"flats_ms\": %.1f, \"flat_rounds\": %d, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "

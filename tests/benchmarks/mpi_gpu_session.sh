@@ -5,10 +5,15 @@
 #     http://deb.debian.org/debian/pool/main/o/openmpi/openmpi_4.1.4.orig.tar.xz
 # and carry .device), bench_dem_mpi built for sm_90, then the chain fill -> flat mask -> directions ->
 # accumulation -> travel times -> bands with one worker rank a GPU beside rank 0.
+# Open MPI built here beforehand (the same configure as below, --prefix=/tmp/ompi) and carried as
+# .device/ompi/prefix.tar.gz (tar of /tmp/ompi) is unpacked instead of built.
 # usage: tests/benchmarks/mpi_gpu_session.sh build          Open MPI and the benchmark
+#        tests/benchmarks/mpi_gpu_session.sh gputests       the distributed GPU tests (ranks as threads
+#                                                           sharing GPU 0)
 #        tests/benchmarks/mpi_gpu_session.sh smoke          build, then 20,000² on 1 and 2 GPUs
 #        tests/benchmarks/mpi_gpu_session.sh big SIZE TILE TILES_IN_FLIGHT GPUS...
-#                                                           SIZE² on each count of GPUs (built before)
+#                                                           SIZE² on each count of GPUs (built before);
+#                                                           BENCH_ARGS: more options of bench_dem_mpi
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TARBALL=${OMPI_TARBALL:-.device/ompi/openmpi_4.1.4.orig.tar.xz}
@@ -20,10 +25,15 @@ J=$(nproc)
 
 build() {
   nvidia-smi -L; nproc; free -g | head -2; df -h /dev/shm /tmp / | cat
+  if [ ! -x /tmp/ompi/bin/mpiexec ] && [ -f .device/ompi/prefix.tar.gz ]; then
+    tar -C / -xzf .device/ompi/prefix.tar.gz && echo "Open MPI unpacked"
+  fi
   if [ ! -x /tmp/ompi/bin/mpiexec ]; then
     t0=$(date +%s)
     rm -rf /tmp/ompi-src && mkdir -p /tmp/ompi-src && tar -C /tmp/ompi-src -xJf "$TARBALL"
     (cd /tmp/ompi-src/openmpi-4.1.4 && ./configure --prefix=/tmp/ompi --disable-mpi-fortran --disable-oshmem \
+       --disable-io-romio --disable-mpi-cxx --without-ucx --without-verbs --without-ofi --without-cuda --without-psm2 \
+       --with-libevent=internal --with-hwloc=internal --with-pmix=internal \
        --enable-mca-no-build=btl-uct,pml-ucx,osc-ucx > /tmp/ompi-configure.log 2>&1 && make -j"$J" > /tmp/ompi-make.log 2>&1 \
        && make install > /tmp/ompi-install.log 2>&1) || { tail -30 /tmp/ompi-*.log; exit 1; }
     echo "Open MPI built in $(( $(date +%s) - t0 )) s"
@@ -32,7 +42,7 @@ build() {
   cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DGPUGEO_WITH_QGIS=OFF \
     -DMPI_HOME=/tmp/ompi -DMPI_CXX_COMPILER=/tmp/ompi/bin/mpicxx > /tmp/cmake.log 2>&1 || { tail -30 /tmp/cmake.log; exit 1; }
   grep "gpugeo:" /tmp/cmake.log
-  cmake --build $B -j"$J" --target bench_dem_mpi > /tmp/build.log 2>&1 || { grep -E "error" /tmp/build.log | head -30; exit 1; }
+  cmake --build $B -j"$J" --target bench_dem_mpi gpugeo_native_tests > /tmp/build.log 2>&1 || { grep -E "error" /tmp/build.log | head -30; exit 1; }
   echo "project built in $(( $(date +%s) - t0 )) s"
 }
 
@@ -42,13 +52,18 @@ run() {
   local ranks=$1 size=$2 tile=$3 gthreads=$4; shift 4
   local scratch=/dev/shm
   [ "$(df --output=avail -B1G /dev/shm | tail -1)" -gt 130 ] || scratch=/tmp
-  timeout 560 mpiexec --bind-to none -n "$ranks" $B/tests/benchmarks/bench_dem_mpi --width "$size" --height "$size" \
-    --tile "$tile" --gpu --gpu-threads "$gthreads" --flats --isochrones --bands 10 --scratch "$scratch" "$@" 2>&1 | tail -3
+  echo "== $((ranks - 1)) GPUs, ${size}², tiles of ${tile}, ${gthreads} in flight, ${BENCH_ARGS:-} $*, scratch $scratch"
+  timeout "${RUN_TIMEOUT:-560}" mpiexec --bind-to none -n "$ranks" $B/tests/benchmarks/bench_dem_mpi --width "$size" --height "$size" \
+    --tile "$tile" --gpu --gpu-threads "$gthreads" --flats --isochrones --bands 10 --scratch "$scratch" ${BENCH_ARGS:-} "$@" 2>&1 \
+    | grep -E "^stage|^\{|rror|abort" | tail -40
   rm -rf "$scratch"/gpugeo* 2>/dev/null
 }
 
 case "${1:-}" in
   build) build ;;
+  gputests)
+    CUDA_VISIBLE_DEVICES=0 $B/tests/native/gpugeo_native_tests --gtest_filter='DemDistributed*:DemTiledGpu*' 2>&1 \
+      | grep -E "^\[  (PASSED|FAILED|SKIPPED)|Failure|tests ran" ;;
   smoke)
     build || exit 1
     for n in 2 3; do run $n 20000 2048 8; done ;;

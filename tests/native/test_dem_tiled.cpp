@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -387,6 +388,52 @@ TEST(DemTiled, RawFilesInAScratchFolderThatGoesAway)
   EXPECT_FALSE(std::filesystem::exists(folder));
   EXPECT_THROW(RawFileRaster<float>("/proc/gpugeo-cannot-write", 3, 3), WriteFailed);
   EXPECT_THROW(ScratchFolder("/proc/gpugeo-no-such-folder"), WriteFailed);
+}
+
+// A raw raster in bands of columns, each its own file: any window reads what was written, the same as
+// the one-file raster's, for bands of 1 column, of widths that do and do not divide the raster's, and
+// of the whole width (one file, named as given).
+TEST(DemTiled, RawFilesInBandsOfColumnsHoldTheRaster)
+{
+  const TestDem d = randomDem(23, 37, 29, 1.0, 4);
+  const MemoryRaster<float> expected(d.width, d.height, d.z);
+  ScratchFolder scratch(testing::TempDir());
+  int serial = 0;
+  for (const int64_t band : {int64_t(0), int64_t(1), int64_t(5), int64_t(8), int64_t(36), int64_t(37), int64_t(100)})
+  {
+    SCOPED_TRACE("bands of " + std::to_string(band) + " columns");
+    const std::string path = scratch.path() + "/banded" + std::to_string(serial++) + ".f32";
+    RawFileRaster<float> raster(path, d.width, d.height, RawFile::Mode::Create, band);
+    const int64_t files = band > 0 && band < d.width ? (d.width + band - 1) / band : 1;
+    EXPECT_EQ(std::filesystem::exists(path), files == 1);
+    EXPECT_EQ(std::filesystem::exists(path + "." + std::to_string(files - 1)), files > 1);
+    // Written in odd windows that cross the bands, then read back in others.
+    for (int64_t y = 0; y < d.height; y += 6)
+      for (int64_t x = 0; x < d.width; x += 7)
+      {
+        const Window w{x, y, std::min<int64_t>(7, d.width - x), std::min<int64_t>(6, d.height - y)};
+        std::vector<float> cells(std::size_t(w.cells()));
+        expected.read(w, cells.data());
+        raster.write(w, cells.data());
+      }
+    for (const Window w : {Window{0, 0, d.width, d.height}, Window{3, 2, 11, 9}, Window{35, 28, 2, 1}, Window{4, 0, 1, d.height}})
+    {
+      std::vector<float> got(std::size_t(w.cells())), want(std::size_t(w.cells()));
+      raster.read(w, got.data());
+      expected.read(w, want.data());
+      EXPECT_TRUE(sameBits(got, want)) << w.x0 << " " << w.y0 << " " << w.width << " " << w.height;
+    }
+    // readStrided puts each row at its stride.
+    std::vector<float> strided(3 * 10, -1.f), want(3 * 8);
+    raster.readStrided(Window{20, 5, 8, 3}, strided.data(), 10);
+    expected.read(Window{20, 5, 8, 3}, want.data());
+    for (int64_t y = 0; y < 3; ++y)
+      for (int64_t x = 0; x < 10; ++x)
+      {
+        const float expectedCell = x < 8 ? want[std::size_t(y * 8 + x)] : -1.f;
+        EXPECT_EQ(std::memcmp(&strided[std::size_t(y * 10 + x)], &expectedCell, sizeof(float)), 0) << x << " " << y;
+      }
+  }
 }
 
 // A scratch disk that fills mid-run (a 1 MiB tmpfs, where this process may mount one): the write that

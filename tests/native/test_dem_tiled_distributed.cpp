@@ -2,6 +2,8 @@
 // (ThreadTransports): every output equal to the single-process tiled run's, bit for bit, for 1 to 4
 // ranks and tiles from tiny and odd to one; errors on a worker and on the coordinator end every
 // rank with the error; the messages' archive; watersheds of many outlets.
+#include <tuple>
+
 #include "distributed_ranks.h"
 #include "hand_cases.h"
 #include "watershed_cases.h"
@@ -61,6 +63,38 @@ TEST(DemDistributed, AnyNumberOfRanksGivesTheSingleProcessRun)
         EXPECT_EQ(got.fillReport.passes, expected.fillReport.passes);
       }
     }
+  }
+}
+
+TEST(DemDistributed, EveryWorkerIsTheWorkersWordOnEveryRank)
+{
+  // Rank r's word: bit r of `words` (rank 0's is not asked); a pass before and after, so that the
+  // word's step sits between passes as it does in the flats.
+  const TestDem d = randomDem(14, 23, 19, 1.0, 2);
+  const RowSizes rows{d.cellWidth, d.cellHeight};
+  const MemoryRaster<float> dem(d.width, d.height, d.z);
+  const std::vector<float> expected = [&] {
+    MemoryRaster<float> alone(d.width, d.height);
+    fillTiled(dem, rows, alone, tiles(5, 4), noCancel);
+    return alone.cells();
+  }();
+  for (const auto& [ranks, words, all] : {std::tuple<int, unsigned, bool>{1, 0b0u, false}, {1, 0b1u, true},
+                                          {3, 0b110u, true}, {3, 0b011u, false}, {4, 0b1011u, false},
+                                          {4, 0b1110u, true}})
+  {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks, words " + std::to_string(words));
+    std::vector<int> answers(std::size_t(ranks), -1);
+    MemoryRaster<float> filled(d.width, d.height);
+    runRanks(ranks, tiles(5, 4), [&](TiledOptions options, int rank, Cluster& cluster) {
+      const auto sink = sinkFor(rank, &cluster, filled, 1);
+      fillTiled(dem, rows, rank == 0 ? filled : *sink, options, noCancel);
+      answers[std::size_t(rank)] = cluster.everyWorker((words >> rank) & 1u);
+      fillTiled(dem, rows, rank == 0 ? filled : *sink, options, noCancel);
+    });
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(answers[std::size_t(r)], int(all)) << "rank " << r;
+    ASSERT_EQ(filled.cells().size(), expected.size());
+    EXPECT_EQ(std::memcmp(filled.cells().data(), expected.data(), expected.size() * sizeof(float)), 0);
   }
 }
 

@@ -1,6 +1,7 @@
 // The tiled DEM tools run by several ranks (threads of this process, distributed_ranks.h) whose
-// tiles go to the GPU: all the workers on the GPU, and one on the GPU beside CPU workers (the MPI
-// job's "1 GPU rank + CPU ranks"): the fill, the flat masks, the directions, the accumulation and the
+// tiles go to the GPU: all the workers on the GPU (the flats' rounds then on the GPUs, with and
+// without tiles kept between them), and one on the GPU beside CPU workers (the MPI job's "1 GPU rank
+// + CPU ranks"): the fill, the flat masks, the directions, the accumulation and the
 // raised flats equal to the single-process CPU run bit for bit, the travel times within 1e-12
 // relative and the same watershed. Each test skips itself where no GPU can be used.
 #include <gtest/gtest.h>
@@ -19,10 +20,14 @@ bool gpuUsable()
   return probeGpu().usable;
 }
 
-// Rank r's device: the GPU for ranks in `onGpu` (a bit per rank), the CPU for the others.
-PerRank gpuRanks(unsigned onGpu)
+// Rank r's device: the GPU for ranks in `onGpu` (a bit per rank), the CPU for the others; each GPU
+// rank keeps `keepBytes` of the flats' tiles between rounds.
+PerRank gpuRanks(unsigned onGpu, int64_t keepBytes = 0)
 {
-  return [onGpu](TiledOptions& o, int rank) { o.backend = (onGpu >> rank) & 1u ? Backend::Gpu : Backend::Cpu; };
+  return [onGpu, keepBytes](TiledOptions& o, int rank) {
+    o.backend = (onGpu >> rank) & 1u ? Backend::Gpu : Backend::Cpu;
+    o.gpuKeepBytes = keepBytes;
+  };
 }
 
 }  // namespace
@@ -41,6 +46,15 @@ TEST(DemDistributedGpu, GpuAndMixedRanksGiveTheSingleProcessRun)
         SCOPED_TRACE("DEM " + std::to_string(k) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th) +
                      ", GPU ranks " + std::to_string(onGpu));
         expectSame(runChain(dems[k], tiles(tw, th), 4, gpuRanks(onGpu)), expected);
+      }
+      // Every worker on the GPU: the flats' rounds on the GPUs, each keeping all its tiles, or about
+      // three between the rounds (a tile's later visit on another rank, or on its own after it was
+      // dropped, starts again from the elevations).
+      for (const int64_t keep : {int64_t(1) << 30, 3 * kFlatsKeptBytesPerTileCell * (tw + 4) * (th + 4)})
+      {
+        SCOPED_TRACE("DEM " + std::to_string(k) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th) +
+                     ", every worker on the GPU, keeping " + std::to_string(keep) + " bytes");
+        expectSame(runChain(dems[k], tiles(tw, th), 4, gpuRanks(0b1110u, keep)), expected);
       }
     }
 }

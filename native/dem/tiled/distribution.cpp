@@ -25,6 +25,7 @@ enum class Kind : uint8_t
   Share = 6,   // coordinator: the state shared between passes
   Abort = 7,   // coordinator: the run failed (the reason)
   End = 8,     // coordinator: the run succeeded
+  Word = 9,    // worker: its answer (uint8) to everyWorker()
 };
 
 // Errors travel as a code and their text, and are thrown again as the same type.
@@ -109,6 +110,21 @@ Header readHeader(Archive& a)
   a.value(k);
   a.value(step);
   return Header{Kind(k), step};
+}
+
+// A worker's Failed message (after its header) thrown again as its error, naming the rank and, where
+// it came from a tile, the tile.
+[[noreturn]] void throwFailure(Archive& a, int from, const std::function<std::string(int64_t)>& describe)
+{
+  int64_t tile = -1;
+  uint8_t code = 0;
+  std::string text;
+  a.value(tile);
+  a.value(code);
+  a.string(text);
+  const std::string where = tile >= 0 && describe ? "rank " + std::to_string(from) + ", " + describe(tile)
+                                                  : "rank " + std::to_string(from);
+  throwAs(ErrorCode(code), where + ": " + text);
 }
 
 thread_local std::vector<Cluster::Write>* tCurrentWrites = nullptr;
@@ -207,21 +223,50 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
                        const std::function<std::string(int64_t)>& describe, const RunControl& control)
 {
   std::vector<uint8_t> told(std::size_t(size()), 0);
-  std::size_t next = 0;
   int64_t results = 0;
   mInFlight.clear();
+  // Each tile waits in the queue of the rank that ran it last (what a rank keeps of a tile between
+  // passes, the flats' state on its GPU, serves it again), the others in a common queue; a rank whose
+  // queue is empty takes from the common one, then from the longest other queue's end.
+  std::vector<std::deque<int64_t>> queues(static_cast<std::size_t>(size()));  // [0]: the common queue
+  for (const int64_t tile : tiles)
+  {
+    const auto home = mHome.find(tile);
+    queues[home != mHome.end() ? std::size_t(home->second) : 0].push_back(tile);
+  }
+  std::size_t left = tiles.size();
+  const auto nextFor = [&](int from) {
+    std::deque<int64_t>* q = &queues[std::size_t(from)];
+    if (q->empty())
+      q = &queues[0];
+    bool back = false;
+    if (q->empty())
+    {
+      for (std::deque<int64_t>& other : queues)
+        if (other.size() > q->size())
+          q = &other;
+      back = true;
+    }
+    const int64_t tile = back ? q->back() : q->front();
+    if (back)
+      q->pop_back();
+    else
+      q->pop_front();
+    --left;
+    return tile;
+  };
   // Hands out up to `wanted` tiles to `from` (or tells it that none are left).
   const auto give = [&](int from, uint32_t wanted) {
     for (; wanted > 0; --wanted)
     {
-      if (next == tiles.size())
+      if (left == 0)
       {
         if (!told[std::size_t(from)])
           mTransport.send(from, header(Kind::NoMore, mStep).bytes());
         told[std::size_t(from)] = 1;
         return;
       }
-      int64_t tile = tiles[next++];
+      int64_t tile = nextFor(from);
       Archive m = header(Kind::Tile, mStep);
       m.value(tile);
       Archive in;
@@ -251,17 +296,7 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
     Archive a(message.data(), message.size());
     const Header h = readHeader(a);
     if (h.kind == Kind::Failed)
-    {
-      int64_t tile = -1;
-      uint8_t code = 0;
-      std::string text;
-      a.value(tile);
-      a.value(code);
-      a.string(text);
-      const std::string where = tile >= 0 ? "rank " + std::to_string(from) + ", " + describe(tile)
-                                          : "rank " + std::to_string(from);
-      throwAs(ErrorCode(code), where + ": " + text);
-    }
+      throwFailure(a, from, describe);
     if (h.step != mStep)
     {
       // An ask of an earlier pass comes late and is void; one of a later pass comes from a worker that
@@ -274,6 +309,14 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
       }
       if (h.kind == Kind::Ask)
         continue;
+      if (h.kind == Kind::Word && h.step > mStep)
+      {
+        // A worker that left this pass gave its word for a later everyWorker().
+        uint8_t word = 0;
+        a.value(word);
+        mEarlyWords.push_back(EarlyWord{h.step, word});
+        continue;
+      }
       throw Error("rank " + std::to_string(from) + " sent a message of another step (the ranks disagree)");
     }
     if (h.kind == Kind::Ask)
@@ -296,6 +339,7 @@ void Cluster::dispatch(const std::vector<int64_t>& tiles, const TileTraffic& tra
       a.skip(std::size_t(outBytes));
       applyWrites(a);
       mInFlight.erase(tile);
+      mHome[tile] = from;
       ++results;
       if (onResult)
         onResult(results);
@@ -564,6 +608,58 @@ void Cluster::share(const std::function<void(Archive&)>& visit)
   if (h.kind != Kind::Share || h.step != mStep)
     throw Error("rank 0 sent an unexpected message where its shared state was due (the ranks disagree)");
   visit(a);
+}
+
+bool Cluster::everyWorker(bool mine)
+{
+  if (!distributed())
+  {
+    ++mStep;
+    return mine;
+  }
+  uint8_t all = 1;
+  if (coordinator())
+  {
+    const uint32_t step = mStep + 1;
+    int heard = 0;
+    // Words that came during the last pass, from workers that had left it.
+    for (const EarlyWord& early : mEarlyWords)
+      if (early.step == step)
+      {
+        all = all && early.word;
+        ++heard;
+      }
+    mEarlyWords.clear();
+    while (heard < size() - 1)
+    {
+      int from = -1;
+      std::vector<char> message;
+      if (!mTransport.receive(from, message, std::chrono::milliseconds(50)))
+        continue;
+      Archive a(message.data(), message.size());
+      const Header h = readHeader(a);
+      if (h.kind == Kind::Failed)
+        throwFailure(a, from, nullptr);
+      if (h.kind == Kind::Ask && h.step < step)
+        continue;  // a late ask of a pass that is over
+      if (h.kind != Kind::Word || h.step != step)
+        throw Error("rank " + std::to_string(from) + " sent an unexpected message where its word was due (the ranks disagree)");
+      uint8_t word = 0;
+      a.value(word);
+      all = all && word;
+      ++heard;
+    }
+  }
+  else
+  {
+    Archive m = header(Kind::Word, mStep + 1);
+    uint8_t word = mine ? 1 : 0;
+    m.value(word);
+    mTransport.send(0, std::move(m.bytes()));
+  }
+  // The answer goes back as shared state (this call's step).
+  share([&](Archive& a) { a.value(all); });
+  return all != 0;
 }
 
 void Cluster::finish()

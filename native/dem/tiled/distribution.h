@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "core/errors.h"
@@ -210,6 +211,9 @@ public:
             const RunControl& control);
   // The coordinator's state to every worker: visit saves it on the coordinator, loads it on workers.
   void share(const std::function<void(Archive&)>& visit);
+  // Whether `mine` holds on every worker (the coordinator's own is not asked): each worker's word goes
+  // to the coordinator, whose answer every rank returns. With one rank: `mine`.
+  bool everyWorker(bool mine);
 
   // The end of a run: the coordinator tells the workers that it succeeded (finish) or failed
   // (abort, with the reason); a worker waits for that word (awaitEnd throws RunStopped on an abort).
@@ -266,6 +270,7 @@ private:
   uint32_t mStep = 0;  // passes and shares so far: every rank counts them alike
   std::map<int, SinkEntry> mSinks;
   std::map<int64_t, int> mInFlight;  // tile -> rank
+  std::unordered_map<int64_t, int> mHome;  // tile -> the rank that ran it last
   struct EarlyAsk
   {
     uint32_t step;
@@ -273,6 +278,12 @@ private:
     uint32_t wanted;
   };
   std::vector<EarlyAsk> mEarlyAsks;  // asks of a pass not yet begun
+  struct EarlyWord
+  {
+    uint32_t step;
+    uint8_t word;
+  };
+  std::vector<EarlyWord> mEarlyWords;  // words for an everyWorker() not yet begun
   bool mEnded = false;
 };
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -179,9 +180,16 @@ public:
     : RawFileRaster(path, width, height, create ? RawFile::Mode::Create : RawFile::Mode::Read)
   {
   }
-  RawFileRaster(const std::string& path, int64_t width, int64_t height, RawFile::Mode mode)
-    : mWidth(width), mHeight(height), mFile(path, width * height * int64_t(sizeof(T)), mode)
+  // bandWidth > 0 and < width: the raster in bands of that many columns, each its own file (path.0,
+  // path.1 ...) holding its columns of every row: tiles side by side then write to different files
+  // (a file system may take one write to a file at a time, as tmpfs does).
+  RawFileRaster(const std::string& path, int64_t width, int64_t height, RawFile::Mode mode, int64_t bandWidth = 0)
+    : mWidth(width), mHeight(height), mBand(bandWidth > 0 && bandWidth < width ? bandWidth : width)
   {
+    const int64_t bands = mBand > 0 ? (width + mBand - 1) / mBand : 1;
+    for (int64_t b = 0; b < bands; ++b)
+      mFiles.push_back(std::make_unique<RawFile>(bands == 1 ? path : path + "." + std::to_string(b),
+                                                 bandCells(b) * height * int64_t(sizeof(T)), mode));
   }
   int64_t width() const override { return mWidth; }
   int64_t height() const override { return mHeight; }
@@ -189,21 +197,37 @@ public:
   void readStrided(const Window& window, T* out, int64_t stride) const override
   {
     for (int64_t y = 0; y < window.height; ++y)
-      mFile.readAt(offset(window, y), out + y * stride, window.width * int64_t(sizeof(T)));
+      forPieces(window, y, [&](RawFile& file, int64_t offset, int64_t x, int64_t cells) {
+        file.readAt(offset, out + y * stride + x, cells * int64_t(sizeof(T)));
+      });
   }
   void write(const Window& window, const T* in) override
   {
     for (int64_t y = 0; y < window.height; ++y)
-      mFile.writeAt(offset(window, y), in + y * window.width, window.width * int64_t(sizeof(T)));
+      forPieces(window, y, [&](RawFile& file, int64_t offset, int64_t x, int64_t cells) {
+        file.writeAt(offset, in + y * window.width + x, cells * int64_t(sizeof(T)));
+      });
   }
 
 private:
-  int64_t offset(const Window& window, int64_t y) const
+  int64_t bandCells(int64_t b) const { return std::min(mBand, mWidth - b * mBand); }
+  // Row y of the window, a piece per band it crosses: (file, byte offset, first cell in the window's
+  // row, cells).
+  template <typename Piece>
+  void forPieces(const Window& window, int64_t y, Piece piece) const
   {
-    return ((window.y0 + y) * mWidth + window.x0) * int64_t(sizeof(T));
+    const int64_t row = window.y0 + y;
+    for (int64_t x = window.x0; x < window.x0 + window.width;)
+    {
+      const int64_t b = mBand > 0 ? x / mBand : 0;
+      const int64_t inBand = x - b * mBand, w = bandCells(b);
+      const int64_t cells = std::min(w - inBand, window.x0 + window.width - x);
+      piece(*mFiles[std::size_t(b)], (row * w + inBand) * int64_t(sizeof(T)), x - window.x0, cells);
+      x += cells;
+    }
   }
-  int64_t mWidth, mHeight;
-  RawFile mFile;
+  int64_t mWidth, mHeight, mBand;
+  std::vector<std::unique_ptr<RawFile>> mFiles;
 };
 
 }  // namespace gpugeo::dem::tiled

@@ -467,7 +467,7 @@ int distanceRounds(FlatRun& run)
   const int64_t count = run.layout.count();
   std::vector<uint8_t> active(std::size_t(count), 1);
   int rounds = 0;
-  ScopedStage timing(run.out.times, "flats: distances (rounds)");
+  ScopedStage timing(run.out.times, "flats: distances (all rounds, with the coordinator's work)");
   detail::ToTiles<Rings> rings = ringsToTiles(run);
   for (bool changed = true; changed;)
   {
@@ -707,9 +707,12 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
     detail::beginTiledRun(filled.width(), filled.height(), rows, options, kFlatsBytesPerTileCell, kPad, out);
   FlatRun run(filled, layout, options, control, out);
   run.withAway = gradient == FlatGradient::Combined;
-  // A distributed run takes the CPU's path on every rank: the GPU's keeps no state between rounds and
-  // has no components pass, so ranks of both kinds could not share the rounds.
-  run.gpu = options.backend == Backend::Gpu && !detail::distributedRun(options);
+  // The GPU's rounds keep their state on the device (or none) and have no components pass, the CPU's
+  // keep it in the scratch folder: a distributed run takes the GPU's path when every worker holds a
+  // GPU (a tile's later visit on another rank starts again from its elevations, as a tile not kept
+  // does), else the CPU's on every rank.
+  run.gpu = detail::distributedRun(options) ? options.cluster->everyWorker(options.backend == Backend::Gpu)
+                                            : options.backend == Backend::Gpu;
   const int64_t count = layout.count();
   run.perimeters.towards.resize(std::size_t(count));
   run.perimeters.away.resize(std::size_t(count));

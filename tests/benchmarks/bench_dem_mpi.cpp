@@ -9,7 +9,7 @@
 // usage: mpiexec -n N bench_dem_mpi --width W --height H [--tile T] [--threads N] [--gpu]
 //                                   [--gpu-threads N] [--scratch DIR] [--workers-write]
 //                                   [--flats] [--isochrones [--bands N]] [--band-columns N]
-//                                   [--gpu-keep-mib N]
+//                                   [--gpu-keep-mib N] [--mapped]
 // --workers-write: the accumulation's rasters too go to raw files that the workers write (rank 0 then
 // holds only the graphs), instead of through rank 0 (as gpugeo_dem's outputs go: GDAL files that rank
 // 0 writes).
@@ -20,6 +20,9 @@
 // catchment (the accumulation's area in a raw file the workers write, the counts checksummed by the
 // workers where they are computed, the times in a raw file); --bands N: and their N isochrone bands
 // traced (the polygons dropped as they come).
+// --mapped: the rasters of the scratch folder mapped into every rank's memory (raster_io.h's
+// MappedRaster: host memory the ranks of one host share; their space reserved before the clock
+// starts, the time printed as scratch_made_ms) instead of read and written by system calls.
 // --band-columns N: each raster in the scratch folder in files of N columns each (raster_io.h), so
 // that tiles side by side write to different files (tmpfs takes one write to a file at a time).
 // --threads N: tiles each CPU worker processes at once (default 1: a rank a core).
@@ -88,9 +91,48 @@ private:
   uint64_t mSum = 0;
 };
 
-// The checksum of a raster in a raw file (rank 0, after the run, off the clock; rows on every core).
+// A raster of the scratch folder that every rank reads and writes: a raw file (in bands of columns, or
+// one) read and written by system calls, or (--mapped) a file mapped into each rank's memory.
 template <typename T>
-uint64_t checksumOf(const RawFileRaster<T>& raster)
+class ScratchRaster : public RasterSource<T>, public RasterSink<T>
+{
+public:
+  ScratchRaster(const std::string& path, int64_t w, int64_t h, RawFile::Mode mode, bool mapped, int64_t bandColumns)
+  {
+    if (mapped)
+    {
+      auto raster = std::make_unique<MappedRaster<T>>(path, w, h, mode);
+      mSource = raster.get();
+      mSink = raster.get();
+      mHeld = std::move(raster);
+    }
+    else
+    {
+      auto raster = std::make_unique<RawFileRaster<T>>(path, w, h, mode, bandColumns);
+      mSource = raster.get();
+      mSink = raster.get();
+      mHeld = std::move(raster);
+    }
+  }
+  int64_t width() const override { return mSource->width(); }
+  int64_t height() const override { return mSource->height(); }
+  void read(const Window& window, T* out) const override { mSource->read(window, out); }
+  void readStrided(const Window& window, T* out, int64_t stride) const override
+  {
+    mSource->readStrided(window, out, stride);
+  }
+  void write(const Window& window, const T* in) override { mSink->write(window, in); }
+
+private:
+  std::shared_ptr<void> mHeld;
+  const RasterSource<T>* mSource = nullptr;
+  RasterSink<T>* mSink = nullptr;
+};
+
+// The checksum of a raster in the scratch folder (rank 0, after the run, off the clock; rows on every
+// core).
+template <typename T>
+uint64_t checksumOf(const RasterSource<T>& raster)
 {
   ChecksumSink<T> sink(raster.width());
   const int64_t n = std::max<int64_t>(1, std::thread::hardware_concurrency());
@@ -139,6 +181,7 @@ int main(int argc, char** argv)
   int32_t bandCount = 0;
   int64_t gpuKeepMiB = -1;  // -1: what the GPU has free
   int64_t bandColumns = 0;  // 0: each raster one file
+  bool mapped = false;
   std::string scratchParent = "/dev/shm";
   for (int i = 1; i < argc; ++i)
   {
@@ -164,6 +207,8 @@ int main(int argc, char** argv)
       flats = true;
     else if (a == "--isochrones")
       isochrones = true;
+    else if (a == "--mapped")
+      mapped = true;
     else if (a == "--band-columns")
       bandColumns = std::atoll(next());
     else if (a == "--gpu-keep-mib")
@@ -203,24 +248,25 @@ int main(int argc, char** argv)
   }
   cluster.share([&](Archive& a) { a.string(scratch); });
   const RawFile::Mode mode = coordinator ? RawFile::Mode::Create : RawFile::Mode::Update;
-  RawFileRaster<float> filled(scratch + "/filled.f32", w, h, mode, bandColumns);
-  RawFileRaster<uint8_t> directions(scratch + "/directions.u8", w, h, mode, bandColumns);
+  const auto reserving = std::chrono::steady_clock::now();
+  ScratchRaster<float> filled(scratch + "/filled.f32", w, h, mode, mapped, bandColumns);
+  ScratchRaster<uint8_t> directions(scratch + "/directions.u8", w, h, mode, mapped, bandColumns);
   ChecksumSink<int64_t> cellsSum(w), areaSum(w);
   std::unique_ptr<RasterSink<int64_t>> cells, area;
-  std::unique_ptr<RawFileRaster<int64_t>> cellsFile, areaFile;
-  std::unique_ptr<RawFileRaster<double>> minutesFile;
-  std::unique_ptr<RawFileRaster<int32_t>> mask;
+  std::unique_ptr<ScratchRaster<int64_t>> cellsFile, areaFile;
+  std::unique_ptr<ScratchRaster<double>> minutesFile;
+  std::unique_ptr<ScratchRaster<int32_t>> mask;
   if (flats)
-    mask = std::make_unique<RawFileRaster<int32_t>>(scratch + "/flat_mask.i32", w, h, mode, bandColumns);
+    mask = std::make_unique<ScratchRaster<int32_t>>(scratch + "/flat_mask.i32", w, h, mode, mapped, bandColumns);
   if (isochrones)
   {
-    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode, bandColumns);
-    minutesFile = std::make_unique<RawFileRaster<double>>(scratch + "/minutes.f64", w, h, mode, bandColumns);
+    areaFile = std::make_unique<ScratchRaster<int64_t>>(scratch + "/area.i64", w, h, mode, mapped, bandColumns);
+    minutesFile = std::make_unique<ScratchRaster<double>>(scratch + "/minutes.f64", w, h, mode, mapped, bandColumns);
   }
   else if (workersWrite)
   {
-    cellsFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/cells.i64", w, h, mode, bandColumns);
-    areaFile = std::make_unique<RawFileRaster<int64_t>>(scratch + "/area.i64", w, h, mode, bandColumns);
+    cellsFile = std::make_unique<ScratchRaster<int64_t>>(scratch + "/cells.i64", w, h, mode, mapped, bandColumns);
+    areaFile = std::make_unique<ScratchRaster<int64_t>>(scratch + "/area.i64", w, h, mode, mapped, bandColumns);
   }
   else if (coordinator)
   {
@@ -239,6 +285,8 @@ int main(int argc, char** argv)
   RasterSink<int64_t>& areaOut = isochrones || workersWrite ? *areaFile
                                  : coordinator              ? static_cast<RasterSink<int64_t>&>(areaSum)
                                                             : *area;
+  // The scratch rasters made (and, mapped, their memory reserved) before the clock starts.
+  const double reserveMs = msSince(reserving);
   // How many workers hold a GPU (each worker's word, gathered through rank 0 by MPI).
   int mine = onGpu ? 1 : 0, gpuWorkers = 0;
   MPI_Reduce(&mine, &gpuWorkers, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -308,12 +356,12 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "stage %-40s %9.1f ms\n", stage.c_str(), ms);
   if (coordinator)
     std::printf("{\"ranks\": %d, \"workers\": %d, \"gpu_workers\": %d, \"width\": %lld, \"height\": %lld, \"tile\": %lld, "
-                "\"threads\": %d, \"workers_write\": %s, \"fill_ms\": %.1f, \"flats_ms\": %.1f, \"flat_rounds\": %d, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
+                "\"threads\": %d, \"workers_write\": %s, \"mapped\": %s, \"band_columns\": %lld, \"scratch_made_ms\": %.1f, \"fill_ms\": %.1f, \"flats_ms\": %.1f, \"flat_rounds\": %d, \"directions_ms\": %.1f, \"accumulation_ms\": %.1f, "
                 "\"travel_ms\": %.1f, \"bands_ms\": %.1f, \"bands\": %d, \"outlet\": %lld, \"watershed_cells\": %lld, "
                 "\"total_ms\": %.1f, \"cells_per_s\": %.4g, \"tiles\": %lld, \"checksums\": [\"%016llx\", "
                 "\"%016llx\", \"%016llx\", \"%016llx\", \"%016llx\"]}\n",
                 cluster.size(), cluster.size() - 1, gpuWorkers, (long long)w, (long long)h, (long long)tile, threads,
-                workersWrite ? "true" : "false", fillMs, flatsMs, int(flatRounds.passes), dirMs, accMs, travelMs, bandsMs, bandCount,
+                workersWrite ? "true" : "false", mapped ? "true" : "false", (long long)bandColumns, reserveMs, fillMs, flatsMs, int(flatRounds.passes), dirMs, accMs, travelMs, bandsMs, bandCount,
                 (long long)(isochrones ? outlet : -1), (long long)watershed, totalMs,
                 double(w) * double(h) / (totalMs / 1000.0), (long long)fill.tiles,
                 (unsigned long long)checksumOf(filled), (unsigned long long)checksumOf(directions),

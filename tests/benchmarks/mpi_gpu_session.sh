@@ -27,6 +27,7 @@ build() {
   nvidia-smi -L; nproc; free -g | head -2; df -h /dev/shm /tmp / | cat
   if [ ! -x /tmp/ompi/bin/mpiexec ] && [ -f .device/ompi/prefix.tar.gz ]; then
     tar -C / -xzf .device/ompi/prefix.tar.gz && echo "Open MPI unpacked"
+    /tmp/ompi/bin/mpiexec -n 1 true || { echo "the carried Open MPI does not run here: building it"; rm -rf /tmp/ompi; }
   fi
   if [ ! -x /tmp/ompi/bin/mpiexec ]; then
     t0=$(date +%s)

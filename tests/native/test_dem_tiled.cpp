@@ -436,6 +436,34 @@ TEST(DemTiled, RawFilesInBandsOfColumnsHoldTheRaster)
   }
 }
 
+// A raster in a file mapped into memory: what one mapping writes, another of the same file (a worker's,
+// mapped when first used) reads; a file shorter than the raster and a disk without room are clear
+// errors, not faults.
+TEST(DemTiled, MappedRastersShareTheirFile)
+{
+  const TestDem d = randomDem(24, 41, 23, 1.0, 4);
+  ScratchFolder scratch(testing::TempDir());
+  const std::string path = scratch.path() + "/mapped.f32";
+  MappedRaster<float> created(path, d.width, d.height, RawFile::Mode::Create);
+  MappedRaster<float> opened(path, d.width, d.height, RawFile::Mode::Update);
+  created.write(Window{0, 0, d.width, d.height}, d.z.data());
+  std::vector<float> got(d.z.size());
+  opened.read(Window{0, 0, d.width, d.height}, got.data());
+  EXPECT_TRUE(sameBits(got, d.z));
+  // A window written through the second mapping, read through the first at a stride.
+  const std::vector<float> block(6, 7.5f);
+  opened.write(Window{30, 20, 3, 2}, block.data());
+  std::vector<float> strided(2 * 5, -1.f);
+  created.readStrided(Window{30, 20, 3, 2}, strided.data(), 5);
+  EXPECT_EQ(strided, (std::vector<float>{7.5f, 7.5f, 7.5f, -1.f, -1.f, 7.5f, 7.5f, 7.5f, -1.f, -1.f}));
+  EXPECT_EQ(std::filesystem::file_size(path), d.z.size() * sizeof(float));
+
+  MappedRaster<float> tooLarge(path, d.width, d.height + 1, RawFile::Mode::Update);
+  EXPECT_THROW(tooLarge.read(Window{0, 0, 1, 1}, got.data()), InvalidInput);
+  EXPECT_THROW(MappedRaster<float>(scratch.path() + "/none.f32", 3, 3, RawFile::Mode::Read), InvalidInput);
+  EXPECT_THROW(MappedRaster<float>("/proc/gpugeo-cannot-write", 3, 3, RawFile::Mode::Create), WriteFailed);
+}
+
 // A scratch disk that fills mid-run (a 1 MiB tmpfs, where this process may mount one): the write that
 // finds no room throws WriteFailed naming the file and the full disk, and the scratch folder goes.
 TEST(DemTiled, AFullScratchDiskIsAClearError)

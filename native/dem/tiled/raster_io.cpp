@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,6 +122,67 @@ void RawFile::writeAt(int64_t offset, const void* in, int64_t bytes)
     offset += put;
     bytes -= put;
   }
+}
+
+MappedFile::MappedFile(const std::string& path, int64_t bytes, RawFile::Mode mode) : mPath(path), mBytes(bytes)
+{
+  if (mode != RawFile::Mode::Update)
+    map(mode == RawFile::Mode::Create);
+}
+
+void MappedFile::map(bool create)
+{
+  const int fd = ::open(mPath.c_str(), (create ? O_RDWR | O_CREAT | O_TRUNC : O_RDWR) | O_CLOEXEC, 0600);
+  if (fd < 0)
+  {
+    const std::string why = systemError(errno);
+    if (create)
+      throw WriteFailed("could not create " + mPath + ": " + why);
+    throw InvalidInput("could not open " + mPath + ": " + why);
+  }
+  if (create && mBytes > 0)
+  {
+    const int code = ::posix_fallocate(fd, 0, mBytes);
+    if (code != 0)
+    {
+      ::close(fd);
+      throw WriteFailed("could not make " + mPath + " " + std::to_string(mBytes) + " bytes: " + systemError(code) +
+                        (code == ENOSPC ? " (the disk is full)" : ""));
+    }
+  }
+  struct stat info;
+  if (!create && (::fstat(fd, &info) != 0 || int64_t(info.st_size) < mBytes))
+  {
+    ::close(fd);
+    throw InvalidInput(mPath + " is shorter than its raster");  // mapped, its missing end would be a fault
+  }
+  if (mBytes > 0)
+  {
+    void* at = ::mmap(nullptr, std::size_t(mBytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (at == MAP_FAILED)
+    {
+      const int code = errno;
+      ::close(fd);
+      throw Error("could not map " + mPath + " into memory: " + systemError(code));
+    }
+    mData = static_cast<char*>(at);
+  }
+  ::close(fd);  // the mapping holds the file
+}
+
+char* MappedFile::data() const
+{
+  std::call_once(mMapped, [this] {
+    if (!mData && mBytes > 0)
+      const_cast<MappedFile*>(this)->map(false);
+  });
+  return mData;
+}
+
+MappedFile::~MappedFile()
+{
+  if (mData)
+    ::munmap(mData, std::size_t(mBytes));
 }
 
 }  // namespace gpugeo::dem::tiled

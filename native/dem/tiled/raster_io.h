@@ -230,4 +230,59 @@ private:
   std::vector<std::unique_ptr<RawFile>> mFiles;
 };
 
+// A file mapped into memory (MAP_SHARED): host memory that the processes of one host share when the
+// file lies in /dev/shm, read and written by copying, without a system call per row. Create: a new
+// file of `bytes`, its space reserved at once (posix_fallocate), so that a full disk is a WriteFailed
+// here and never a fault at a later write; Update: an existing one (the coordinator's), mapped when
+// first used.
+class MappedFile
+{
+public:
+  MappedFile(const std::string& path, int64_t bytes, RawFile::Mode mode);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  char* data() const;
+  int64_t bytes() const { return mBytes; }
+
+private:
+  void map(bool create);
+
+  std::string mPath;
+  int64_t mBytes;
+  mutable char* mData = nullptr;
+  mutable std::once_flag mMapped;
+};
+
+// A raster of T in a MappedFile (row-major, no header, as RawFileRaster's): the benchmark's rasters
+// shared by the ranks of one host in its memory.
+template <typename T>
+class MappedRaster : public RasterSource<T>, public RasterSink<T>
+{
+public:
+  MappedRaster(const std::string& path, int64_t width, int64_t height, RawFile::Mode mode)
+    : mWidth(width), mHeight(height), mFile(path, width * height * int64_t(sizeof(T)), mode)
+  {
+  }
+  int64_t width() const override { return mWidth; }
+  int64_t height() const override { return mHeight; }
+  void read(const Window& window, T* out) const override { readStrided(window, out, window.width); }
+  void readStrided(const Window& window, T* out, int64_t stride) const override
+  {
+    const T* cells = reinterpret_cast<const T*>(mFile.data());
+    for (int64_t y = 0; y < window.height; ++y)
+      std::copy_n(cells + (window.y0 + y) * mWidth + window.x0, window.width, out + y * stride);
+  }
+  void write(const Window& window, const T* in) override
+  {
+    T* cells = reinterpret_cast<T*>(mFile.data());
+    for (int64_t y = 0; y < window.height; ++y)
+      std::copy_n(in + y * window.width, window.width, cells + (window.y0 + y) * mWidth + window.x0);
+  }
+
+private:
+  int64_t mWidth, mHeight;
+  MappedFile mFile;
+};
+
 }  // namespace gpugeo::dem::tiled

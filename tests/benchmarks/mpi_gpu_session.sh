@@ -5,8 +5,12 @@
 #     http://deb.debian.org/debian/pool/main/o/openmpi/openmpi_4.1.4.orig.tar.xz
 # and carry .device), bench_dem_mpi built for sm_90, then the chain fill -> flat mask -> directions ->
 # accumulation -> travel times -> bands with one worker rank a GPU beside rank 0.
-# Open MPI built here beforehand (the same configure as below, --prefix=/tmp/ompi) and carried as
-# .device/ompi/prefix.tar.gz (tar of /tmp/ompi) is unpacked instead of built.
+# Open MPI built on the developer's machine beforehand and carried as .device/ompi/prefix.tar.gz (tar
+# of /tmp/ompi, made there with `tar -C / -czf .device/ompi/prefix.tar.gz tmp/ompi`) is unpacked
+# instead of built (309 s on the 64 cores of the 4-GPU machine). Built on Debian 12 with the configure
+# below plus `ac_cv_func_arc4random=no ac_cv_func_arc4random_buf=no CFLAGS="-O2 -include arc4.h"`,
+# where arc4.h defines _GNU_SOURCE, includes <stdlib.h> and renames arc4random, arc4random_buf and
+# arc4random_uniform (libevent's own copies), so that it needs no symbol newer than GLIBC_2.34.
 # usage: tests/benchmarks/mpi_gpu_session.sh build          Open MPI and the benchmark
 #        tests/benchmarks/mpi_gpu_session.sh gputests       the distributed GPU tests (ranks as threads
 #                                                           sharing GPU 0)
@@ -14,6 +18,8 @@
 #        tests/benchmarks/mpi_gpu_session.sh big SIZE TILE TILES_IN_FLIGHT GPUS...
 #                                                           SIZE² on each count of GPUs (built before);
 #                                                           BENCH_ARGS: more options of bench_dem_mpi
+#                                                           (default: rank 0 on 32 threads, the scratch
+#                                                           rasters in bands of 2,048 columns)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TARBALL=${OMPI_TARBALL:-.device/ompi/openmpi_4.1.4.orig.tar.xz}
@@ -53,9 +59,9 @@ run() {
   local ranks=$1 size=$2 tile=$3 gthreads=$4; shift 4
   local scratch=/dev/shm
   [ "$(df --output=avail -B1G /dev/shm | tail -1)" -gt 130 ] || scratch=/tmp
-  echo "== $((ranks - 1)) GPUs, ${size}², tiles of ${tile}, ${gthreads} in flight, ${BENCH_ARGS:-} $*, scratch $scratch"
+  echo "== $((ranks - 1)) GPUs, ${size}², tiles of ${tile}, ${gthreads} in flight, ${BENCH_ARGS---threads 32 --band-columns 2048} $*, scratch $scratch"
   timeout "${RUN_TIMEOUT:-560}" mpiexec --bind-to none -n "$ranks" $B/tests/benchmarks/bench_dem_mpi --width "$size" --height "$size" \
-    --tile "$tile" --gpu --gpu-threads "$gthreads" --flats --isochrones --bands 10 --scratch "$scratch" ${BENCH_ARGS:-} "$@" 2>&1 \
+    --tile "$tile" --gpu --gpu-threads "$gthreads" --flats --isochrones --bands 10 --scratch "$scratch" ${BENCH_ARGS---threads 32 --band-columns 2048} "$@" 2>&1 \
     | grep -E "^stage|^\{|rror|abort" | tail -40
   rm -rf "$scratch"/gpugeo* 2>/dev/null
 }

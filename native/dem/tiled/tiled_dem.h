@@ -136,8 +136,9 @@ struct DirectionCounts
 
 // The flat mask (dem.h's flatMask) of a filled DEM. The distances through flats that cross tiles
 // take rounds over the tiles until the perimeters settle; between rounds each tile's flat cells and
-// distances wait in raw files in `scratchFolder` (9 bytes a cell; on the GPU nothing is kept: each
-// visit relaxes the tile's distances again; a distributed run takes the CPU's path on every rank).
+// distances wait in raw files in `scratchFolder` (9 bytes a cell; on the GPU they stay on the device
+// while TiledOptions::gpuKeepBytes allows, else a visit relaxes the tile's distances again; a
+// distributed run takes the GPU's path when every worker is on the GPU, else the CPU's on every rank).
 // report.passes counts the rounds, the pass for the components (Combined gradient, on the CPU) and
 // the pass that writes.
 void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, RasterSink<int32_t>& mask,

@@ -23,7 +23,8 @@
 // --mapped: the rasters of the scratch folder mapped into every rank's memory (raster_io.h's
 // MappedRaster: host memory the ranks of one host share; their space reserved before the clock
 // starts, the time printed as scratch_made_ms) instead of read and written by system calls.
-// --band-columns N: each raster in the scratch folder in files of N columns each (raster_io.h), so
+// --band-columns N: each raster in the scratch folder in files of N columns each (raster_io.h; not with
+// --mapped), so
 // that tiles side by side write to different files (tmpfs takes one write to a file at a time).
 // --threads N: tiles each CPU worker processes at once (default 1: a rank a core).
 // --gpu: each worker takes the GPU its place on its host maps to (processing/cli/gpu_mapping.h: the
@@ -361,7 +362,7 @@ int main(int argc, char** argv)
                 "\"total_ms\": %.1f, \"cells_per_s\": %.4g, \"tiles\": %lld, \"checksums\": [\"%016llx\", "
                 "\"%016llx\", \"%016llx\", \"%016llx\", \"%016llx\"]}\n",
                 cluster.size(), cluster.size() - 1, gpuWorkers, (long long)w, (long long)h, (long long)tile, threads,
-                workersWrite ? "true" : "false", mapped ? "true" : "false", (long long)bandColumns, reserveMs, fillMs, flatsMs, int(flatRounds.passes), dirMs, accMs, travelMs, bandsMs, bandCount,
+                workersWrite ? "true" : "false", mapped ? "true" : "false", (long long)(mapped ? 0 : bandColumns), reserveMs, fillMs, flatsMs, int(flatRounds.passes), dirMs, accMs, travelMs, bandsMs, bandCount,
                 (long long)(isochrones ? outlet : -1), (long long)watershed, totalMs,
                 double(w) * double(h) / (totalMs / 1000.0), (long long)fill.tiles,
                 (unsigned long long)checksumOf(filled), (unsigned long long)checksumOf(directions),

@@ -416,6 +416,7 @@ TEST(DemTiled, RawFilesInBandsOfColumnsHoldTheRaster)
         expected.read(w, cells.data());
         raster.write(w, cells.data());
       }
+    std::vector<float> got0(4, 0.f);
     for (const Window w : {Window{0, 0, d.width, d.height}, Window{3, 2, 11, 9}, Window{35, 28, 2, 1}, Window{4, 0, 1, d.height}})
     {
       std::vector<float> got(std::size_t(w.cells())), want(std::size_t(w.cells()));
@@ -423,6 +424,8 @@ TEST(DemTiled, RawFilesInBandsOfColumnsHoldTheRaster)
       expected.read(w, want.data());
       EXPECT_TRUE(sameBits(got, want)) << w.x0 << " " << w.y0 << " " << w.width << " " << w.height;
     }
+    EXPECT_THROW(raster.read(Window{d.width - 1, 0, 2, 1}, got0.data()), InvalidInput);
+    EXPECT_THROW(raster.write(Window{0, d.height, 1, 1}, got0.data()), InvalidInput);
     // readStrided puts each row at its stride.
     std::vector<float> strided(3 * 10, -1.f), want(3 * 8);
     raster.readStrided(Window{20, 5, 8, 3}, strided.data(), 10);
@@ -437,7 +440,8 @@ TEST(DemTiled, RawFilesInBandsOfColumnsHoldTheRaster)
 }
 
 // A raster in a file mapped into memory: what one mapping writes, another of the same file (a worker's,
-// mapped when first used) reads; a file shorter than the raster and a disk without room are clear
+// mapped when first used) reads, and a read-only mapping too; a file shorter than the raster, a file
+// that cannot be created, a write to a read-only mapping and a window outside the raster are clear
 // errors, not faults.
 TEST(DemTiled, MappedRastersShareTheirFile)
 {
@@ -457,6 +461,18 @@ TEST(DemTiled, MappedRastersShareTheirFile)
   created.readStrided(Window{30, 20, 3, 2}, strided.data(), 5);
   EXPECT_EQ(strided, (std::vector<float>{7.5f, 7.5f, 7.5f, -1.f, -1.f, 7.5f, 7.5f, 7.5f, -1.f, -1.f}));
   EXPECT_EQ(std::filesystem::file_size(path), d.z.size() * sizeof(float));
+
+  const MappedRaster<float> readOnly(path, d.width, d.height, RawFile::Mode::Read);
+  std::vector<float> again(d.z.size());
+  readOnly.read(Window{0, 0, d.width, d.height}, again.data());
+  std::vector<float> now(d.z.size());
+  created.read(Window{0, 0, d.width, d.height}, now.data());
+  EXPECT_TRUE(sameBits(again, now));
+  EXPECT_EQ(again[std::size_t(21 * d.width + 32)], 7.5f);
+  MappedRaster<float> readOnlyToo(path, d.width, d.height, RawFile::Mode::Read);
+  EXPECT_THROW(readOnlyToo.write(Window{0, 0, 1, 1}, block.data()), WriteFailed);
+  EXPECT_THROW(created.read(Window{40, 0, 2, 1}, got.data()), InvalidInput);
+  EXPECT_THROW(created.write(Window{-1, 0, 1, 1}, block.data()), InvalidInput);
 
   MappedRaster<float> tooLarge(path, d.width, d.height + 1, RawFile::Mode::Update);
   EXPECT_THROW(tooLarge.read(Window{0, 0, 1, 1}, got.data()), InvalidInput);

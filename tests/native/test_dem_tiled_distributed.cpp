@@ -88,7 +88,7 @@ TEST(DemDistributed, EveryWorkerIsTheWorkersWordOnEveryRank)
     runRanks(ranks, tiles(5, 4), [&](TiledOptions options, int rank, Cluster& cluster) {
       const auto sink = sinkFor(rank, &cluster, filled, 1);
       fillTiled(dem, rows, rank == 0 ? filled : *sink, options, noCancel);
-      answers[std::size_t(rank)] = cluster.everyWorker((words >> rank) & 1u);
+      answers[std::size_t(rank)] = cluster.everyWorker((words >> rank) & 1u, noCancel);
       fillTiled(dem, rows, rank == 0 ? filled : *sink, options, noCancel);
     });
     for (int r = 0; r < ranks; ++r)

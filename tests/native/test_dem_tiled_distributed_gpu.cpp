@@ -49,7 +49,8 @@ TEST(DemDistributedGpu, GpuAndMixedRanksGiveTheSingleProcessRun)
       }
       // Every worker on the GPU: the flats' rounds on the GPUs, each keeping all its tiles, or about
       // three between the rounds (a tile's later visit on another rank, or on its own after it was
-      // dropped, starts again from the elevations).
+      // dropped, starts again from the elevations; one on a rank that kept it from an earlier round
+      // lowers those older distances).
       for (const int64_t keep : {int64_t(1) << 30, 3 * kFlatsKeptBytesPerTileCell * (tw + 4) * (th + 4)})
       {
         SCOPED_TRACE("DEM " + std::to_string(k) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th) +

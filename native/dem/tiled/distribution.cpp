@@ -610,7 +610,7 @@ void Cluster::share(const std::function<void(Archive&)>& visit)
   visit(a);
 }
 
-bool Cluster::everyWorker(bool mine)
+bool Cluster::everyWorker(bool mine, const RunControl& control)
 {
   if (!distributed())
   {
@@ -632,6 +632,8 @@ bool Cluster::everyWorker(bool mine)
     mEarlyWords.clear();
     while (heard < size() - 1)
     {
+      if (control.isCanceled())
+        throw Canceled();
       int from = -1;
       std::vector<char> message;
       if (!mTransport.receive(from, message, std::chrono::milliseconds(50)))

@@ -212,8 +212,9 @@ public:
   // The coordinator's state to every worker: visit saves it on the coordinator, loads it on workers.
   void share(const std::function<void(Archive&)>& visit);
   // Whether `mine` holds on every worker (the coordinator's own is not asked): each worker's word goes
-  // to the coordinator, whose answer every rank returns. With one rank: `mine`.
-  bool everyWorker(bool mine);
+  // to the coordinator, whose answer every rank returns. With one rank: `mine`. The coordinator
+  // throws Canceled on a cancel while it waits.
+  bool everyWorker(bool mine, const RunControl& control);
 
   // The end of a run: the coordinator tells the workers that it succeeded (finish) or failed
   // (abort, with the reason); a worker waits for that word (awaitEnd throws RunStopped on an abort).

@@ -124,15 +124,27 @@ void RawFile::writeAt(int64_t offset, const void* in, int64_t bytes)
   }
 }
 
-MappedFile::MappedFile(const std::string& path, int64_t bytes, RawFile::Mode mode) : mPath(path), mBytes(bytes)
+void detail::checkWindow(const Window& window, int64_t width, int64_t height, const std::string& path)
 {
-  if (mode != RawFile::Mode::Update)
-    map(mode == RawFile::Mode::Create);
+  if (window.x0 < 0 || window.y0 < 0 || window.width < 0 || window.height < 0 || window.x0 + window.width > width ||
+      window.y0 + window.height > height)
+    throw InvalidInput("a window (" + std::to_string(window.x0) + ", " + std::to_string(window.y0) + ", " +
+                       std::to_string(window.width) + " x " + std::to_string(window.height) + ") outside the " +
+                       std::to_string(width) + " x " + std::to_string(height) + " cells of " + path);
 }
 
-void MappedFile::map(bool create)
+MappedFile::MappedFile(const std::string& path, int64_t bytes, RawFile::Mode mode)
+  : mPath(path), mBytes(bytes), mMode(mode)
 {
-  const int fd = ::open(mPath.c_str(), (create ? O_RDWR | O_CREAT | O_TRUNC : O_RDWR) | O_CLOEXEC, 0600);
+  if (mode != RawFile::Mode::Update)
+    map();
+}
+
+void MappedFile::map()
+{
+  const bool create = mMode == RawFile::Mode::Create, readOnly = mMode == RawFile::Mode::Read;
+  const int flags = create ? O_RDWR | O_CREAT | O_TRUNC : readOnly ? O_RDONLY : O_RDWR;
+  const int fd = ::open(mPath.c_str(), flags | O_CLOEXEC, 0600);
   if (fd < 0)
   {
     const std::string why = systemError(errno);
@@ -158,7 +170,7 @@ void MappedFile::map(bool create)
   }
   if (mBytes > 0)
   {
-    void* at = ::mmap(nullptr, std::size_t(mBytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* at = ::mmap(nullptr, std::size_t(mBytes), readOnly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (at == MAP_FAILED)
     {
       const int code = errno;
@@ -174,7 +186,7 @@ char* MappedFile::data() const
 {
   std::call_once(mMapped, [this] {
     if (!mData && mBytes > 0)
-      const_cast<MappedFile*>(this)->map(false);
+      const_cast<MappedFile*>(this)->map();
   });
   return mData;
 }

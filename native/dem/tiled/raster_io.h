@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.h"
+
 namespace gpugeo::dem::tiled {
 
 struct Window
@@ -138,6 +140,11 @@ private:
   std::string mPath;
 };
 
+namespace detail {
+// Throws InvalidInput naming `path` unless the window lies within a raster of width x height cells.
+void checkWindow(const Window& window, int64_t width, int64_t height, const std::string& path);
+}  // namespace detail
+
 // A raster of T in a raw file (row-major, no header): the intermediate rasters of a tiled chain and
 // the benchmarks' inputs. Reads and writes with pread/pwrite (thread-safe without a lock). A write
 // that the disk cannot take throws WriteFailed naming the file.
@@ -196,6 +203,7 @@ public:
   void read(const Window& window, T* out) const override { readStrided(window, out, window.width); }
   void readStrided(const Window& window, T* out, int64_t stride) const override
   {
+    detail::checkWindow(window, mWidth, mHeight, mFiles.front()->path());
     for (int64_t y = 0; y < window.height; ++y)
       forPieces(window, y, [&](RawFile& file, int64_t offset, int64_t x, int64_t cells) {
         file.readAt(offset, out + y * stride + x, cells * int64_t(sizeof(T)));
@@ -203,6 +211,7 @@ public:
   }
   void write(const Window& window, const T* in) override
   {
+    detail::checkWindow(window, mWidth, mHeight, mFiles.front()->path());
     for (int64_t y = 0; y < window.height; ++y)
       forPieces(window, y, [&](RawFile& file, int64_t offset, int64_t x, int64_t cells) {
         file.writeAt(offset, in + y * window.width + x, cells * int64_t(sizeof(T)));
@@ -234,7 +243,7 @@ private:
 // file lies in /dev/shm, read and written by copying, without a system call per row. Create: a new
 // file of `bytes`, its space reserved at once (posix_fallocate), so that a full disk is a WriteFailed
 // here and never a fault at a later write; Update: an existing one (the coordinator's), mapped when
-// first used.
+// first used; Read: an existing one, mapped read only (writing to it throws).
 class MappedFile
 {
 public:
@@ -244,12 +253,15 @@ public:
   MappedFile& operator=(const MappedFile&) = delete;
   char* data() const;
   int64_t bytes() const { return mBytes; }
+  bool writable() const { return mMode != RawFile::Mode::Read; }
+  const std::string& path() const { return mPath; }
 
 private:
-  void map(bool create);
+  void map();
 
   std::string mPath;
   int64_t mBytes;
+  RawFile::Mode mMode;
   mutable char* mData = nullptr;
   mutable std::once_flag mMapped;
 };
@@ -269,12 +281,16 @@ public:
   void read(const Window& window, T* out) const override { readStrided(window, out, window.width); }
   void readStrided(const Window& window, T* out, int64_t stride) const override
   {
+    detail::checkWindow(window, mWidth, mHeight, mFile.path());
     const T* cells = reinterpret_cast<const T*>(mFile.data());
     for (int64_t y = 0; y < window.height; ++y)
       std::copy_n(cells + (window.y0 + y) * mWidth + window.x0, window.width, out + y * stride);
   }
   void write(const Window& window, const T* in) override
   {
+    detail::checkWindow(window, mWidth, mHeight, mFile.path());
+    if (!mFile.writable())
+      throw WriteFailed(mFile.path() + " is open for reading only");
     T* cells = reinterpret_cast<T*>(mFile.data());
     for (int64_t y = 0; y < window.height; ++y)
       std::copy_n(in + y * window.width, window.width, cells + (window.y0 + y) * mWidth + window.x0);

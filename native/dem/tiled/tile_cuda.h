@@ -83,7 +83,8 @@ std::vector<dem::detail::Spill> floodSpillsCuda(const float* zPadded, int64_t wi
 // from there, which ends where relaxing from scratch does (between rounds the ring's distances only
 // fall, so the kept distances are never below the new shortest ones; relaxation lowers them to the
 // same least fixed point), and keeps the components, which depend on the elevations alone. The visit
-// that writes the mask (joinedHighest given) frees the tile's state.
+// that writes the mask (joinedHighest given) frees the tile's state (on its rank: in a distributed run
+// another rank may still hold an older copy, kept until the flat mask ends).
 class FlatTilesOnGpu
 {
 public:

@@ -709,10 +709,14 @@ void flatMaskTiled(const RasterSource<float>& filled, const RowSizes& rows, Rast
   run.withAway = gradient == FlatGradient::Combined;
   // The GPU's rounds keep their state on the device (or none) and have no components pass, the CPU's
   // keep it in the scratch folder: a distributed run takes the GPU's path when every worker holds a
-  // GPU (a tile's later visit on another rank starts again from its elevations, as a tile not kept
-  // does), else the CPU's on every rank.
-  run.gpu = detail::distributedRun(options) ? options.cluster->everyWorker(options.backend == Backend::Gpu)
-                                            : options.backend == Backend::Gpu;
+  // GPU, else the CPU's on every rank. On the GPUs a tile's later visit on a rank that keeps none of
+  // it starts again from its elevations, as a tile not kept does; on a rank that kept it from an
+  // earlier round it lowers those distances from the ring's, which ends at the same least distances
+  // (the ring's only fall from round to round: tile_cuda.h). A rank's kept tiles stay until the mask
+  // pass has visited them there, or the mask is done.
+  run.gpu = detail::distributedRun(options)
+              ? options.cluster->everyWorker(options.backend == Backend::Gpu, control)
+              : options.backend == Backend::Gpu;
   const int64_t count = layout.count();
   run.perimeters.towards.resize(std::size_t(count));
   run.perimeters.away.resize(std::size_t(count));

@@ -12,8 +12,8 @@
 # where arc4.h defines _GNU_SOURCE, includes <stdlib.h> and renames arc4random, arc4random_buf and
 # arc4random_uniform (libevent's own copies), so that it needs no symbol newer than GLIBC_2.34.
 # usage: tests/benchmarks/mpi_gpu_session.sh build          Open MPI and the benchmark
-#        tests/benchmarks/mpi_gpu_session.sh gputests       the distributed GPU tests (ranks as threads
-#                                                           sharing GPU 0)
+#        tests/benchmarks/mpi_gpu_session.sh gputests       the distributed tests, CPU and GPU (ranks as
+#                                                           threads sharing GPU 0)
 #        tests/benchmarks/mpi_gpu_session.sh smoke          build, then 20,000² on 1 and 2 GPUs
 #        tests/benchmarks/mpi_gpu_session.sh big SIZE TILE TILES_IN_FLIGHT GPUS...
 #                                                           SIZE² on each count of GPUs (built before);
@@ -49,7 +49,7 @@ build() {
   cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DGPUGEO_WITH_QGIS=OFF \
     -DMPI_HOME=/tmp/ompi -DMPI_CXX_COMPILER=/tmp/ompi/bin/mpicxx > /tmp/cmake.log 2>&1 || { tail -30 /tmp/cmake.log; exit 1; }
   grep "gpugeo:" /tmp/cmake.log
-  cmake --build $B -j"$J" --target bench_dem_mpi gpugeo_native_tests > /tmp/build.log 2>&1 || { grep -E "error" /tmp/build.log | head -30; exit 1; }
+  cmake --build $B -j"$J" --target bench_dem_mpi gpugeo_native_tests gpugeo_gpu_tests > /tmp/build.log 2>&1 || { grep -E "error" /tmp/build.log | head -30; exit 1; }
   echo "project built in $(( $(date +%s) - t0 )) s"
 }
 
@@ -69,8 +69,10 @@ run() {
 case "${1:-}" in
   build) build ;;
   gputests)
-    CUDA_VISIBLE_DEVICES=0 $B/tests/native/gpugeo_native_tests --gtest_filter='DemDistributed*:DemTiledGpu*' 2>&1 \
-      | grep -E "^\[  (PASSED|FAILED|SKIPPED)|Failure|tests ran" ;;
+    CUDA_VISIBLE_DEVICES=0 $B/tests/native/gpugeo_native_tests --gtest_filter='DemDistributed*' 2>&1 \
+      | grep -E "^\[  (PASSED|FAILED|SKIPPED)|Failure|tests ran"
+    CUDA_VISIBLE_DEVICES=0 $B/tests/native/gpugeo_gpu_tests --gtest_filter='DemDistributedGpu*:DemTiledGpu*' 2>&1 \
+      | grep -E "^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|Failure|tests ran" ;;
   smoke)
     build || exit 1
     for n in 2 3; do run $n 20000 2048 8; done ;;

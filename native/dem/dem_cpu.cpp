@@ -15,7 +15,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <queue>
 #include <vector>
 
 #include "core/errors.h"
@@ -63,47 +62,64 @@ int32_t perimeterSize(const Tile& t)
 
 std::vector<float> labelLevels(int32_t labels, const std::vector<std::vector<Spill>>& spills)
 {
-  // The graph as arrays of each label's neighbours.
-  std::vector<int64_t> firstEdge(static_cast<std::size_t>(labels) + 1, 0);
+  // A label's level is its minimax path's to the ocean: the level of the spill at which its part of
+  // the graph first joins the ocean's when the spills are taken from the lowest up (Kruskal's order;
+  // the minimum spanning forest holds every minimax path). The spills are ordered by a radix sort of
+  // their levels' keys (two passes of 16 bits), the parts joined by a union-find, and each part's
+  // labels, kept as a list, take the level of the spill that joins it to the ocean's.
+  int64_t count = 0;
+  for (const auto& list : spills)
+    count += int64_t(list.size());
+  std::vector<const Spill*> edge;
+  edge.reserve(std::size_t(count));
   for (const auto& list : spills)
     for (const Spill& e : list)
-    {
-      ++firstEdge[std::size_t(e.a) + 1];
-      ++firstEdge[std::size_t(e.b) + 1];
-    }
-  for (std::size_t a = 0; a < std::size_t(labels); ++a)
-    firstEdge[a + 1] += firstEdge[a];
-  std::vector<std::pair<int32_t, float>> edges(static_cast<std::size_t>(firstEdge.back()));
+      edge.push_back(&e);
   {
-    std::vector<int64_t> next(firstEdge.begin(), firstEdge.end() - 1);
-    for (const auto& list : spills)
-      for (const Spill& e : list)
+    std::vector<const Spill*> sorted(edge.size());
+    for (const int shift : {0, 16})
+    {
+      std::vector<int64_t> start(std::size_t(1) << 16, 0);
+      for (const Spill* e : edge)
+        ++start[(levelKey(e->level) >> shift) & 0xffffu];
+      int64_t at = 0;
+      for (int64_t& s : start)
       {
-        edges[std::size_t(next[std::size_t(e.a)]++)] = {e.b, e.level};
-        edges[std::size_t(next[std::size_t(e.b)]++)] = {e.a, e.level};
+        const int64_t n = s;
+        s = at;
+        at += n;
       }
+      for (const Spill* e : edge)
+        sorted[std::size_t(start[(levelKey(e->level) >> shift) & 0xffffu]++)] = e;
+      edge.swap(sorted);
+    }
   }
+  std::vector<int32_t> parent(static_cast<std::size_t>(labels)), next(static_cast<std::size_t>(labels), -1),
+    last(static_cast<std::size_t>(labels));
+  for (int32_t a = 0; a < labels; ++a)
+    parent[std::size_t(a)] = last[std::size_t(a)] = a;
+  const auto find = [&](int32_t v) {
+    while (parent[std::size_t(v)] != v)
+      v = parent[std::size_t(v)] = parent[std::size_t(parent[std::size_t(v)])];
+    return v;
+  };
   std::vector<float> level(static_cast<std::size_t>(labels), std::numeric_limits<float>::infinity());
-  using Item = std::pair<float, int32_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> open;
   level[kOcean] = -std::numeric_limits<float>::infinity();
-  open.emplace(level[kOcean], kOcean);
-  while (!open.empty())
+  for (const Spill* e : edge)
   {
-    const auto [lv, a] = open.top();
-    open.pop();
-    if (lv > level[std::size_t(a)])
+    int32_t a = find(e->a), b = find(e->b);
+    if (a == b)
       continue;
-    for (int64_t i = firstEdge[std::size_t(a)]; i < firstEdge[std::size_t(a) + 1]; ++i)
-    {
-      const auto [b, weight] = edges[std::size_t(i)];
-      const float reach = std::max(lv, weight);
-      if (reach < level[std::size_t(b)])
-      {
-        level[std::size_t(b)] = reach;
-        open.emplace(reach, b);
-      }
-    }
+    const int32_t ocean = find(kOcean);
+    if (b == ocean)
+      std::swap(a, b);
+    if (a == ocean)  // b's part reaches the ocean at this spill
+      for (int32_t v = b; v >= 0; v = next[std::size_t(v)])
+        level[std::size_t(v)] = e->level + 0.0f;  // -0 as +0
+    // b's list after a's, b under a.
+    next[std::size_t(last[std::size_t(a)])] = b;
+    last[std::size_t(a)] = last[std::size_t(b)];
+    parent[std::size_t(b)] = a;
   }
   return level;
 }

@@ -160,8 +160,9 @@ private:
 };
 
 // The level of every label (0 = the ocean, at -inf): the lowest level at which water from it
-// reaches the ocean over the spills (minimax paths, a Priority-Flood on the graph). `labels`: how
-// many labels; `spills`: lists of edges (dem_cpu.cpp).
+// reaches the ocean over the spills (minimax paths, found in Kruskal's order: the spills from the
+// lowest up, joined by a union-find); +inf for a label that never reaches it. `labels`: how many
+// labels; `spills`: lists of edges (dem_cpu.cpp).
 std::vector<float> labelLevels(int32_t labels, const std::vector<std::vector<Spill>>& spills);
 
 }  // namespace gpugeo::dem::detail

@@ -37,7 +37,7 @@ constexpr int64_t kInMemoryBytesPerCell = 34;
 // And per segment: its first and last cells, downstream segment, cells, length units, length, drop,
 // area, upstream cells, orders and the orders' work. Every source has at least the threshold's cells
 // upstream, none of them another source's, and a tree has fewer junctions than sources: at most
-// 2 x cells / threshold segments.
+// 2 x cells / threshold segments, and never more than the cells.
 constexpr int64_t kBytesPerSegment = 104;
 // The GPU's: the accumulation's, then the network's (the larger).
 constexpr int64_t kGpuBytesPerCell = std::max(dem::kGpuAccumulationBytesPerCell, dem::kGpuStreamsBytesPerCell);
@@ -72,7 +72,7 @@ int64_t inMemoryBytesPerCell(const dem::StreamThreshold& threshold, const DemRas
     largest = std::max(largest, raster.cellWidth[y] * raster.cellHeight[y] * 1e6);
   const double cells = std::max({1.0, double(threshold.minCells),
                                  largest > 0 ? std::floor(double(threshold.minArea) / largest) : 1.0});
-  return kInMemoryBytesPerCell + int64_t(std::ceil(2.0 * double(kBytesPerSegment) / cells));
+  return kInMemoryBytesPerCell + int64_t(std::ceil(std::min(1.0, 2.0 / cells) * double(kBytesPerSegment)));
 }
 
 uint8_t orderByte(int32_t strahler)
@@ -395,7 +395,7 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeInMemory(
   runWithCpuFallback(device, feedback, [&](Backend backend) {
     ScopedStage stage(times, "stream network");
     network = dem::streamNetwork(backend, raster.grid(dem.elevations.z.data()), directions, accumulation,
-                                 request.threshold, control);
+                                 request.threshold, cpuThreads(), control);
   });
   std::vector<int64_t>().swap(accumulation.cells);
   std::vector<int64_t>().swap(accumulation.area);

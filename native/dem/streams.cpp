@@ -1,10 +1,14 @@
 #include "dem/streams.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "dem/detail/down_paths.h"
 #include "dem/detail/stream_orders.h"
 #include "dem/detail/streams_cuda.h"
@@ -36,47 +40,84 @@ void checkInput(const Grid& grid, const std::vector<uint8_t>& directions, const 
 // length in units: its length in metres, its drop (to the downstream segment's first cell, else to its
 // own last) and the upstream cells and area at its last cell; then the orders.
 void finishSegments(const Grid& grid, const Accumulation& accumulation, double unit, const std::vector<int64_t>& units,
-                    StreamNetwork& out, const RunControl& control);
+                    int threads, StreamNetwork& out, const RunControl& control);
 
 }  // namespace
 
 namespace detail {
 
-void addStreamOrders(StreamNetwork& out)
+void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
 {
-  const std::size_t count = out.first.size();
-  std::vector<int32_t> pending(count, 0), highest(count, 0), atHighest(count, 0);
-  std::vector<int64_t> magnitude(count, 0);
-  for (const int32_t d : out.down)
-    if (d > 0)
-      ++pending[std::size_t(d - 1)];
-  std::vector<int32_t> ready;
-  for (std::size_t k = 0; k < count; ++k)
-    if (pending[k] == 0)
-      ready.push_back(int32_t(k));
-  out.strahler.assign(count, 0);
-  out.shreve.assign(count, 0);
-  while (!ready.empty())
-  {
-    const std::size_t k = std::size_t(ready.back());
-    ready.pop_back();
-    out.strahler[k] = highest[k] == 0 ? 1 : highest[k] + (atHighest[k] >= 2 ? 1 : 0);
-    out.shreve[k] = magnitude[k] == 0 ? 1 : magnitude[k];
-    const int32_t d = out.down[k];
-    if (d <= 0)
-      continue;
-    const std::size_t j = std::size_t(d - 1);
-    if (out.strahler[k] > highest[j])
-    {
-      highest[j] = out.strahler[k];
-      atHighest[j] = 1;
-    }
-    else if (out.strahler[k] == highest[j])
-      ++atHighest[j];
-    magnitude[j] += out.shreve[k];
-    if (--pending[j] == 0)
-      ready.push_back(int32_t(j));
-  }
+  // Each segment is ordered by the thread that brings it its last upstream segment, a source by the
+  // thread whose share of the segments holds it. An upstream segment folds its Strahler order into
+  // one word of the segment below it (the highest order flowing in, how many bring it, up to two, and
+  // how many are still to come: at most 8, the neighbours of a first cell) and its Shreve order into
+  // a sum, then goes on down only when it was the last to come. The word is 0 only for a source: a
+  // segment with inflow holds its count or the order brought. The result does not depend on who comes
+  // first: the fold is a maximum, a count and a sum.
+  const int64_t count = int64_t(out.first.size());
+  out.strahler.clear();
+  out.shreve.clear();
+  resizeOnThreads(std::size_t(count), threads, out.strahler, out.shreve);
+  constexpr uint32_t kToCome = 0xf, kAtTopShift = 4, kTopShift = 8;
+  const std::unique_ptr<std::atomic<uint32_t>[]> word(new std::atomic<uint32_t>[std::size_t(count)]);
+  const std::unique_ptr<std::atomic<int64_t>[]> magnitude(new std::atomic<int64_t>[std::size_t(count)]);
+  constexpr int64_t grain = 4096;
+  parallelFor(
+    count, grain, threads,
+    [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k)
+      {
+        word[k].store(0, std::memory_order_relaxed);
+        magnitude[k].store(0, std::memory_order_relaxed);
+      }
+    },
+    &control);
+  parallelFor(
+    count, grain, threads,
+    [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k)
+        if (out.down[std::size_t(k)] > 0)
+          word[out.down[std::size_t(k)] - 1].fetch_add(1, std::memory_order_relaxed);
+    },
+    &control);
+  parallelFor(
+    count, grain, threads,
+    [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k)
+      {
+        if (word[k].load(std::memory_order_relaxed) != 0)
+          continue;  // not a source: ordered by its last upstream segment
+        uint32_t brought = 0;
+        for (int64_t j = k;;)
+        {
+          const uint32_t top = brought >> kTopShift, atTop = (brought >> kAtTopShift) & 3;
+          const int64_t sum = magnitude[j].load(std::memory_order_relaxed);
+          const uint32_t strahler = top == 0 ? 1 : top + (atTop >= 2 ? 1 : 0);
+          const int64_t shreve = sum == 0 ? 1 : sum;
+          out.strahler[std::size_t(j)] = int32_t(strahler);
+          out.shreve[std::size_t(j)] = shreve;
+          const int32_t d = out.down[std::size_t(j)];
+          if (d <= 0)
+            break;
+          const int64_t i = d - 1;
+          magnitude[i].fetch_add(shreve, std::memory_order_relaxed);
+          uint32_t seen = word[i].load(std::memory_order_relaxed), next = 0;
+          do
+          {
+            const uint32_t seenTop = seen >> kTopShift, seenAt = (seen >> kAtTopShift) & 3;
+            const uint32_t newTop = std::max(seenTop, strahler);
+            const uint32_t newAt = strahler > seenTop ? 1 : strahler == seenTop ? std::min<uint32_t>(seenAt + 1, 2) : seenAt;
+            next = (newTop << kTopShift) | (newAt << kAtTopShift) | ((seen & kToCome) - 1);
+          } while (!word[i].compare_exchange_weak(seen, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+          if ((next & kToCome) != 0)
+            break;  // another segment flows in later, and orders i
+          brought = next;
+          j = i;
+        }
+      }
+    },
+    &control);
 }
 
 }  // namespace detail
@@ -84,105 +125,180 @@ void addStreamOrders(StreamNetwork& out)
 namespace {
 
 void finishSegments(const Grid& grid, const Accumulation& accumulation, double unit, const std::vector<int64_t>& units,
-                    StreamNetwork& out, const RunControl& control)
+                    int threads, StreamNetwork& out, const RunControl& control)
 {
   const std::size_t count = out.first.size();
-  out.length.assign(count, 0.0);
-  out.drop.assign(count, 0.0);
-  out.area.assign(count, 0);
-  out.upstreamCells.assign(count, 0);
-  for (std::size_t k = 0; k < count; ++k)
+  resizeOnThreads(count, threads, out.length, out.drop, out.area, out.upstreamCells);
+  parallelFor(
+    int64_t(count), 4096, threads,
+    [&](int64_t k0, int64_t k1) {
+      for (std::size_t k = std::size_t(k0); k < std::size_t(k1); ++k)
+      {
+        // The line's last cell: the downstream segment's first cell, else the segment's own last.
+        const int64_t c = out.last[k];
+        const int64_t end = out.down[k] > 0 ? out.first[std::size_t(out.down[k] - 1)] : c;
+        out.length[k] = double(units[k]) * unit;
+        out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
+        out.area[k] = accumulation.area[std::size_t(c)];
+        out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
+      }
+    },
+    &control);
+  detail::addStreamOrders(out, threads, control);
+}
+
+}  // namespace
+
+namespace {
+
+// Rows a chunk of the threads' passes over the grid.
+constexpr int64_t kRowGrain = 4;
+
+// How many stream cells flow into the stream cell (x, y): 0, 1, or 2 for two or more. A neighbour
+// flows in when its direction is the one back to (x, y) (d + 4 from its side); its direction is
+// looked at first, its stream flag only then.
+uint8_t streamInflow(const uint8_t* directions, const uint8_t* stream, int64_t w, int64_t h, int64_t x, int64_t y)
+{
+  const int64_t c = y * w + x;
+  uint8_t count = 0;
+  if (x > 0 && y > 0 && x + 1 < w && y + 1 < h)
   {
-    if ((k & 0xffff) == 0 && control.isCanceled())
-      throw Canceled();
-    // The line's last cell: the downstream segment's first cell, else the segment's own last.
-    const int64_t c = out.last[k];
-    const int64_t end = out.down[k] > 0 ? out.first[std::size_t(out.down[k] - 1)] : c;
-    out.length[k] = double(units[k]) * unit;
-    out.drop[k] = double(grid.z[out.first[k]]) - double(grid.z[end]);
-    out.area[k] = accumulation.area[std::size_t(c)];
-    out.upstreamCells[k] = accumulation.cells[std::size_t(c)];
+    const int64_t offset[8] = {1, w + 1, w, w - 1, -1, -w - 1, -w, -w + 1};
+    for (int d = 0; d < 8; ++d)
+    {
+      const int64_t n = c + offset[d];
+      count += directions[n] == ((d + 4) & 7) && stream[n];
+    }
+    return count < 2 ? count : 2;
   }
-  detail::addStreamOrders(out);
+  for (int d = 0; d < 8; ++d)
+  {
+    const int64_t nx = x + kDx[d], ny = y + kDy[d];
+    if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+      continue;
+    const int64_t n = ny * w + nx;
+    count += directions[n] == ((d + 4) & 7) && stream[n];
+  }
+  return count < 2 ? count : 2;
 }
 
 }  // namespace
 
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
-                            const Accumulation& accumulation, const StreamThreshold& threshold,
+                            const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
                             const RunControl& control)
 {
   checkInput(grid, directions, accumulation);
   const int64_t w = grid.width, h = grid.height, n = w * h;
 
-  // Stream cells, and how many stream cells flow into each (0, 1, or 2 for two or more).
+  // Stream cells, then how many stream cells flow into each (0, 1, or 2 for two or more) and how many
+  // segments start on each row (a stream cell into which not exactly one flows).
   StreamNetwork out;
-  std::vector<uint8_t> inflow(std::size_t(n), 0);
-  std::vector<uint8_t> stream(std::size_t(n), 0);
-  for (std::size_t c = 0; c < stream.size(); ++c)
-    stream[c] = isStreamCell(directions[c], accumulation.cells[c], accumulation.area[c], threshold);
-  for (int64_t c = 0; c < n; ++c)
-  {
-    if (!stream[std::size_t(c)])
-      continue;
-    const int64_t d = successor(directions, w, h, c);
-    if (d >= 0 && stream[std::size_t(d)] && inflow[std::size_t(d)] < 2)
-      ++inflow[std::size_t(d)];
-  }
+  std::vector<uint8_t> stream(static_cast<std::size_t>(n));
+  parallelFor(
+    h, kRowGrain, threads,
+    [&](int64_t y0, int64_t y1) {
+      for (std::size_t c = std::size_t(y0 * w); c < std::size_t(y1 * w); ++c)
+        stream[c] = isStreamCell(directions[c], accumulation.cells[c], accumulation.area[c], threshold);
+    },
+    &control);
+  std::vector<uint8_t> inflow(static_cast<std::size_t>(n));
+  std::vector<int64_t> rowStart(std::size_t(h) + 1, 0);
+  parallelFor(
+    h, kRowGrain, threads,
+    [&](int64_t y0, int64_t y1) {
+      for (int64_t y = y0; y < y1; ++y)
+      {
+        int64_t heads = 0;
+        for (int64_t x = 0, c = y * w; x < w; ++x, ++c)
+        {
+          const uint8_t in = stream[std::size_t(c)] ? streamInflow(directions.data(), stream.data(), w, h, x, y) : 0;
+          inflow[std::size_t(c)] = in;
+          heads += stream[std::size_t(c)] && in != 1;
+        }
+        rowStart[std::size_t(y) + 1] = heads;
+      }
+    },
+    &control);
+  for (int64_t y = 0; y < h; ++y)
+    rowStart[std::size_t(y) + 1] += rowStart[std::size_t(y)];
+  const std::size_t count = std::size_t(rowStart[std::size_t(h)]);
+  if (count > std::size_t(std::numeric_limits<int32_t>::max()))
+    throw InvalidInput("stream network: more than 2147483647 segments");
 
-  // The segments' first cells, numbered in row order.
-  out.segment.assign(std::size_t(n), 0);
-  for (int64_t c = 0; c < n; ++c)
-    if (stream[std::size_t(c)] && inflow[std::size_t(c)] != 1)
-    {
-      if (out.first.size() >= std::size_t(std::numeric_limits<int32_t>::max()))
-        throw InvalidInput("stream network: more than 2147483647 segments");
-      out.first.push_back(c);
-      out.segment[std::size_t(c)] = int32_t(out.first.size());
-    }
+  // The segments' first cells, numbered in row order (every cell of a row written: 0 off the heads).
+  out.segment.resize(std::size_t(n));
+  out.first.resize(count);
+  parallelFor(
+    h, kRowGrain, threads,
+    [&](int64_t y0, int64_t y1) {
+      for (int64_t y = y0; y < y1; ++y)
+      {
+        int64_t k = rowStart[std::size_t(y)];
+        for (int64_t c = y * w; c < (y + 1) * w; ++c)
+        {
+          const bool head = stream[std::size_t(c)] && inflow[std::size_t(c)] != 1;
+          if (head)
+            out.first[std::size_t(k++)] = c;
+          out.segment[std::size_t(c)] = head ? int32_t(k) : 0;
+        }
+      }
+    },
+    &control);
 
-  // Each segment down from its first cell to the cell before the next segment or the path's end.
+  // Each segment down from its first cell to the cell before the next segment or the path's end. A
+  // cell below the first has one stream cell flowing in, so one walk alone writes it; the next
+  // segment's first cell is only read.
   const double unit = detail::pathUnit(grid.cellWidth, grid.cellHeight, h, n);
   const std::vector<int64_t> steps = detail::rowSteps(grid.cellWidth, grid.cellHeight, h, unit);
-  const std::size_t count = out.first.size();
-  out.last.assign(count, -1);
-  out.down.assign(count, 0);
-  out.cells.assign(count, 0);
-  std::vector<int64_t> units(count, 0);
-  for (std::size_t k = 0; k < count; ++k)
-  {
-    if ((k & 0xffff) == 0 && control.isCanceled())
-      throw Canceled();
-    const int32_t id = int32_t(k + 1);
-    int64_t c = out.first[k], cells = 0;
-    for (;;)
-    {
-      out.segment[std::size_t(c)] = id;
-      ++cells;
-      const int64_t d = successor(directions, w, h, c);
-      if (d < 0 || !stream[std::size_t(d)] || cells > n)
-        break;
-      units[k] += detail::stepUnits(steps.data() + 3 * (c / w), directions[std::size_t(c)]);
-      if (inflow[std::size_t(d)] != 1)  // the next segment's first cell
+  std::vector<int64_t> units;
+  resizeOnThreads(count, threads, out.last, out.down, out.cells, units);
+  parallelFor(
+    int64_t(count), 1024, threads,
+    [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k)
       {
-        out.down[k] = out.segment[std::size_t(d)];
-        break;
+        const int32_t id = int32_t(k + 1);
+        int64_t c = out.first[std::size_t(k)], x = c % w, y = c / w, cells = 1, length = 0;
+        int32_t down = 0;
+        for (;;)
+        {
+          const uint8_t d = directions[std::size_t(c)];
+          if (d >= 8)
+            break;
+          const int64_t nx = x + kDx[d], ny = y + kDy[d];
+          if (nx < 0 || ny < 0 || nx >= w || ny >= h)
+            break;
+          const int64_t next = ny * w + nx;
+          if (!stream[std::size_t(next)] || cells > n)
+            break;
+          length += detail::stepUnits(steps.data() + 3 * y, d);
+          if (inflow[std::size_t(next)] != 1)  // the next segment's first cell
+          {
+            down = out.segment[std::size_t(next)];
+            break;
+          }
+          c = next, x = nx, y = ny;
+          out.segment[std::size_t(c)] = id;
+          ++cells;
+        }
+        out.last[std::size_t(k)] = c;
+        out.down[std::size_t(k)] = down;
+        out.cells[std::size_t(k)] = cells;
+        units[std::size_t(k)] = length;
       }
-      c = d;
-    }
-    out.last[k] = c;
-    out.cells[k] = cells;
-  }
-  finishSegments(grid, accumulation, unit, units, out, control);
+    },
+    &control);
+  finishSegments(grid, accumulation, unit, units, threads, out, control);
   return out;
 }
 
 StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions,
-                            const Accumulation& accumulation, const StreamThreshold& threshold,
+                            const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
                             const RunControl& control)
 {
   if (backend != Backend::Gpu)
-    return streamNetwork(grid, directions, accumulation, threshold, control);
+    return streamNetwork(grid, directions, accumulation, threshold, threads, control);
   checkInput(grid, directions, accumulation);
   const int64_t w = grid.width, h = grid.height, n = w * h;
   const double unit = detail::pathUnit(grid.cellWidth, grid.cellHeight, h, n);
@@ -195,7 +311,7 @@ StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector
   std::vector<int64_t> units;
   detail::streamSegmentsCuda(directions.data(), accumulation.cells.data(), accumulation.area.data(), w, h,
                              steps.data(), threshold, out, units, control);
-  finishSegments(grid, accumulation, unit, units, out, control);
+  finishSegments(grid, accumulation, unit, units, threads, out, control);
   return out;
 }
 

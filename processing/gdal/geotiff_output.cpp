@@ -29,6 +29,9 @@ bool isGeoTiffName(const std::string& path)
 // 1.0 s for 43% of the size), so they are written plain, as QGIS and gdal_proximity do.
 // A raster smaller than a block gets blocks of its own size (whole multiples of 16, as TIFF has
 // them), and a small floating raster is compressed too: a 1 x 1 DEM made a 256 KB file.
+// DEFLATE at its fastest level (1): on this project's 2-core machine the 10,000² segment ids of a
+// stream network (Int32) took 1.9 s against 6.8 s at GDAL's default level 6 for a file 12 % larger,
+// their Strahler orders (Byte) 0.8 s against 4.1 s, 14 % larger.
 CPLStringList creationOptions(int64_t width, int64_t height, GDALDataType type)
 {
   const auto blockSide = [](int64_t side) {
@@ -45,6 +48,7 @@ CPLStringList creationOptions(int64_t width, int64_t height, GDALDataType type)
   {
     options.SetNameValue("COMPRESS", "DEFLATE");
     options.SetNameValue("PREDICTOR", floating ? "3" : "2");
+    options.SetNameValue("ZLEVEL", "1");
     options.SetNameValue("NUM_THREADS", "ALL_CPUS");
   }
   return options;

@@ -146,8 +146,10 @@ int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8
       continue;
     }
     const dem::Accumulation accumulation = dem::flowAccumulation(backend, grid, directions, threads, control);
-    network = dem::streamNetwork(backend, grid, directions, accumulation, threshold, control);
+    const auto cut = std::chrono::steady_clock::now();
+    network = dem::streamNetwork(backend, grid, directions, accumulation, threshold, threads, control);
     ms.push_back(msSince(start));
+    std::fprintf(stderr, "accumulation %.1f ms, network %.1f ms\n", msSince(start) - msSince(cut), msSince(cut));
     segments = network.segment;
   }
   std::sort(ms.begin(), ms.end());
@@ -186,7 +188,8 @@ int benchSubbasins(Backend backend, const dem::Grid& grid, const std::vector<uin
   const dem::tiled::RowSizes rows{cellWidth, cellHeight};
   const dem::Accumulation accumulation = dem::flowAccumulation(backend, grid, directions, threads, control);
   const dem::StreamNetwork network =
-    dem::streamNetwork(backend, grid, directions, accumulation, dem::StreamThreshold{streamCells, 0}, control);
+    dem::streamNetwork(backend, grid, directions, accumulation, dem::StreamThreshold{streamCells, 0}, threads,
+                      control);
   const dem::tiled::MemoryRaster<int32_t> segments(w, h, network.segment);
   const dem::tiled::MemoryRaster<uint8_t> dirs(w, h, directions);
   std::vector<double> ms;

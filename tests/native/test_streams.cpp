@@ -104,7 +104,7 @@ int32_t expectReference(const TestDem& dem, const std::vector<uint8_t>& dirs, co
                         const StreamThreshold& t, const std::string& what)
 {
   const int64_t w = dem.width, h = dem.height, n = w * h;
-  const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, t, noCancel);
+  const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, t, 3, noCancel);
   const Reference r = reference(dem, dirs, acc, t);
   EXPECT_EQ(net.segment, r.segment) << what;
   if (net.segment != r.segment)
@@ -206,7 +206,7 @@ TEST(StreamNetwork, AForkByHand)
         ++acc.cells[std::size_t(p)];
         acc.area[std::size_t(p)] += 100000000;
       }
-  const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{1, 0}, noCancel);
+  const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{1, 0}, 1, noCancel);
   // Segments by first cell in row order: (0,0) 1, (4,0) 2, (2,2) 3, (4,3) 4, (2,4) 5.
   ASSERT_EQ(net.first, (std::vector<int64_t>{0, 4, 12, 19, 22}));
   EXPECT_EQ(net.down, (std::vector<int32_t>{3, 3, 5, 5, 0}));
@@ -229,12 +229,47 @@ TEST(StreamNetwork, BadInput)
   const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 1, noCancel);
   Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 1, noCancel);
   acc.area.pop_back();
-  EXPECT_THROW(streamNetwork(dem.grid(), dirs, acc, StreamThreshold{}, noCancel), InvalidInput);
+  EXPECT_THROW(streamNetwork(dem.grid(), dirs, acc, StreamThreshold{}, 2, noCancel), InvalidInput);
   const StreamNetwork none = streamNetwork(dem.grid(), dirs, flowAccumulation(Backend::Cpu, dem.grid(), dirs, 1, noCancel),
-                                           StreamThreshold{1000, 0}, noCancel);
+                                           StreamThreshold{1000, 0}, 2, noCancel);
   EXPECT_TRUE(none.first.empty());
   EXPECT_TRUE(std::all_of(none.segment.begin(), none.segment.end(), [](int32_t s) { return s == 0; }));
   EXPECT_THROW(segmentLine(none, dirs, 8, 6, 1), InvalidInput);
+}
+
+// The threads' network is one thread's, field for field, on DEMs large enough for many chunks of rows
+// and of segments (every cell a stream, and a threshold leaving long segments).
+TEST(StreamNetwork, ThreadsGiveTheOneThreadNetwork)
+{
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+  {
+    TestDem dem = randomDem(seed + 70, 331, 257, seed == 2 ? 1.0 : 0.0, 3, 30, 30, true);
+    dem.z = fillDepressions(Backend::Cpu, dem.grid(), 2, noCancel);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 2, noCancel);
+    for (const int64_t minCells : {int64_t(1), int64_t(25)})
+    {
+      const StreamNetwork one = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, 1, noCancel);
+      EXPECT_GT(one.first.size(), minCells == 1 ? 20000u : 500u);
+      for (const int threads : {2, 5, 16})
+      {
+        const StreamNetwork got = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, threads, noCancel);
+        const std::string what =
+          "seed " + std::to_string(seed) + ", cells " + std::to_string(minCells) + ", threads " + std::to_string(threads);
+        EXPECT_EQ(got.segment, one.segment) << what;
+        EXPECT_EQ(got.first, one.first) << what;
+        EXPECT_EQ(got.last, one.last) << what;
+        EXPECT_EQ(got.down, one.down) << what;
+        EXPECT_EQ(got.strahler, one.strahler) << what;
+        EXPECT_EQ(got.shreve, one.shreve) << what;
+        EXPECT_EQ(got.cells, one.cells) << what;
+        EXPECT_EQ(got.length, one.length) << what;
+        EXPECT_EQ(got.drop, one.drop) << what;
+        EXPECT_EQ(got.area, one.area) << what;
+        EXPECT_EQ(got.upstreamCells, one.upstreamCells) << what;
+      }
+    }
+  }
 }
 
 TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
@@ -252,7 +287,7 @@ TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
     for (const int64_t minCells : {int64_t(1), int64_t(12)})
     {
       const StreamThreshold threshold{minCells, 0};
-      const StreamNetwork want = streamNetwork(dem.grid(), dirs, acc, threshold, noCancel);
+      const StreamNetwork want = streamNetwork(dem.grid(), dirs, acc, threshold, 4, noCancel);
       for (const auto& [tw, th] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}, {7, 5}, {16, 16}, {64, 64}})
       {
         tiled::MemoryRaster<int32_t> segments(dem.width, dem.height);
@@ -304,7 +339,7 @@ TEST(Subbasins, ExitsAndWatershedsGiveEachCellItsFirstStreamCellsSegment)
     const int64_t w = dem.width, h = dem.height;
     for (const int64_t minCells : {int64_t(1), int64_t(5), int64_t(40)})
     {
-      const StreamNetwork network = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, noCancel);
+      const StreamNetwork network = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, 2, noCancel);
       const std::string what = "seed " + std::to_string(seed) + ", cells " + std::to_string(minCells);
       const tiled::MemoryRaster<int32_t> segments(w, h, network.segment);
       const tiled::MemoryRaster<uint8_t> d(w, h, dirs);

@@ -46,8 +46,8 @@ template <typename T>
 std::size_t expectSame(const Grid& grid, const std::vector<uint8_t>& dirs, const Accumulation& acc,
                        const StreamThreshold& threshold, const std::string& what)
 {
-  const StreamNetwork cpu = streamNetwork(Backend::Cpu, grid, dirs, acc, threshold, noCancel);
-  const StreamNetwork gpu = streamNetwork(Backend::Gpu, grid, dirs, acc, threshold, noCancel);
+  const StreamNetwork cpu = streamNetwork(Backend::Cpu, grid, dirs, acc, threshold, 1, noCancel);
+  const StreamNetwork gpu = streamNetwork(Backend::Gpu, grid, dirs, acc, threshold, 1, noCancel);
   EXPECT_TRUE(sameValues("segment", gpu.segment, cpu.segment)) << what;
   EXPECT_TRUE(sameValues("first", gpu.first, cpu.first)) << what;
   EXPECT_TRUE(sameValues("last", gpu.last, cpu.last)) << what;
@@ -197,8 +197,8 @@ TEST(StreamNetworkGpu, WithoutAGpuItSaysSo)
   if (probeGpu().usable)
     GTEST_SKIP() << "a GPU is usable";
   const Flow f = randomFlow(3, 20, 16, true);
-  EXPECT_THROW(streamNetwork(Backend::Gpu, f.dem.grid(), f.dirs, f.acc, StreamThreshold{}, noCancel), DeviceUnavailable);
+  EXPECT_THROW(streamNetwork(Backend::Gpu, f.dem.grid(), f.dirs, f.acc, StreamThreshold{}, 1, noCancel), DeviceUnavailable);
   // Auto is the caller's to resolve: here it runs on the CPU.
-  EXPECT_EQ(streamNetwork(Backend::Auto, f.dem.grid(), f.dirs, f.acc, StreamThreshold{3, 0}, noCancel).segment,
-            streamNetwork(f.dem.grid(), f.dirs, f.acc, StreamThreshold{3, 0}, noCancel).segment);
+  EXPECT_EQ(streamNetwork(Backend::Auto, f.dem.grid(), f.dirs, f.acc, StreamThreshold{3, 0}, 2, noCancel).segment,
+            streamNetwork(f.dem.grid(), f.dirs, f.acc, StreamThreshold{3, 0}, 2, noCancel).segment);
 }

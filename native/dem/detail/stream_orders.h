@@ -1,12 +1,13 @@
 // What the in-memory and tiled stream networks share (streams.cpp, tiled/tiled_streams.cpp).
 #pragma once
 
+#include "core/run_control.h"
 #include "dem/streams.h"
 
 namespace gpugeo::dem::detail {
 
-// The Strahler and Shreve orders from the segments' downstream links, upstream first (Kahn's order
-// over the segments' tree; segments on a loop keep order 0).
-void addStreamOrders(StreamNetwork& network);
+// The Strahler and Shreve orders from the segments' downstream links, upstream first, on `threads`
+// threads (parallelFor's count; the same orders on any); segments on a loop keep order 0.
+void addStreamOrders(StreamNetwork& network, int threads, const RunControl& control);
 
 }  // namespace gpugeo::dem::detail

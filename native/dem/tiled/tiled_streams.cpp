@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -58,7 +57,8 @@ bool inside(int64_t c, int64_t pw, int64_t ph)
   return x > 0 && y > 0 && x < pw - 1 && y < ph - 1;
 }
 
-void readStreams(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
+// The elevations are read only where given (pass 2: the segments' drops).
+void readStreams(const RasterSource<float>* elevations, const RasterSource<uint8_t>& directions,
                  const RasterSource<int64_t>& cells, const RasterSource<int64_t>& area, const StreamThreshold& threshold,
                  const Window& t, TileStreams& s)
 {
@@ -66,7 +66,8 @@ void readStreams(const RasterSource<float>& elevations, const RasterSource<uint8
   detail::readWithHalo(directions, t, kNoData, s.directions);
   detail::readWithHalo(cells, t, int64_t(0), s.cells);
   detail::readWithHalo(area, t, int64_t(0), s.area);
-  detail::readWithHalo(elevations, t, std::numeric_limits<float>::quiet_NaN(), s.z);
+  if (elevations)
+    detail::readWithHalo(*elevations, t, std::numeric_limits<float>::quiet_NaN(), s.z);
   s.stream.assign(std::size_t(n), 0);
   for (int64_t c = 0; c < n; ++c)
     s.stream[std::size_t(c)] = isStreamCell(s.directions[std::size_t(c)], s.cells[std::size_t(c)],
@@ -111,16 +112,26 @@ int64_t globalCell(const TileLayout& layout, const Window& t, int64_t pw, int64_
   return (t.y0 + c / pw - 1) * layout.width + t.x0 + c % pw - 1;
 }
 
-// What pass 2 sends back of a tile.
-struct TileSums
+// What pass 2 keeps apart of a chain (the stream cells of one inflow down from a start or an entry
+// within a tile) whose segment does not begin and end in it: its cells and length in units, and the
+// elevations of the segment's first cell and of the cell its line ends at where the chain holds them.
+// The coordinator adds a segment's parts up; a segment whole in one chain is written straight into the
+// network (no other tile writes it).
+struct ChainPart
 {
-  std::map<int32_t, std::pair<int64_t, int64_t>> cellsAndUnits;  // per segment
-  std::vector<int32_t> startSegment;
-  std::vector<float> startZ;
-  std::vector<int32_t> lastSegment, lastDown;
-  std::vector<int64_t> lastCell, lastCells, lastArea;
-  std::vector<float> lastZ;
+  int32_t segment;
+  bool start, end;
+  float startZ, endZ;
+  int64_t cells, units;
 };
+
+// The padded cell a stream cell flows on to within the tile (its chain goes on), -1 where its chain
+// ends: off the tile, a pit, no stream below, or the next segment's start (two or more flowing in).
+int64_t chainNext(const TileStreams& s, int64_t pw, int64_t ph, int64_t c)
+{
+  const int64_t d = paddedSuccessor(s.directions, pw, ph, c);
+  return d >= 0 && inside(d, pw, ph) && s.stream[std::size_t(d)] && s.inflow[std::size_t(d)] == 1 ? d : -1;
+}
 
 }  // namespace
 
@@ -144,14 +155,16 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
   const double unit = dem::detail::pathUnit(rows.cellWidth.data(), rows.cellHeight.data(), h, w * h);
   const std::vector<int64_t> steps = dem::detail::rowSteps(rows.cellWidth.data(), rows.cellHeight.data(), h, unit);
 
-  // Pass 1: the starts, and each perimeter cell's chain top: a start (its cell, >= 0), or the node of
-  // the neighbour tile's perimeter cell its entry's inflow comes from (-2 - node); -1 off the streams.
+  // Pass 1: how many starts each of the tile's rows holds, and each perimeter cell's chain top: a start
+  // (its place, tile row r and rank j among the row's starts, as r * tile width + j, >= 0), or the
+  // node of the neighbour tile's perimeter cell its entry's inflow comes from (-2 - node); -1 off the
+  // streams.
   std::vector<int64_t> firstNode(std::size_t(layout.count()) + 1, 0);
   for (int64_t i = 0; i < layout.count(); ++i)
     firstNode[std::size_t(i) + 1] = firstNode[std::size_t(i)] + detail::perimeterSize(layout.tile(i));
   const int64_t nodes = firstNode.back();
   std::vector<int64_t> link(std::size_t(nodes), -1);
-  std::vector<std::vector<int64_t>> starts(std::size_t(layout.count()));
+  std::vector<std::vector<int64_t>> rowStarts(std::size_t(layout.count()));  // per tile, per tile row
   out.graphBytes = nodes * int64_t(sizeof(int64_t) + sizeof(int32_t));
   detail::Reused<TileStreams> sets;
   detail::forEachTile(layout, 1, "stream network pass 1 (starts, perimeter chains)", options, control, out,
@@ -160,14 +173,19 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     TileStreams& s = *held;
     const Window t = layout.tile(i);
     const int64_t pw = t.width + 2, ph = t.height + 2;
-    readStreams(elevations, directions, cells, area, threshold, t, s);
+    readStreams(nullptr, directions, cells, area, threshold, t, s);
+    std::vector<int64_t>& onRow = rowStarts[std::size_t(i)];
+    onRow.assign(std::size_t(t.height), 0);
+    std::vector<int32_t> startX;                        // the starts' columns, row after row
+    std::vector<int64_t> rowBegin(std::size_t(ph), 0);  // where each row's are in startX
     for (int64_t y = 1; y < ph - 1; ++y)
+    {
+      rowBegin[std::size_t(y)] = int64_t(startX.size());
       for (int64_t x = 1; x < pw - 1; ++x)
-      {
-        const int64_t c = y * pw + x;
-        if (s.stream[std::size_t(c)] && s.inflow[std::size_t(c)] != 1)
-          starts[std::size_t(i)].push_back(globalCell(layout, t, pw, c));
-      }
+        if (s.stream[std::size_t(y * pw + x)] && s.inflow[std::size_t(y * pw + x)] != 1)
+          startX.push_back(int32_t(x));
+      onRow[std::size_t(y - 1)] = int64_t(startX.size()) - rowBegin[std::size_t(y)];
+    }
     std::vector<int64_t> ringNode(std::size_t(perimeterCount(pw, ph)), -1);
     detail::forHaloRing(layout, t, [&](int64_t x, int64_t y, int64_t j, int64_t k) {
       ringNode[std::size_t(perimeterPlace(pw, ph, x + 1, y + 1))] = firstNode[std::size_t(j)] + k;
@@ -178,7 +196,12 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
         return;
       const int64_t node = firstNode[std::size_t(i)] + k;
       if (s.inflow[std::size_t(root)] != 1)
-        link[std::size_t(node)] = globalCell(layout, t, pw, root);
+      {
+        const int64_t ry = root / pw;
+        const auto row = startX.begin() + rowBegin[std::size_t(ry)];
+        const int64_t rank = std::lower_bound(row, row + onRow[std::size_t(ry - 1)], int32_t(root % pw)) - row;
+        link[std::size_t(node)] = (ry - 1) * t.width + rank;
+      }
       else
       {
         const int64_t u = s.upstream[std::size_t(root)];
@@ -187,19 +210,29 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     });
   });
 
-  // The coordinator: the starts numbered in row order, each node's segment.
-  StreamNetwork net;
-  for (const auto& tileStarts : starts)
-    net.first.insert(net.first.end(), tileStarts.begin(), tileStarts.end());
-  std::sort(net.first.begin(), net.first.end());
-  if (net.first.size() >= std::size_t(std::numeric_limits<int32_t>::max()))
+  // The coordinator: the starts numbered in row order (the raster's rows, each tile by tile along it):
+  // rowStarts[i][r] becomes the ids' offset on tile i's row r (the id of its first start less one).
+  int64_t count = 0;
+  for (int64_t ty = 0; ty < layout.tilesY; ++ty)
+    for (int64_t r = 0; r < layout.tile(ty * layout.tilesX).height; ++r)
+      for (int64_t tx = 0; tx < layout.tilesX; ++tx)
+      {
+        int64_t& onRow = rowStarts[std::size_t(ty * layout.tilesX + tx)][std::size_t(r)];
+        const int64_t starts = onRow;
+        onRow = count;
+        count += starts;
+      }
+  if (count >= int64_t(std::numeric_limits<int32_t>::max()))
     throw InvalidInput("stream network: more than 2147483647 segments");
-  const auto segmentOf = [&](int64_t start) {
-    return int32_t(std::lower_bound(net.first.begin(), net.first.end(), start) - net.first.begin()) + 1;
-  };
   std::vector<int32_t> nodeSegment(std::size_t(nodes), 0);
   {
     ScopedStage timing(out.times, "stream network graph");
+    // The segment of a start found in pass 1 at node's tile, from its place there.
+    const auto segmentOfStart = [&](int64_t node, int64_t place) {
+      const std::size_t i = std::size_t(std::upper_bound(firstNode.begin(), firstNode.end(), node) - firstNode.begin() - 1);
+      const int64_t tw = layout.tile(int64_t(i)).width;
+      return int32_t(rowStarts[i][std::size_t(place / tw)] + place % tw + 1);
+    };
     std::vector<uint8_t> done(std::size_t(nodes), 0);
     std::vector<int64_t> chain;
     for (int64_t start = 0; start < nodes; ++start)
@@ -215,7 +248,7 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
       if (done[std::size_t(node)] == 1)
         segment = nodeSegment[std::size_t(node)];
       else if (done[std::size_t(node)] == 0 && link[std::size_t(node)] >= 0)
-        segment = segmentOf(link[std::size_t(node)]);
+        segment = segmentOfStart(node, link[std::size_t(node)]);
       done[std::size_t(node)] = 1;
       if (link[std::size_t(node)] != -1 || segment > 0)
         nodeSegment[std::size_t(node)] = segment;
@@ -228,14 +261,25 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     }
   }
 
-  // Pass 2: every cell's segment (the ring held at its nodes'), written; each segment's sums.
-  std::vector<TileSums> sums(std::size_t(layout.count()));
+  // Pass 2: every cell's segment (the ring held at its nodes'), written. Each chain walked from its top
+  // (a start or an entry) down the tile; where it ends the segment (its last cell), that cell, what it
+  // flows into and the elevation its line ends at (the next segment's first cell, in the tile or its
+  // halo, else its own). A chain from a start that ends its segment gives the segment's cells, length
+  // and drop; every other chain is kept apart. Every segment has one start and one last cell, so no
+  // two tiles write the same entry.
+  StreamNetwork net;
+  resizeOnThreads(std::size_t(count), options.threads, net.first, net.last, net.down, net.cells, net.area,
+                  net.upstreamCells, net.length, net.drop);
+  parallelFor(
+    count, 1 << 16, options.threads,
+    [&](int64_t k0, int64_t k1) { std::fill(net.last.begin() + k0, net.last.begin() + k1, int64_t(-1)); }, &control);
+  std::vector<std::vector<ChainPart>> parts(std::size_t(layout.count()));
   detail::forEachTile(layout, 2, "stream network pass 2 (segments; write)", options, control, out, [&](int64_t i) {
     const auto held = sets.take();
     TileStreams& s = *held;
     const Window t = layout.tile(i);
     const int64_t pw = t.width + 2, ph = t.height + 2;
-    readStreams(elevations, directions, cells, area, threshold, t, s);
+    readStreams(&elevations, directions, cells, area, threshold, t, s);
     const std::vector<int32_t> ring = detail::ringOf(layout, t, int32_t(0), [&](int64_t j, int64_t k) {
       return nodeSegment[std::size_t(firstNode[std::size_t(j)] + k)];
     });
@@ -246,90 +290,101 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
       detail::perimeterCell(pw, ph, k, x, y);
       label[std::size_t(y * pw + x)] = ring[std::size_t(k)];
     }
+    // The starts' ids first (a chain may end at a start further up the tile).
     for (int64_t y = 1; y < ph - 1; ++y)
-      for (int64_t x = 1; x < pw - 1; ++x)
+    {
+      int64_t id = rowStarts[std::size_t(i)][std::size_t(y - 1)];
+      for (int64_t c = y * pw + 1; c < y * pw + pw - 1; ++c)
+        if (s.stream[std::size_t(c)] && s.inflow[std::size_t(c)] != 1)
+        {
+          label[std::size_t(c)] = int32_t(++id);
+          net.first[std::size_t(id - 1)] = globalCell(layout, t, pw, c);
+        }
+    }
+    for (int64_t y = 1; y < ph - 1; ++y)
+      for (int64_t root = y * pw + 1; root < y * pw + pw - 1; ++root)
       {
-        const int64_t c = y * pw + x, root = s.top[std::size_t(c)];
-        if (root < 0)
+        if (s.top[std::size_t(root)] != root)
           continue;
-        label[std::size_t(c)] = s.inflow[std::size_t(root)] != 1
-                                  ? segmentOf(globalCell(layout, t, pw, root))
-                                  : label[std::size_t(s.upstream[std::size_t(root)])];
-      }
-    TileSums& sum = sums[std::size_t(i)];
-    std::vector<int32_t> own(std::size_t(t.cells()), 0);
-    for (int64_t y = 1; y < ph - 1; ++y)
-      for (int64_t x = 1; x < pw - 1; ++x)
-      {
-        const int64_t c = y * pw + x;
-        const int32_t segment = label[std::size_t(c)];
-        own[std::size_t((y - 1) * t.width + x - 1)] = segment;
+        const bool start = s.inflow[std::size_t(root)] != 1;
+        const int32_t segment = start ? label[std::size_t(root)] : label[std::size_t(s.upstream[std::size_t(root)])];
+        ChainPart part{segment, start, false, s.z[std::size_t(root)], 0.f, 0, 0};
+        for (int64_t c = root;;)
+        {
+          label[std::size_t(c)] = segment;
+          ++part.cells;
+          const int64_t d = paddedSuccessor(s.directions, pw, ph, c);
+          const bool onward = d >= 0 && s.stream[std::size_t(d)];
+          if (onward)
+            part.units += dem::detail::stepUnits(steps.data() + 3 * (t.y0 + c / pw - 1), s.directions[std::size_t(c)]);
+          const int64_t next = chainNext(s, pw, ph, c);
+          if (next >= 0)
+          {
+            c = next;
+            continue;
+          }
+          const int32_t below = onward ? label[std::size_t(d)] : 0;
+          if (segment > 0 && below != segment)  // the segment's last cell
+          {
+            const std::size_t k = std::size_t(segment - 1);
+            net.last[k] = globalCell(layout, t, pw, c);
+            net.down[k] = below;
+            net.upstreamCells[k] = s.cells[std::size_t(c)];
+            net.area[k] = s.area[std::size_t(c)];
+            part.end = true;
+            part.endZ = s.z[std::size_t(below > 0 ? d : c)];
+          }
+          break;
+        }
         if (segment <= 0)
           continue;
-        auto& cellsAndUnits = sum.cellsAndUnits[segment];
-        ++cellsAndUnits.first;
-        if (s.inflow[std::size_t(c)] != 1)
+        if (part.start && part.end)
         {
-          sum.startSegment.push_back(segment);
-          sum.startZ.push_back(s.z[std::size_t(c)]);
+          const std::size_t k = std::size_t(segment - 1);
+          net.cells[k] = part.cells;
+          net.length[k] = double(part.units) * unit;
+          net.drop[k] = double(part.startZ) - double(part.endZ);
         }
-        const int64_t d = paddedSuccessor(s.directions, pw, ph, c);
-        const bool onward = d >= 0 && s.stream[std::size_t(d)];
-        if (onward)
-          cellsAndUnits.second +=
-            dem::detail::stepUnits(steps.data() + 3 * (t.y0 + y - 1), s.directions[std::size_t(c)]);
-        if (!onward || label[std::size_t(d)] != segment)  // the segment's last cell
-        {
-          sum.lastSegment.push_back(segment);
-          sum.lastDown.push_back(onward ? label[std::size_t(d)] : 0);
-          sum.lastCell.push_back(globalCell(layout, t, pw, c));
-          sum.lastCells.push_back(s.cells[std::size_t(c)]);
-          sum.lastArea.push_back(s.area[std::size_t(c)]);
-          sum.lastZ.push_back(s.z[std::size_t(c)]);
-        }
+        else
+          parts[std::size_t(i)].push_back(part);
       }
+    std::vector<int32_t> own(std::size_t(t.cells()), 0);
+    for (int64_t y = 1; y < ph - 1; ++y)
+      std::copy(label.begin() + y * pw + 1, label.begin() + y * pw + pw - 1, own.begin() + (y - 1) * t.width);
     segments.write(t, own.data());
   });
   sets.clear();
   out.passes = 2;
 
-  // The segments' sums and ends, then their orders.
-  const std::size_t count = net.first.size();
-  net.last.assign(count, -1);
-  net.down.assign(count, 0);
-  net.cells.assign(count, 0);
-  net.length.assign(count, 0.0);
-  net.drop.assign(count, 0.0);
-  net.area.assign(count, 0);
-  net.upstreamCells.assign(count, 0);
-  std::vector<int64_t> units(count, 0);
-  std::vector<float> startZ(count, 0.f), lastZ(count, 0.f);
-  for (const TileSums& sum : sums)
+  // The segments across tiles from their parts (the elevations from the start's part and the end's; a
+  // segment on a loop has no end, its line's end taken at 0), then the orders.
+  ScopedStage timing(out.times, "stream network sums and orders");
+  std::vector<ChainPart> across;
+  for (std::vector<ChainPart>& tileParts : parts)
   {
-    for (const auto& [segment, cellsAndUnits] : sum.cellsAndUnits)
-    {
-      net.cells[std::size_t(segment - 1)] += cellsAndUnits.first;
-      units[std::size_t(segment - 1)] += cellsAndUnits.second;
-    }
-    for (std::size_t e = 0; e < sum.startSegment.size(); ++e)
-      startZ[std::size_t(sum.startSegment[e] - 1)] = sum.startZ[e];
-    for (std::size_t e = 0; e < sum.lastSegment.size(); ++e)
-    {
-      const std::size_t k = std::size_t(sum.lastSegment[e] - 1);
-      net.last[k] = sum.lastCell[e];
-      net.down[k] = sum.lastDown[e];
-      net.upstreamCells[k] = sum.lastCells[e];
-      net.area[k] = sum.lastArea[e];
-      lastZ[k] = sum.lastZ[e];
-    }
+    across.insert(across.end(), tileParts.begin(), tileParts.end());
+    std::vector<ChainPart>().swap(tileParts);
   }
-  for (std::size_t k = 0; k < count; ++k)
+  std::sort(across.begin(), across.end(), [](const ChainPart& a, const ChainPart& b) { return a.segment < b.segment; });
+  for (std::size_t e = 0; e < across.size();)
   {
-    net.length[k] = double(units[k]) * unit;
-    const float endZ = net.down[k] > 0 ? startZ[std::size_t(net.down[k] - 1)] : lastZ[k];
-    net.drop[k] = double(startZ[k]) - double(endZ);
+    const int32_t segment = across[e].segment;
+    ChainPart whole{segment, false, false, 0.f, 0.f, 0, 0};
+    for (; e < across.size() && across[e].segment == segment; ++e)
+    {
+      whole.cells += across[e].cells;
+      whole.units += across[e].units;
+      if (across[e].start)
+        whole.startZ = across[e].startZ;
+      if (across[e].end)
+        whole.endZ = across[e].endZ;
+    }
+    const std::size_t k = std::size_t(segment - 1);
+    net.cells[k] = whole.cells;
+    net.length[k] = double(whole.units) * unit;
+    net.drop[k] = double(whole.startZ) - double(whole.endZ);
   }
-  dem::detail::addStreamOrders(net);
+  dem::detail::addStreamOrders(net, options.threads, control);
   return net;
 }
 

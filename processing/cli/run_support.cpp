@@ -46,14 +46,9 @@ Setup setUp(RunContext& ctx, const gdal::GdalRaster& raster, int64_t inMemoryByt
   s.options.backend = s.device.backend;
   s.options.cluster = ctx.cluster;
   // A GPU worker's tiles in flight on the device and the flat mask's kept tiles, for rank 0's tile
-  // side (the plan sized them for its own): the budget's share as the plan gives it.
+  // side (the plan sized them for its own).
   if (s.device.backend == Backend::Gpu && s.plan.gpuBudgetBytes > 0)
-  {
-    const int64_t perTile =
-      (s.options.tileWidth + 2) * (s.options.tileHeight + 2) * dem::tiled::kGpuBytesPerTileCell;
-    s.options.gpuTiles = int(std::clamp<int64_t>(s.plan.gpuBudgetBytes / perTile, 1, threads));
-    s.options.gpuKeepBytes = std::max<int64_t>(0, s.plan.gpuBudgetBytes - s.options.gpuTiles * perTile);
-  }
+    gdal::shareGpuBudget(s.plan.gpuBudgetBytes, threads, s.options);
   const int ranks = ctx.cluster ? ctx.cluster->size() : 1;
   ctx.report.info("Tiles of " + std::to_string(s.options.tileWidth) + " x " + std::to_string(s.options.tileHeight) +
                   " cells; memory budget " + gdal::mebibytes(s.plan.budgetBytes) + " MiB (" + s.plan.budgetSource +

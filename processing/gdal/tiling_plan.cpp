@@ -117,14 +117,15 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t
   plan.options.tileWidth = plan.options.tileHeight = side;
   plan.options.threads = threads;
   if (backend == Backend::Gpu)
-  {
-    const int64_t perTile = (side + 2) * (side + 2) * dem::tiled::kGpuBytesPerTileCell;
-    plan.options.gpuTiles = int(std::clamp<int64_t>(plan.gpuBudgetBytes / perTile, 1, threads));
-    // What the GPU's budget has left beyond the tiles in flight keeps the flat mask's tiles between
-    // its rounds.
-    plan.options.gpuKeepBytes = std::max<int64_t>(0, plan.gpuBudgetBytes - plan.options.gpuTiles * perTile);
-  }
+    shareGpuBudget(plan.gpuBudgetBytes, threads, plan.options);
   return plan;
+}
+
+void shareGpuBudget(int64_t gpuBudgetBytes, int threads, dem::tiled::TiledOptions& options)
+{
+  const int64_t perTile = (options.tileWidth + 2) * (options.tileHeight + 2) * dem::tiled::kGpuBytesPerTileCell;
+  options.gpuTiles = int(std::clamp<int64_t>(gpuBudgetBytes / perTile, 1, threads));
+  options.gpuKeepBytes = std::max<int64_t>(0, gpuBudgetBytes - options.gpuTiles * perTile);
 }
 
 GdalCacheLimit::GdalCacheLimit(int64_t bytes) : mPrevious(GDALGetCacheMax64())

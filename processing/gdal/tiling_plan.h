@@ -49,6 +49,12 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t
                       int64_t tileBytesPerCell, int threads, Backend backend = Backend::Cpu,
                       int64_t gpuInMemoryBytesPerCell = 0, int64_t halo = 1);
 
+// The GPU's share of `gpuBudgetBytes` for options' tiles: options.gpuTiles tiles in flight (as many as
+// fit, at least 1, at most `threads`) and, what is left beyond them, options.gpuKeepBytes for the flat
+// mask's tiles kept between its rounds. planTiling() calls it; a caller that changes the tiles' size
+// calls it again.
+void shareGpuBudget(int64_t gpuBudgetBytes, int threads, dem::tiled::TiledOptions& options);
+
 // Bytes as MiB for a message: whole from 10 MiB, else two significant digits.
 std::string mebibytes(int64_t bytes);
 

@@ -28,10 +28,10 @@ int defaultThreadCount();
 void parallelFor(int64_t count, int64_t grain, int threads, const std::function<void(int64_t, int64_t)>& body,
                  const RunControl* control = nullptr);
 
-// Resizes every vector to n elements (value-initialized), the vectors shared out over `threads`
-// threads (parallelFor's count): a large new array's first touch, the kernel handing out and clearing
-// its pages, then runs on several cores (2 GB of new int64 took 1.3 s on one core of this project's
-// 2-core machine, 0.7 s on two).
+// Resizes every vector, empty on entry, to n value-initialized elements, the vectors shared out over
+// `threads` threads (parallelFor's count): a large new array's first touch, the kernel handing out and
+// clearing its pages, then runs on several cores (2 GB of new int64 took 1.3 s on one core of this
+// project's 2-core machine, 0.7 s on two).
 template <typename... Vectors>
 void resizeOnThreads(std::size_t n, int threads, Vectors&... vectors)
 {

@@ -107,7 +107,9 @@ void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
           {
             const uint32_t seenTop = seen >> kTopShift, seenAt = (seen >> kAtTopShift) & 3;
             const uint32_t newTop = std::max(seenTop, strahler);
-            const uint32_t newAt = strahler > seenTop ? 1 : strahler == seenTop ? std::min<uint32_t>(seenAt + 1, 2) : seenAt;
+            const uint32_t newAt = strahler > seenTop    ? 1
+                                   : strahler == seenTop ? std::min<uint32_t>(seenAt + 1, 2)
+                                                         : seenAt;
             next = (newTop << kTopShift) | (newAt << kAtTopShift) | ((seen & kToCome) - 1);
           } while (!word[i].compare_exchange_weak(seen, next, std::memory_order_acq_rel, std::memory_order_relaxed));
           if ((next & kToCome) != 0)
@@ -270,7 +272,7 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
           if (nx < 0 || ny < 0 || nx >= w || ny >= h)
             break;
           const int64_t next = ny * w + nx;
-          if (!stream[std::size_t(next)] || cells > n)
+          if (!stream[std::size_t(next)] || cells > n)  // (cells > n: a guard; a loop always meets a first cell)
             break;
           length += detail::stepUnits(steps.data() + 3 * y, d);
           if (inflow[std::size_t(next)] != 1)  // the next segment's first cell

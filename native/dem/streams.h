@@ -57,15 +57,16 @@ struct StreamNetwork
 // `grid` gives the elevations (for the drops) and cell sizes; `accumulation` is flowAccumulation()'s
 // for these directions. Throws InvalidInput for arrays of the wrong size or more than 2³¹ − 1
 // segments. On the CPU, on `threads` threads (parallelFor's count; the same result on any), the
-// orders on one.
+// orders too.
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
                             const RunControl& control);
 
 // The same on either backend, the same bits: Backend::Gpu on the device (streams_cuda.cu; throws
 // DeviceUnavailable where there is none, DeviceOutOfMemory past its memory, InvalidInput past its
-// 32-bit cell indices), anything else on the CPU as above (Auto as the other DEM tools take it: the
-// caller resolves it first, core/backend.h's resolveBackend).
+// 32-bit cell indices; the segments' sums and orders then on the host's `threads`), anything else on
+// the CPU as above (Auto as the other DEM tools take it: the caller resolves it first,
+// core/backend.h's resolveBackend).
 StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
                             const RunControl& control);

@@ -223,6 +223,30 @@ TEST(StreamNetwork, AForkByHand)
   EXPECT_EQ(segmentLine(net, dirs, w, h, 4), (std::vector<int64_t>{19, 23, 22}));
 }
 
+// Directions with a loop (the accumulation would refuse them; given by hand here): a segment whose
+// walk comes back to its own first cell flows into itself and, never having all its inflow, keeps
+// orders 0; the segments flowing into it are ordered. On any thread count.
+//   row 0:  E  S  W      the loop (0,0) -> (1,0) -> (1,1) -> (0,1) -> (0,0); (2,0) flows into it
+//   row 1:  N  W  E      (2,1) flows off the grid
+TEST(StreamNetwork, ASegmentOnALoopKeepsOrderZero)
+{
+  TestDem dem = randomDem(5, 3, 2, 0.0, 0);
+  const std::vector<uint8_t> dirs = {0, 2, 4, 6, 4, 0};
+  Accumulation acc;
+  acc.cells.assign(6, 10);
+  acc.area.assign(6, 10);
+  for (const int threads : {1, 4})
+  {
+    const StreamNetwork net = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{1, 0}, threads, noCancel);
+    EXPECT_EQ(net.segment, (std::vector<int32_t>{1, 1, 2, 1, 1, 3})) << threads;
+    EXPECT_EQ(net.first, (std::vector<int64_t>{1, 2, 5})) << threads;
+    EXPECT_EQ(net.down, (std::vector<int32_t>{1, 1, 0})) << threads;
+    EXPECT_EQ(net.cells, (std::vector<int64_t>{4, 1, 1})) << threads;
+    EXPECT_EQ(net.strahler, (std::vector<int32_t>{0, 1, 1})) << threads;
+    EXPECT_EQ(net.shreve, (std::vector<int64_t>{0, 1, 1})) << threads;
+  }
+}
+
 TEST(StreamNetwork, BadInput)
 {
   TestDem dem = randomDem(3, 8, 6, 0.0, 0);

@@ -1,14 +1,14 @@
 // The stream network tile by tile (dem/streams.h's segments, orders and sums; the segment raster).
 // Every tile is read with a one-cell halo, so that each of its cells knows whether it is a stream
 // cell, how many stream cells flow into it (the halo's directions included) and whether it starts a
-// segment. Within a tile each stream cell belongs to the segment of the top of its chain: a start, or
-// an entry cell whose one inflow comes from the halo (a neighbour tile's perimeter cell). Pass 1
-// sends back the tile's starts and, for its perimeter cells, that top: the coordinator numbers the
-// starts in row order and follows the entries' links from perimeter to perimeter to each perimeter
-// cell's segment. Pass 2 holds the ring at those segments, labels every cell (written to the raster)
-// and sends back per segment its cells and length in the tile, and, where they lie in the tile, its
-// first cell's elevation and its last cell (what it flows into, its upstream cells and area). The
-// coordinator adds them up and orders the segments (detail::addStreamOrders). Not yet distributable.
+// segment. Within a tile each stream cell belongs to the chain of its top: a start, or an entry cell
+// whose one inflow comes from the halo (a neighbour tile's perimeter cell). Pass 1 sends back how many
+// starts each tile row holds and, for the tile's perimeter cells, their chain's top: the coordinator
+// numbers the starts in row order from the counts and follows the entries' links from perimeter to
+// perimeter to each perimeter cell's segment. Pass 2 holds the ring at those segments, labels every
+// cell (written to the raster) and walks each chain: a segment whole in one chain goes straight into
+// the network, the chains of segments across tiles come back as parts that the coordinator adds up;
+// then it orders the segments (detail::addStreamOrders). Not yet distributable.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -229,7 +229,8 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     ScopedStage timing(out.times, "stream network graph");
     // The segment of a start found in pass 1 at node's tile, from its place there.
     const auto segmentOfStart = [&](int64_t node, int64_t place) {
-      const std::size_t i = std::size_t(std::upper_bound(firstNode.begin(), firstNode.end(), node) - firstNode.begin() - 1);
+      const auto after = std::upper_bound(firstNode.begin(), firstNode.end(), node);
+      const std::size_t i = std::size_t(after - firstNode.begin() - 1);
       const int64_t tw = layout.tile(int64_t(i)).width;
       return int32_t(rowStarts[i][std::size_t(place / tw)] + place % tw + 1);
     };

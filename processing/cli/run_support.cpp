@@ -1,6 +1,5 @@
 #include "cli/run_support.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 

@@ -24,8 +24,8 @@ bool isGeoTiffName(const std::string& path)
 
 // Label rasters (long runs of one value) are compressed with DEFLATE, which every GeoTIFF reader
 // knows, and the horizontal predictor: a hundredfold smaller for little time (8192^2 Int32 labels
-// on 2 cores, at DEFLATE's default level: 0.56 s and 2 MB, against 0.24 s and 268 MB uncompressed). Floating rasters such as
-// distances barely compress (DEFLATE at its fastest level with the floating-point predictor:
+// on 2 cores, at DEFLATE's default level: 0.56 s and 2 MB, against 0.24 s and 268 MB uncompressed).
+// Floating rasters such as distances barely compress (DEFLATE at its fastest level with the floating-point predictor:
 // 1.0 s for 43% of the size), so they are written plain, as QGIS and gdal_proximity do.
 // A raster smaller than a block gets blocks of its own size (whole multiples of 16, as TIFF has
 // them), and a small floating raster is compressed too: a 1 x 1 DEM made a 256 KB file.

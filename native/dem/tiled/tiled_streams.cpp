@@ -57,6 +57,14 @@ bool inside(int64_t c, int64_t pw, int64_t ph)
   return x > 0 && y > 0 && x < pw - 1 && y < ph - 1;
 }
 
+// Whether a chain goes on to padded cell d (paddedSuccessor's, -1 for none) within the tile: d is a
+// stream cell of the tile with one stream cell flowing in. Else it ends: off the tile, a pit, no stream
+// below, or the next segment's start (two or more flowing in).
+bool chainGoesOn(const TileStreams& s, int64_t pw, int64_t ph, int64_t d)
+{
+  return d >= 0 && inside(d, pw, ph) && s.stream[std::size_t(d)] && s.inflow[std::size_t(d)] == 1;
+}
+
 // The elevations are read only where given (pass 2: the segments' drops).
 void readStreams(const RasterSource<float>* elevations, const RasterSource<uint8_t>& directions,
                  const RasterSource<int64_t>& cells, const RasterSource<int64_t>& area, const StreamThreshold& threshold,
@@ -99,7 +107,7 @@ void readStreams(const RasterSource<float>* elevations, const RasterSource<uint8
       {
         s.top[std::size_t(c)] = root;
         const int64_t d = paddedSuccessor(s.directions, pw, ph, c);
-        if (d < 0 || !inside(d, pw, ph) || !s.stream[std::size_t(d)] || s.inflow[std::size_t(d)] != 1)
+        if (!chainGoesOn(s, pw, ph, d))
           break;
         c = d;
       }
@@ -124,14 +132,6 @@ struct ChainPart
   float startZ, endZ;
   int64_t cells, units;
 };
-
-// The padded cell a stream cell flows on to within the tile (its chain goes on), -1 where its chain
-// ends: off the tile, a pit, no stream below, or the next segment's start (two or more flowing in).
-int64_t chainNext(const TileStreams& s, int64_t pw, int64_t ph, int64_t c)
-{
-  const int64_t d = paddedSuccessor(s.directions, pw, ph, c);
-  return d >= 0 && inside(d, pw, ph) && s.stream[std::size_t(d)] && s.inflow[std::size_t(d)] == 1 ? d : -1;
-}
 
 }  // namespace
 
@@ -318,10 +318,9 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
           const bool onward = d >= 0 && s.stream[std::size_t(d)];
           if (onward)
             part.units += dem::detail::stepUnits(steps.data() + 3 * (t.y0 + c / pw - 1), s.directions[std::size_t(c)]);
-          const int64_t next = chainNext(s, pw, ph, c);
-          if (next >= 0)
+          if (chainGoesOn(s, pw, ph, d))
           {
-            c = next;
+            c = d;
             continue;
           }
           const int32_t below = onward ? label[std::size_t(d)] : 0;

@@ -39,6 +39,10 @@ constexpr int64_t kInMemoryBytesPerCell = 34;
 // upstream, none of them another source's, and a tree has fewer junctions than sources: at most
 // 2 x cells / threshold segments, and never more than the cells.
 constexpr int64_t kBytesPerSegment = 104;
+// And per segment when only the rasters are written (dem::StreamFields::Orders): its first cell,
+// downstream segment, Strahler order and the orders' work, and on the GPU's path the last cells, cells
+// and lengths the device returns before they are dropped.
+constexpr int64_t kRasterBytesPerSegment = 44;
 // The GPU's: the accumulation's, then the network's (the larger).
 constexpr int64_t kGpuBytesPerCell = std::max(dem::kGpuAccumulationBytesPerCell, dem::kGpuStreamsBytesPerCell);
 // The tiled run: the accumulation's tiles, then the network's (the larger).
@@ -63,16 +67,18 @@ dem::StreamThreshold thresholdOf(double value, int units)
   return threshold;
 }
 
-// The in-memory run's bytes per cell with its segments at most (kBytesPerSegment): the threshold in
-// cells, or the area threshold over the largest cell's area.
-int64_t inMemoryBytesPerCell(const dem::StreamThreshold& threshold, const DemRaster& raster)
+// The in-memory run's bytes per cell with its segments at most (kBytesPerSegment, or
+// kRasterBytesPerSegment without the lines): the threshold in cells, or the area threshold over the
+// largest cell's area.
+int64_t inMemoryBytesPerCell(const dem::StreamThreshold& threshold, bool lines, const DemRaster& raster)
 {
   double largest = 0;
   for (std::size_t y = 0; y < raster.cellWidth.size(); ++y)
     largest = std::max(largest, raster.cellWidth[y] * raster.cellHeight[y] * 1e6);
   const double cells = std::max({1.0, double(threshold.minCells),
                                  largest > 0 ? std::floor(double(threshold.minArea) / largest) : 1.0});
-  return kInMemoryBytesPerCell + int64_t(std::ceil(std::min(1.0, 2.0 / cells) * double(kBytesPerSegment)));
+  const double perSegment = double(lines ? kBytesPerSegment : kRasterBytesPerSegment);
+  return kInMemoryBytesPerCell + int64_t(std::ceil(std::min(1.0, 2.0 / cells) * perSegment));
 }
 
 uint8_t orderByte(int32_t strahler)
@@ -202,8 +208,9 @@ QString StreamNetworkAlgorithm::shortHelpString() const
            "upstream cells) reaches the threshold is a stream cell, and the stream cells are cut into segments "
            "at junctions, each with its orders and its downstream segment, so that the network can be routed "
            "along.</p>"
-           "<p><b>DEM</b> (INPUT, <b>Band number</b>): the elevations, for the segments' drops and slopes (usually "
-           "the filled or breached DEM the directions came from). <b>Flow direction raster</b> (DIRECTIONS, band "
+           "<p><b>DEM</b> (INPUT, <b>Band number</b>): the elevations, for the lines' drops and slopes (usually "
+           "the filled or breached DEM the directions came from; without the lines a run in memory reads only "
+           "its grid, not its elevations). <b>Flow direction raster</b> (DIRECTIONS, band "
            "1) and <b>Encoding</b>: D8 directions as <i>Flow direction</i> writes them (ESRI codes 1 = E &hellip; "
            "128 = NE, or 0 to 7 clockwise from east), on the DEM's grid. <b>Threshold</b> (THRESHOLD) in "
            "<b>Threshold units</b> (THRESHOLD_UNITS: 0 = upstream area in km², 1 = in m², 2 = upstream cells): a "
@@ -318,7 +325,7 @@ QVariantMap StreamNetworkAlgorithm::execute(const QVariantMap& parameters, QgsPr
   const BackendChoice device = resolveDevice(parameters, context, feedback);
   const TilingPlan plan = planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                                      parameterAsBool(parameters, QStringLiteral("TILED"), context), in.dem,
-                                     inMemoryBytesPerCell(request.threshold, in.dem), kTileBytesPerCell,
+                                     inMemoryBytesPerCell(request.threshold, request.wantLines, in.dem), kTileBytesPerCell,
                                      cpuThreads(), device.backend, kGpuBytesPerCell);
   logTilingPlan(plan, feedback);
   FinishedRasters finished;
@@ -359,8 +366,12 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeInMemory(
   const DemRaster& raster = in.dem;
   const int64_t w = raster.width, h = raster.height;
 
-  // --- Read the elevations and the directions (checking their codes).
-  const LoadedDem dem = loadDem(mSource, request.band, times, &steps, feedback);
+  // --- Read the elevations (only the lines' drops need them) and the directions (checking their codes).
+  LoadedDem dem;
+  if (request.wantLines)
+    dem = loadDem(mSource, request.band, times, &steps, feedback);
+  else
+    reportCellSizes(raster, feedback);
   steps.setCurrentStep(1);
   steps.setProgressText(QObject::tr("Reading the flow directions"));
   std::vector<uint8_t> directions(static_cast<std::size_t>(w * h));
@@ -374,28 +385,29 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeInMemory(
   steps.setCurrentStep(2);
   steps.setProgressText(QObject::tr("Accumulating flow"));
   dem::Accumulation accumulation;
+  const std::vector<float> valid = directionsAsElevations(directions);
+  try
   {
-    const std::vector<float> valid = directionsAsElevations(directions);
-    try
-    {
-      runWithCpuFallback(device, feedback, [&](Backend backend) {
-        accumulation = dem::flowAccumulation(backend, raster.grid(valid.data()), directions, cpuThreads(), control,
-                                             &times);
-      });
-    }
-    catch (const dem::LoopedDirections& e)
-    {
-      throw QgsProcessingException(
-        QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint(request.encoding)));
-    }
+    runWithCpuFallback(device, feedback, [&](Backend backend) {
+      accumulation =
+        dem::flowAccumulation(backend, raster.grid(valid.data()), directions, cpuThreads(), control, &times);
+    });
+  }
+  catch (const dem::LoopedDirections& e)
+  {
+    throw QgsProcessingException(
+      QStringLiteral("%1. %2").arg(QString::fromStdString(e.what()), loopHint(request.encoding)));
   }
   steps.setCurrentStep(3);
   steps.setProgressText(QObject::tr("Cutting the stream network into segments"));
   dem::StreamNetwork network;
   runWithCpuFallback(device, feedback, [&](Backend backend) {
     ScopedStage stage(times, "stream network");
-    network = dem::streamNetwork(backend, raster.grid(dem.elevations.z.data()), directions, accumulation,
-                                 request.threshold, cpuThreads(), control);
+    // Without the lines the network reads no elevation: the grid's are the directions' valid cells.
+    const float* z = request.wantLines ? dem.elevations.z.data() : valid.data();
+    network = dem::streamNetwork(backend, raster.grid(z), directions, accumulation,
+                                 request.threshold, cpuThreads(), control,
+                                 request.wantLines ? dem::StreamFields::Full : dem::StreamFields::Orders);
   });
   std::vector<int64_t>().swap(accumulation.cells);
   std::vector<int64_t>().swap(accumulation.area);
@@ -556,9 +568,9 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeTiled(const Reque
 void StreamNetworkAlgorithm::summarize(const dem::StreamNetwork& network, Outcome& outcome)
 {
   outcome.segments = int64_t(network.first.size());
+  outcome.streamCells = network.streamCells;
   for (std::size_t k = 0; k < network.first.size(); ++k)
   {
-    outcome.streamCells += network.cells[k];
     outcome.outlets += network.down[k] == 0;
     outcome.maxStrahler = std::max(outcome.maxStrahler, int(network.strahler[k]));
   }

@@ -38,15 +38,16 @@ void checkInput(const Grid& grid, const std::vector<uint8_t>& directions, const 
 
 // What both backends finish alike from each segment's first and last cells, downstream segment and
 // length in units: its length in metres, its drop (to the downstream segment's first cell, else to its
-// own last) and the upstream cells and area at its last cell; then the orders.
+// own last) and the upstream cells and area at its last cell; then the orders. For StreamFields::Orders
+// the orders alone (Strahler), and the fields Orders does not keep emptied.
 void finishSegments(const Grid& grid, const Accumulation& accumulation, double unit, const std::vector<int64_t>& units,
-                    int threads, StreamNetwork& out, const RunControl& control);
+                    int threads, StreamFields fields, StreamNetwork& out, const RunControl& control);
 
 }  // namespace
 
 namespace detail {
 
-void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
+void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control, bool shreve)
 {
   // Each segment is ordered by the thread that brings it its last upstream segment, a source by the
   // thread whose share of the segments holds it. An upstream segment folds its Strahler order into
@@ -58,10 +59,14 @@ void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
   const int64_t count = int64_t(out.first.size());
   out.strahler.clear();
   out.shreve.clear();
-  resizeOnThreads(std::size_t(count), threads, out.strahler, out.shreve);
+  if (shreve)
+    resizeOnThreads(std::size_t(count), threads, out.strahler, out.shreve);
+  else
+    resizeOnThreads(std::size_t(count), threads, out.strahler);
   constexpr uint32_t kToCome = 0xf, kAtTopShift = 4, kTopShift = 8;
   const std::unique_ptr<std::atomic<uint32_t>[]> word(new std::atomic<uint32_t>[std::size_t(count)]);
-  const std::unique_ptr<std::atomic<int64_t>[]> magnitude(new std::atomic<int64_t>[std::size_t(count)]);
+  const std::unique_ptr<std::atomic<int64_t>[]> magnitude(shreve ? new std::atomic<int64_t>[std::size_t(count)]
+                                                                 : nullptr);
   constexpr int64_t grain = 4096;
   parallelFor(
     count, grain, threads,
@@ -69,7 +74,8 @@ void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
       for (int64_t k = k0; k < k1; ++k)
       {
         word[k].store(0, std::memory_order_relaxed);
-        magnitude[k].store(0, std::memory_order_relaxed);
+        if (shreve)
+          magnitude[k].store(0, std::memory_order_relaxed);
       }
     },
     &control);
@@ -92,16 +98,19 @@ void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
         for (int64_t j = k;;)
         {
           const uint32_t top = brought >> kTopShift, atTop = (brought >> kAtTopShift) & 3;
-          const int64_t sum = magnitude[j].load(std::memory_order_relaxed);
           const uint32_t strahler = top == 0 ? 1 : top + (atTop >= 2 ? 1 : 0);
-          const int64_t shreve = sum == 0 ? 1 : sum;
           out.strahler[std::size_t(j)] = int32_t(strahler);
-          out.shreve[std::size_t(j)] = shreve;
           const int32_t d = out.down[std::size_t(j)];
+          const int64_t i = d - 1;
+          if (shreve)
+          {
+            const int64_t sum = magnitude[j].load(std::memory_order_relaxed);
+            out.shreve[std::size_t(j)] = sum == 0 ? 1 : sum;
+            if (d > 0)
+              magnitude[i].fetch_add(out.shreve[std::size_t(j)], std::memory_order_relaxed);
+          }
           if (d <= 0)
             break;
-          const int64_t i = d - 1;
-          magnitude[i].fetch_add(shreve, std::memory_order_relaxed);
           uint32_t seen = word[i].load(std::memory_order_relaxed), next = 0;
           do
           {
@@ -127,8 +136,15 @@ void addStreamOrders(StreamNetwork& out, int threads, const RunControl& control)
 namespace {
 
 void finishSegments(const Grid& grid, const Accumulation& accumulation, double unit, const std::vector<int64_t>& units,
-                    int threads, StreamNetwork& out, const RunControl& control)
+                    int threads, StreamFields fields, StreamNetwork& out, const RunControl& control)
 {
+  if (fields == StreamFields::Orders)
+  {
+    std::vector<int64_t>().swap(out.last);
+    std::vector<int64_t>().swap(out.cells);
+    detail::addStreamOrders(out, threads, control, false);
+    return;
+  }
   const std::size_t count = out.first.size();
   resizeOnThreads(count, threads, out.length, out.drop, out.area, out.upstreamCells);
   parallelFor(
@@ -188,7 +204,7 @@ uint8_t streamInflow(const uint8_t* directions, const uint8_t* stream, int64_t w
 
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
-                            const RunControl& control)
+                            const RunControl& control, StreamFields fields)
 {
   checkInput(grid, directions, accumulation);
   const int64_t w = grid.width, h = grid.height, n = w * h;
@@ -250,14 +266,20 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
 
   // Each segment down from its first cell to the cell before the next segment or the path's end. A
   // cell below the first has one stream cell flowing in, so one walk alone writes it; the next
-  // segment's first cell is only read.
+  // segment's first cell is only read. Orders keeps the downstream segments and the count of cells.
   const double unit = detail::pathUnit(grid.cellWidth, grid.cellHeight, h, n);
   const std::vector<int64_t> steps = detail::rowSteps(grid.cellWidth, grid.cellHeight, h, unit);
+  const bool full = fields == StreamFields::Full;
   std::vector<int64_t> units;
-  resizeOnThreads(count, threads, out.last, out.down, out.cells, units);
+  if (full)
+    resizeOnThreads(count, threads, out.last, out.down, out.cells, units);
+  else
+    resizeOnThreads(count, threads, out.down);
+  std::atomic<int64_t> streamCells{0};
   parallelFor(
     int64_t(count), 1024, threads,
     [&](int64_t k0, int64_t k1) {
+      int64_t chunkCells = 0;
       for (int64_t k = k0; k < k1; ++k)
       {
         const int32_t id = int32_t(k + 1);
@@ -284,23 +306,29 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
           out.segment[std::size_t(c)] = id;
           ++cells;
         }
-        out.last[std::size_t(k)] = c;
         out.down[std::size_t(k)] = down;
-        out.cells[std::size_t(k)] = cells;
-        units[std::size_t(k)] = length;
+        chunkCells += cells;
+        if (full)
+        {
+          out.last[std::size_t(k)] = c;
+          out.cells[std::size_t(k)] = cells;
+          units[std::size_t(k)] = length;
+        }
       }
+      streamCells.fetch_add(chunkCells, std::memory_order_relaxed);
     },
     &control);
-  finishSegments(grid, accumulation, unit, units, threads, out, control);
+  out.streamCells = streamCells.load();
+  finishSegments(grid, accumulation, unit, units, threads, fields, out, control);
   return out;
 }
 
 StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
-                            const RunControl& control)
+                            const RunControl& control, StreamFields fields)
 {
   if (backend != Backend::Gpu)
-    return streamNetwork(grid, directions, accumulation, threshold, threads, control);
+    return streamNetwork(grid, directions, accumulation, threshold, threads, control, fields);
   checkInput(grid, directions, accumulation);
   const int64_t w = grid.width, h = grid.height, n = w * h;
   const double unit = detail::pathUnit(grid.cellWidth, grid.cellHeight, h, n);
@@ -313,7 +341,9 @@ StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector
   std::vector<int64_t> units;
   detail::streamSegmentsCuda(directions.data(), accumulation.cells.data(), accumulation.area.data(), w, h,
                              steps.data(), threshold, out, units, control);
-  finishSegments(grid, accumulation, unit, units, threads, out, control);
+  for (const int64_t cells : out.cells)
+    out.streamCells += cells;
+  finishSegments(grid, accumulation, unit, units, threads, fields, out, control);
   return out;
 }
 

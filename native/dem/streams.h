@@ -39,9 +39,19 @@ GPUGEO_HD bool isStreamCell(uint8_t direction, int64_t cells, int64_t area, cons
   return direction != kNoData && cells > 0 && cells >= threshold.minCells && area >= threshold.minArea;
 }
 
+// What a network holds besides its segment raster: every field (Full), or only what the rasters of
+// segments and Strahler orders need (Orders: first, down and strahler; last, shreve, cells, length,
+// drop, area and upstreamCells left empty), about a sixth of Full's memory per segment.
+enum class StreamFields
+{
+  Full,
+  Orders
+};
+
 struct StreamNetwork
 {
   std::vector<int32_t> segment;  // per cell: its segment (1 … segments), 0 for no stream
+  int64_t streamCells = 0;       // the cells of all segments
   // Per segment k (index k - 1):
   std::vector<int64_t> first, last;  // its first and last cell (y * width + x)
   std::vector<int32_t> down;         // the segment it flows into, 0 for none
@@ -57,10 +67,10 @@ struct StreamNetwork
 // `grid` gives the elevations (for the drops) and cell sizes; `accumulation` is flowAccumulation()'s
 // for these directions. Throws InvalidInput for arrays of the wrong size or more than 2³¹ − 1
 // segments. On the CPU, on `threads` threads (parallelFor's count; the same result on any), the
-// orders too.
+// orders too. `fields`: what the network keeps (what Orders keeps is Full's, the same values).
 StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
-                            const RunControl& control);
+                            const RunControl& control, StreamFields fields = StreamFields::Full);
 
 // The same on either backend, the same bits: Backend::Gpu on the device (streams_cuda.cu; throws
 // DeviceUnavailable where there is none, DeviceOutOfMemory past its memory, InvalidInput past its
@@ -69,7 +79,7 @@ StreamNetwork streamNetwork(const Grid& grid, const std::vector<uint8_t>& direct
 // core/backend.h's resolveBackend).
 StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector<uint8_t>& directions,
                             const Accumulation& accumulation, const StreamThreshold& threshold, int threads,
-                            const RunControl& control);
+                            const RunControl& control, StreamFields fields = StreamFields::Full);
 
 // The most device memory the GPU path holds at once, in bytes per cell of the grid (its grid-sized
 // buffers and the per-segment ones for as many segments as cells; streams_cuda.cu checks them before
@@ -77,7 +87,7 @@ StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector
 constexpr int64_t kGpuStreamsBytesPerCell = 26;
 
 // The cells of segment k (1-based) in order down its line, the first cell of the segment it flows
-// into last (when it flows into one).
+// into last (when it flows into one). Needs a Full network.
 std::vector<int64_t> segmentLine(const StreamNetwork& network, const std::vector<uint8_t>& directions, int64_t width,
                                  int64_t height, int32_t k);
 

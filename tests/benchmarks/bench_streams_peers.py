@@ -17,7 +17,9 @@ directions, in one run per DEM:
            basin rasters), a whole process (grass --exec) in a GRASS database, the import and export timed
            apart and not counted; against it ours as the chain a user runs on its directions: gpugeo:streamnetwork
            (THRESHOLD=--stream-cells cells, the lines written) and gpugeo:subbasins on its segments (the
-           polygons written), two whole processes, beside them QGIS's floor twice.
+           polygons written), two whole processes, beside them QGIS's floor twice; then the same two
+           writing only what r.watershed writes (the segments' and subbasins' rasters: no lines, orders
+           or polygons), like for like.
 
 Neither peer takes directions, so ours is given theirs; what each compares and why:
 
@@ -344,19 +346,23 @@ def saga_segments(lines, gt, codes, channels):
     return labels.reshape(h, w), count, len(on_no_line)
 
 
-def run_ours(env, dem, directions, threshold, prefix, lines):
+def run_ours(env, dem, directions, threshold, prefix, lines, order=True):
     """gpugeo:streamnetwork on ESRI directions, the threshold in cells: (seconds, peak MB, stage line,
-    segment ids, orders)."""
-    extra = [f"OUTPUT_LINES={prefix}_lines.gpkg"] if lines else []
+    segment ids, orders (None without `order`))."""
+    extra = ([f"OUTPUT_LINES={prefix}_lines.gpkg"] if lines else []) + \
+            ([f"OUTPUT_ORDER={prefix}_order.tif"] if order else [])
     s, p, _, log = timed([QGIS_PROCESS, "run", "gpugeo:streamnetwork", "--", "DEVICE=1", f"INPUT={dem}", "BAND=1",
                           f"DIRECTIONS={directions}", "ENCODING=0", f"THRESHOLD={threshold}", "THRESHOLD_UNITS=2",
-                          f"OUTPUT={prefix}_ids.tif", f"OUTPUT_ORDER={prefix}_order.tif"] + extra, env=env)
+                          f"OUTPUT={prefix}_ids.tif"] + extra, env=env)
     stages = re.search(r"Stage times: [^\n]*", log)
     ids, nodata, _, _ = read_band(f"{prefix}_ids.tif")
     ids = np.where(ids == nodata, 0, ids).astype(np.int64) if nodata is not None else ids.astype(np.int64)
-    order, nodata, _, _ = read_band(f"{prefix}_order.tif")
-    order = np.where(order == nodata, 0, order).astype(np.int32) if nodata is not None else order.astype(np.int32)
-    return s, p, stages.group(0) if stages else "", ids, order
+    orders = None
+    if order:
+        orders, nodata, _, _ = read_band(f"{prefix}_order.tif")
+        orders = (np.where(orders == nodata, 0, orders).astype(np.int32) if nodata is not None
+                  else orders.astype(np.int32))
+    return s, p, stages.group(0) if stages else "", ids, orders
 
 
 def read_labels(path):
@@ -365,13 +371,16 @@ def read_labels(path):
     return np.where(values == nodata, 0, values).astype(np.int64) if nodata is not None else values.astype(np.int64)
 
 
-def run_subbasins(env, directions, streams, prefix):
-    """gpugeo:subbasins on ESRI directions and a raster of segment ids, the polygons written: (seconds, peak MB,
-    stage line, subbasin labels, polygons, the sum of their cells)."""
+def run_subbasins(env, directions, streams, prefix, polygons=True):
+    """gpugeo:subbasins on ESRI directions and a raster of segment ids, the polygons written (unless not
+    `polygons`): (seconds, peak MB, stage line, subbasin labels, polygons, the sum of their cells; None, None
+    without polygons)."""
+    extra = [f"OUTPUT_POLYGONS={prefix}_subbasins.gpkg"] if polygons else []
     s, p, _, log = timed([QGIS_PROCESS, "run", "gpugeo:subbasins", "--", "DEVICE=1", f"INPUT={directions}", "BAND=1",
-                          "ENCODING=0", f"STREAMS={streams}", f"OUTPUT={prefix}_subbasins.tif",
-                          f"OUTPUT_POLYGONS={prefix}_subbasins.gpkg"], env=env)
+                          "ENCODING=0", f"STREAMS={streams}", f"OUTPUT={prefix}_subbasins.tif"] + extra, env=env)
     stages = re.search(r"Stage times: [^\n]*", log)
+    if not polygons:
+        return s, p, stages.group(0) if stages else "", read_labels(f"{prefix}_subbasins.tif"), None, None
     dataset = ogr.Open(f"{prefix}_subbasins.gpkg")
     layer = dataset.GetLayer(0)
     polygons = layer.GetFeatureCount()
@@ -629,6 +638,18 @@ def compare_watershed(a, env, dem, work, tag, ours_available, subbasins_availabl
           f"{ours.size}; polygons {polygons}, their cells {polygon_cells} of {int((ours != 0).sum())}")
     print(f"[{tag}]   {ratio(sec, 'r.watershed', sec_o + sec_s, 2 * floor)}, ours {sec_o + sec_s:.2f} s in two "
           f"processes, QGIS's floor {floor:.2f} s each")
+    # Like for like: the rasters r.watershed writes (its stream map, its basins), no lines, orders or polygons.
+    prefix = os.path.join(work, "ours_rasters")
+    sec_o, peak_o, stages, ids_r, _ = run_ours(env, dem, directions, t, prefix, lines=False, order=False)
+    sec_s, peak_s, stages_s, ours_r, _, _ = run_subbasins(env, directions, f"{prefix}_ids.tif", prefix,
+                                                          polygons=False)
+    print(f"[{tag}]   ours' chain writing only the rasters r.watershed writes (stream segments, subbasins): "
+          f"streamnetwork {sec_o:.2f} s, peak {peak_o:.0f} MB; {stages}")
+    print(f"[{tag}]     then subbasins {sec_s:.2f} s, peak {peak_s:.0f} MB; {stages_s}")
+    print(f"[{tag}]     the same segments and subbasins as with lines and polygons: "
+          f"{bool(np.array_equal(ids_r, ids) and np.array_equal(ours_r, ours))}")
+    print(f"[{tag}]   {ratio(sec, 'r.watershed', sec_o + sec_s, 2 * floor)} writing the same rasters, ours "
+          f"{sec_o + sec_s:.2f} s in two processes")
 
 
 def main():

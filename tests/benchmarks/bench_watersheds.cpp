@@ -5,7 +5,8 @@
 // random valid cells. With --hand, the height above the nearest drainage (dem/hand.h: handOnThreads,
 // handTiled) instead, the streams where at least --stream-cells cells drain through. With --streams,
 // the stream network of that threshold (gpugeo:streamnetwork's work: the accumulation, then
-// dem/streams.h's streamNetwork or streamNetworkTiled). Prints one JSON object: the time (median of
+// dem/streams.h's streamNetwork or streamNetworkTiled; with --orders in memory, only the rasters' fields:
+// dem::StreamFields::Orders, what gpugeo:streamnetwork keeps without its lines). Prints one JSON object: the time (median of
 // --reps), the cells per second and a checksum of the labels (of the heights' and distances' bits
 // with --hand, of the segments and their values with --streams; the same on both backends). With
 // --subbasins, the subbasins of that network (gpugeo:subbasins's work: segmentExits, then the
@@ -15,7 +16,7 @@
 // --max-length cells at most a channel; its stages' times too.
 //
 // usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams | --subbasins | --breach]
-//                         [--stream-cells C] [--max-length L]
+//                         [--stream-cells C] [--max-length L] [--orders]
 //                         [--backend cpu|gpu] [--tile T] [--threads N] [--reps R]
 #include <algorithm>
 #include <chrono>
@@ -119,7 +120,7 @@ int benchHand(Backend backend, const dem::Grid& grid, const std::vector<uint8_t>
 
 // The stream network with the accumulation it needs, timed as main() times the watersheds.
 int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8_t>& directions, int64_t streamCells,
-                 int64_t tile, int threads, int reps)
+                 int64_t tile, int threads, int reps, dem::StreamFields fields)
 {
   RunControl control;
   const int64_t w = grid.width, h = grid.height;
@@ -147,7 +148,7 @@ int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8
     }
     const dem::Accumulation accumulation = dem::flowAccumulation(backend, grid, directions, threads, control);
     const auto cut = std::chrono::steady_clock::now();
-    network = dem::streamNetwork(backend, grid, directions, accumulation, threshold, threads, control);
+    network = dem::streamNetwork(backend, grid, directions, accumulation, threshold, threads, control, fields);
     const double all = msSince(start), networkMs = msSince(cut);
     ms.push_back(all);
     std::fprintf(stderr, "accumulation %.1f ms, network %.1f ms\n", all - networkMs, networkMs);
@@ -157,7 +158,11 @@ int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8
   uint64_t sum = 0;
   for (std::size_t i = 0; i < segments.size(); ++i)
     sum += (uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ uint64_t(uint32_t(segments[i])) * 0xBF58476D1CE4E5B9ull;
-  for (std::size_t k = 0; k < network.first.size(); ++k)
+  for (std::size_t k = 0; k < network.first.size() && fields == dem::StreamFields::Orders; ++k)
+    sum += (uint64_t(k) * 0x94D049BB133111EBull) ^
+           (uint64_t(network.first[k]) * 31 + uint64_t(network.down[k]) * 17 + uint64_t(network.strahler[k]) * 13) *
+             0xBF58476D1CE4E5B9ull;
+  for (std::size_t k = 0; k < network.first.size() && fields == dem::StreamFields::Full; ++k)
   {
     uint64_t length = 0, drop = 0;
     std::memcpy(&length, &network.length[k], 8);
@@ -169,10 +174,11 @@ int benchStreams(Backend backend, const dem::Grid& grid, const std::vector<uint8
   }
   const double median = ms[ms.size() / 2];
   std::printf("{\"streams\": true, \"width\": %lld, \"height\": %lld, \"stream_cells_threshold\": %lld, "
-              "\"segments\": %lld, \"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, "
-              "\"cells_per_s\": %.4g, \"checksum\": \"%016llx\"}\n",
+              "\"segments\": %lld, \"fields\": \"%s\", \"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, "
+              "\"ms\": %.2f, \"cells_per_s\": %.4g, \"checksum\": \"%016llx\"}\n",
               (long long)w, (long long)h, (long long)streamCells, (long long)network.first.size(),
-              backend == Backend::Gpu ? "gpu" : "cpu", (long long)tile, threads, median,
+              fields == dem::StreamFields::Orders ? "orders" : "full", backend == Backend::Gpu ? "gpu" : "cpu",
+              (long long)tile, threads, median,
               double(w) * double(h) / (median / 1000.0), (unsigned long long)sum);
   return 0;
 }
@@ -295,7 +301,7 @@ int benchBreach(Backend backend, const dem::Grid& grid, int64_t maxLength, int64
 int main(int argc, char** argv)
 {
   int64_t w = 2511, h = 2550, outletCount = 1000, tile = 0, streamCells = 1000;
-  bool hand = false, streams = false, subbasins = false, breach = false;
+  bool hand = false, streams = false, subbasins = false, breach = false, orders = false;
   int64_t maxLength = 50;
   int threads = 2, reps = 3;
   Backend backend = Backend::Cpu;
@@ -325,6 +331,8 @@ int main(int argc, char** argv)
       subbasins = true;
     else if (a == "--breach")
       breach = true;
+    else if (a == "--orders")
+      orders = true;
     else if (a == "--max-length")
       maxLength = std::atoll(next());
     else if (a == "--stream-cells")
@@ -352,7 +360,8 @@ int main(int argc, char** argv)
   if (subbasins)
     return benchSubbasins(backend, filledGrid, directions, streamCells, tile, threads, reps);
   if (streams)
-    return benchStreams(backend, filledGrid, directions, streamCells, tile, threads, reps);
+    return benchStreams(backend, filledGrid, directions, streamCells, tile, threads, reps,
+                        orders && tile == 0 ? dem::StreamFields::Orders : dem::StreamFields::Full);
   if (hand)
     return benchHand(backend, filledGrid, directions, streamCells, tile, threads, reps);
 

@@ -64,6 +64,9 @@ for bench in "$@"; do
                ./build-gpu/tests/benchmarks/bench_watersheds --streams --width $1 --height $2 --backend gpu --tile 4096 --threads 8 --reps 3
                ./build-gpu/tests/benchmarks/bench_watersheds --streams --width $1 --height $2 --backend cpu --threads 1 --reps $3
                ./build-gpu/tests/benchmarks/bench_watersheds --streams --width $1 --height $2 --backend cpu --threads 16 --reps $3
+               # only the rasters' fields (gpugeo:streamnetwork without its lines)
+               ./build-gpu/tests/benchmarks/bench_watersheds --streams --orders --width $1 --height $2 --backend gpu --reps 5
+               ./build-gpu/tests/benchmarks/bench_watersheds --streams --orders --width $1 --height $2 --backend cpu --threads 16 --reps $3
              done 2>&1 | tee "$OUT/bench_streams.log" ;;
     # The subbasins of that network (the segments' exits and the watersheds of the exits).
     subbasins) for size in "2511 2550 3" "20000 20000 1"; do set -- $size

@@ -296,6 +296,45 @@ TEST(StreamNetwork, ThreadsGiveTheOneThreadNetwork)
   }
 }
 
+// A network of Orders keeps Full's segment raster, first cells, downstream segments, Strahler orders
+// and stream cells, on one thread and on several, and nothing else.
+TEST(StreamNetwork, OrdersKeepsFullsValues)
+{
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+  {
+    TestDem dem = randomDem(seed + 80, 197, 163, seed == 2 ? 1.0 : 0.0, 3, 30, 30, true);
+    if (seed != 3)
+      dem.z = fillDepressions(Backend::Cpu, dem.grid(), 2, noCancel);
+    const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), seed != 3, 2, noCancel);
+    const Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 2, noCancel);
+    for (const int64_t minCells : {int64_t(1), int64_t(25)})
+    {
+      const StreamNetwork full = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, 1, noCancel);
+      int64_t streamCells = 0;
+      for (const int64_t cells : full.cells)
+        streamCells += cells;
+      EXPECT_EQ(full.streamCells, streamCells);
+      EXPECT_EQ(streamCells, int64_t(std::count_if(full.segment.begin(), full.segment.end(),
+                                                   [](int32_t k) { return k > 0; })));
+      for (const int threads : {1, 4})
+      {
+        const StreamNetwork got = streamNetwork(dem.grid(), dirs, acc, StreamThreshold{minCells, 0}, threads, noCancel,
+                                                StreamFields::Orders);
+        const std::string what =
+          "seed " + std::to_string(seed) + ", cells " + std::to_string(minCells) + ", threads " + std::to_string(threads);
+        EXPECT_EQ(got.segment, full.segment) << what;
+        EXPECT_EQ(got.first, full.first) << what;
+        EXPECT_EQ(got.down, full.down) << what;
+        EXPECT_EQ(got.strahler, full.strahler) << what;
+        EXPECT_EQ(got.streamCells, full.streamCells) << what;
+        EXPECT_TRUE(got.last.empty() && got.shreve.empty() && got.cells.empty() && got.length.empty() &&
+                    got.drop.empty() && got.area.empty() && got.upstreamCells.empty())
+          << what;
+      }
+    }
+  }
+}
+
 TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
 {
   for (uint64_t seed = 1; seed <= 4; ++seed)
@@ -329,6 +368,7 @@ TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
         EXPECT_EQ(got.strahler, want.strahler) << what;
         EXPECT_EQ(got.shreve, want.shreve) << what;
         EXPECT_EQ(got.cells, want.cells) << what;
+        EXPECT_EQ(got.streamCells, want.streamCells) << what;
         EXPECT_EQ(got.length, want.length) << what;
         EXPECT_EQ(got.drop, want.drop) << what;
         EXPECT_EQ(got.area, want.area) << what;

@@ -59,6 +59,15 @@ std::size_t expectSame(const Grid& grid, const std::vector<uint8_t>& dirs, const
   EXPECT_TRUE(sameValues("drop", gpu.drop, cpu.drop)) << what;
   EXPECT_TRUE(sameValues("area", gpu.area, cpu.area)) << what;
   EXPECT_TRUE(sameValues("upstreamCells", gpu.upstreamCells, cpu.upstreamCells)) << what;
+  EXPECT_EQ(gpu.streamCells, cpu.streamCells) << what;
+  // Only the rasters' fields: the GPU's network as the CPU's Full one.
+  const StreamNetwork orders = streamNetwork(Backend::Gpu, grid, dirs, acc, threshold, 2, noCancel, StreamFields::Orders);
+  EXPECT_TRUE(sameValues("segment (orders)", orders.segment, cpu.segment)) << what;
+  EXPECT_TRUE(sameValues("first (orders)", orders.first, cpu.first)) << what;
+  EXPECT_TRUE(sameValues("down (orders)", orders.down, cpu.down)) << what;
+  EXPECT_TRUE(sameValues("strahler (orders)", orders.strahler, cpu.strahler)) << what;
+  EXPECT_EQ(orders.streamCells, cpu.streamCells) << what;
+  EXPECT_TRUE(orders.last.empty() && orders.shreve.empty() && orders.cells.empty() && orders.length.empty()) << what;
   return cpu.first.size();
 }
 

@@ -384,6 +384,8 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     net.length[k] = double(whole.units) * unit;
     net.drop[k] = double(whole.startZ) - double(whole.endZ);
   }
+  for (const int64_t cells : net.cells)
+    net.streamCells += cells;
   dem::detail::addStreamOrders(net, options.threads, control);
   return net;
 }

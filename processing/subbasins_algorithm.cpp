@@ -336,7 +336,7 @@ SubbasinsAlgorithm::Outcome SubbasinsAlgorithm::executeInMemory(const BackendCho
                                                  outcome.exits.cell, cpuThreads(), control);
     else
       outcome.sheds = dem::watersheds(backend, directions, w, h, raster.cellWidth.data(), raster.cellHeight.data(),
-                                      outcome.exits.cell, control);
+                                      outcome.exits.cell, cpuThreads(), control);
   });
   std::vector<uint8_t>().swap(directions);
   BandPolygons polygons;

@@ -344,7 +344,7 @@ WatershedsAlgorithm::Outcome WatershedsAlgorithm::executeInMemory(const BackendC
                                                  cells, cpuThreads(), control);
     else
       outcome.sheds = dem::watersheds(backend, directions, raster.width, raster.height, raster.cellWidth.data(),
-                                      raster.cellHeight.data(), cells, control);
+                                      raster.cellHeight.data(), cells, cpuThreads(), control);
   });
   if (request.wantPolygons)
   {

@@ -20,6 +20,12 @@ void labelWatershedsCuda(const uint8_t*, int64_t, int64_t, int32_t*, const RunCo
   noCuda();
 }
 
+void labelWatershedsCuda(const uint8_t*, int64_t, int64_t, const std::vector<int64_t>&, const std::vector<int32_t>&,
+                         int32_t*, const RunControl&)
+{
+  noCuda();
+}
+
 DrainageCounts drainageHeightsCuda(const float*, const uint8_t*, const uint8_t*, int64_t, int64_t, const int64_t*,
                                    double, float*, float*, const RunControl&)
 {

@@ -26,7 +26,8 @@ struct Watersheds
   std::vector<int64_t> ownCells;    // per outlet (0 for an outlet whose cell an earlier outlet holds)
   std::vector<double> ownArea;      // m², per outlet: its cells per row times the row's cell area, summed top down
   std::vector<int32_t> downstream;  // per outlet: the outlet its outlet cell drains into (-1: none)
-  std::vector<int64_t> totalCells;  // per outlet: its own and every outlet's upstream of it
+  std::vector<int64_t> totalCells;  // per outlet: its own and every outlet's upstream of it (outlets on a
+                                    // loop of directions: each all that reaches the loop)
   std::vector<double> totalArea;    // m², the same
   std::vector<int32_t> sameCellAs;  // per outlet: the earlier outlet on the same cell (-1: none)
 };
@@ -35,9 +36,10 @@ struct Watersheds
 // in the outlets' order; the cell sizes per row (metres). Two outlets on one cell: the first takes it,
 // the later has no cells and sameCellAs names the first (it is not nested under it). Throws
 // InvalidInput for an outlet off the grid or on a nodata cell (naming it, from 1), for more than
-// 2³¹ − 2 outlets, and for arrays of the wrong size.
+// 2³¹ − 2 outlets, and for arrays of the wrong size. The outlets' own cells and areas on `threads`
+// threads (parallelFor's count; the same sums on any); the labels themselves as above.
 Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, int64_t width, int64_t height,
                       const double* cellWidth, const double* cellHeight, const std::vector<int64_t>& outlets,
-                      const RunControl& control);
+                      int threads, const RunControl& control);
 
 }  // namespace gpugeo::dem

@@ -75,6 +75,13 @@ __global__ void jumpKernel(int64_t n, const int32_t* label, const int64_t* next,
   nextOut[c] = s;
 }
 
+__global__ void seedKernel(const int64_t* cells, const int32_t* labels, int64_t count, int32_t* label)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count)
+    label[cells[i]] = labels[i];
+}
+
 __global__ void loopsKernel(int64_t n, int32_t* label)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -84,15 +91,14 @@ __global__ void loopsKernel(int64_t n, int32_t* label)
 
 }  // namespace
 
-void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height, int32_t* labels,
-                         const RunControl& control)
+namespace {
+
+// The rounds from label[0] (outlets and seeds set, -1 elsewhere) into `labels` on the host.
+void jumpAndDownload(const DeviceBuffer<uint8_t>& dirs, int64_t width, int64_t height, DeviceBuffer<int32_t> (&label)[2],
+                     int32_t* labels, const RunControl& control)
 {
   const int64_t n = width * height;
-  DeviceBuffer<uint8_t> dirs;
-  cuda::upload(dirs, directions, std::size_t(n));
-  DeviceBuffer<int32_t> label[2];
   DeviceBuffer<int64_t> next[2];
-  cuda::upload(label[0], labels, std::size_t(n));
   label[1].resize(std::size_t(n));
   next[0].resize(std::size_t(n));
   next[1].resize(std::size_t(n));
@@ -119,6 +125,44 @@ void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t heigh
   loopsKernel<<<blocksFor(n), kThreads>>>(n, label[from].data());
   GPUGEO_CUDA_CHECK(cudaGetLastError());
   cuda::copyToHost(labels, label[from].data(), std::size_t(n) * sizeof(int32_t));
+}
+
+}  // namespace
+
+void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height, int32_t* labels,
+                         const RunControl& control)
+{
+  const int64_t n = width * height;
+  DeviceBuffer<uint8_t> dirs;
+  cuda::upload(dirs, directions, std::size_t(n));
+  DeviceBuffer<int32_t> label[2];
+  cuda::upload(label[0], labels, std::size_t(n));
+  jumpAndDownload(dirs, width, height, label, labels, control);
+}
+
+void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height,
+                         const std::vector<int64_t>& seedCells, const std::vector<int32_t>& seedLabels,
+                         int32_t* labels, const RunControl& control)
+{
+  const int64_t n = width * height;
+  if (seedCells.size() != seedLabels.size())
+    throw InvalidInput("watersheds: as many seed labels as seed cells");
+  DeviceBuffer<uint8_t> dirs;
+  cuda::upload(dirs, directions, std::size_t(n));
+  DeviceBuffer<int32_t> label[2];
+  label[0].resize(std::size_t(n));
+  GPUGEO_CUDA_CHECK(cudaMemsetAsync(label[0].data(), 0xff, std::size_t(n) * sizeof(int32_t)));  // -1
+  if (!seedCells.empty())
+  {
+    DeviceBuffer<int64_t> cells;
+    DeviceBuffer<int32_t> values;
+    cuda::upload(cells, seedCells.data(), seedCells.size());
+    cuda::upload(values, seedLabels.data(), seedLabels.size());
+    seedKernel<<<blocksFor(int64_t(seedCells.size())), kThreads>>>(cells.data(), values.data(),
+                                                                  int64_t(seedCells.size()), label[0].data());
+    GPUGEO_CUDA_CHECK(cudaGetLastError());
+  }
+  jumpAndDownload(dirs, width, height, label, labels, control);
 }
 
 }  // namespace gpugeo::dem::detail

@@ -207,6 +207,7 @@ int benchSubbasins(Backend backend, const dem::Grid& grid, const std::vector<uin
     const auto start = std::chrono::steady_clock::now();
     const dem::tiled::SegmentExits exits = dem::tiled::segmentExits(segments, dirs, 1024, threads, control);
     count = exits.id.size();
+    std::fprintf(stderr, "exits %.1f ms\n", msSince(start));
     if (tile > 0)
     {
       dem::tiled::MemoryRaster<int32_t> sink(w, h);
@@ -219,7 +220,7 @@ int benchSubbasins(Backend backend, const dem::Grid& grid, const std::vector<uin
       labels = backend == Backend::Cpu && threads > 1
                  ? dem::tiled::watershedsOnThreads(directions, rows, exits.cell, threads, control).labels
                  : dem::watersheds(backend, directions, w, h, cellWidth.data(), cellHeight.data(), exits.cell,
-                                   control)
+                                   threads, control)
                      .labels;
       ms.push_back(msSince(start));
     }
@@ -389,7 +390,7 @@ int main(int argc, char** argv)
     }
     else
     {
-      labels = dem::watersheds(backend, directions, w, h, cellWidth.data(), cellHeight.data(), outlets, control).labels;
+      labels = dem::watersheds(backend, directions, w, h, cellWidth.data(), cellHeight.data(), outlets, threads, control).labels;
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
   }

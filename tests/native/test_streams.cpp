@@ -434,7 +434,7 @@ TEST(Subbasins, ExitsAndWatershedsGiveEachCellItsFirstStreamCellsSegment)
         }
       const tiled::SegmentExits exits = tiled::segmentExits(segments, d, 16, 2, noCancel);
       const Watersheds sheds = watersheds(Backend::Cpu, dirs, w, h, dem.cellWidth.data(), dem.cellHeight.data(),
-                                          exits.cell, noCancel);
+                                          exits.cell, 1, noCancel);
       std::vector<int32_t> got(sheds.labels.size());
       for (std::size_t i = 0; i < got.size(); ++i)
         got[i] = sheds.labels[i] > 0 ? exits.id[std::size_t(sheds.labels[i] - 1)] : 0;

@@ -25,10 +25,10 @@ namespace {
 
 RunControl noCancel;
 
-Watersheds run(const WatershedCase& c, Backend backend = Backend::Cpu)
+Watersheds run(const WatershedCase& c, Backend backend = Backend::Cpu, int threads = 1)
 {
   return watersheds(backend, c.directions, c.dem.width, c.dem.height, c.dem.cellWidth.data(), c.dem.cellHeight.data(),
-                    c.outlets, noCancel);
+                    c.outlets, threads, noCancel);
 }
 
 }  // namespace
@@ -132,7 +132,7 @@ TEST(Watersheds, NestedOutletsAlongOneValley)
   d.cellHeight = {20};
   const std::vector<uint8_t> west(10, 4);
   const Watersheds got = watersheds(Backend::Cpu, west, 10, 1, d.cellWidth.data(), d.cellHeight.data(), {5, 2, 8},
-                                    noCancel);
+                                    1, noCancel);
   EXPECT_EQ(got.labels, (std::vector<int32_t>{0, 0, 2, 2, 2, 1, 1, 1, 3, 3}));
   EXPECT_EQ(got.ownCells, (std::vector<int64_t>{3, 3, 2}));
   EXPECT_EQ(got.totalCells, (std::vector<int64_t>{5, 8, 2}));
@@ -140,16 +140,45 @@ TEST(Watersheds, NestedOutletsAlongOneValley)
   EXPECT_EQ(got.totalArea, (std::vector<double>{1000.0, 1600.0, 400.0}));
 }
 
+// Directions that go round through two outlets' cells: every cell that reaches the loop passes through
+// both, so each counts them all (as the walk of watershedReference), in memory and tile by tile.
+TEST(Watersheds, OutletsOnALoopEachCountWhatReachesIt)
+{
+  TestDem d;
+  d.width = 5;
+  d.height = 1;
+  d.cellWidth = {10};
+  d.cellHeight = {20};
+  const std::vector<uint8_t> dirs{0, 0, 0, 4, 4};  // cells 2 and 3 point at each other
+  const std::vector<int64_t> outlets{0, 2, 3};
+  for (const int threads : {1, 2})
+  {
+    const Watersheds got = watersheds(Backend::Cpu, dirs, 5, 1, d.cellWidth.data(), d.cellHeight.data(), outlets,
+                                      threads, noCancel);
+    EXPECT_EQ(got.labels, (std::vector<int32_t>{1, 2, 2, 3, 3}));
+    EXPECT_EQ(got.downstream, (std::vector<int32_t>{1, 2, 1}));
+    EXPECT_EQ(got.ownCells, (std::vector<int64_t>{1, 2, 2}));
+    EXPECT_EQ(got.totalCells, (std::vector<int64_t>{1, 5, 5}));
+    EXPECT_EQ(got.totalArea, (std::vector<double>{200.0, 1000.0, 1000.0}));
+  }
+  const tiled::MemoryRaster<uint8_t> raster(5, 1, dirs);
+  tiled::MemoryRaster<int32_t> labels(5, 1);
+  const Watersheds tiledRun =
+    tiled::watershedsTiled(raster, tiled::RowSizes{d.cellWidth, d.cellHeight}, outlets, labels, tiles(2, 1), noCancel);
+  EXPECT_EQ(tiledRun.totalCells, (std::vector<int64_t>{1, 5, 5}));
+  EXPECT_EQ(tiledRun.totalArea, (std::vector<double>{200.0, 1000.0, 1000.0}));
+}
+
 TEST(Watersheds, BadInput)
 {
   const std::vector<uint8_t> dirs{0, kNoData, 8, 4};
   const std::vector<double> size{30, 30};
-  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {4}, noCancel), InvalidInput);
-  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {-1}, noCancel), InvalidInput);
-  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 3, 2, size.data(), size.data(), {0}, noCancel), InvalidInput);
+  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {4}, 1, noCancel), InvalidInput);
+  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {-1}, 1, noCancel), InvalidInput);
+  EXPECT_THROW(watersheds(Backend::Cpu, dirs, 3, 2, size.data(), size.data(), {0}, 1, noCancel), InvalidInput);
   try
   {
-    watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {0, 1}, noCancel);
+    watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {0, 1}, 1, noCancel);
     FAIL();
   }
   catch (const InvalidInput& e)
@@ -158,10 +187,10 @@ TEST(Watersheds, BadInput)
       << e.what();
   }
   // No outlets: every cell 0.
-  const Watersheds none = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {}, noCancel);
+  const Watersheds none = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {}, 1, noCancel);
   EXPECT_EQ(none.labels, (std::vector<int32_t>(4, 0)));
   // An outlet in a pit takes what drains into it.
-  const Watersheds pit = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {2}, noCancel);
+  const Watersheds pit = watersheds(Backend::Cpu, dirs, 2, 2, size.data(), size.data(), {2}, 1, noCancel);
   EXPECT_EQ(pit.labels, (std::vector<int32_t>{0, 0, 1, 1}));
 }
 
@@ -173,7 +202,7 @@ TEST(Watersheds, TileByTileIsTheInMemoryRun)
   {
     const WatershedCase c = watershedCase(seed, 45 + int64_t(seed), 31 + int64_t(seed) * 2, seed != 8,
                                           seed == 9 ? 8 : 0, 25);
-    const Watersheds want = run(c);
+    const Watersheds want = run(c, Backend::Cpu, seed == 8 ? 3 : 1);
     const tiled::RowSizes rows{c.dem.cellWidth, c.dem.cellHeight};
     const tiled::MemoryRaster<uint8_t> dirs(c.dem.width, c.dem.height, c.directions);
     for (const auto& [tw, th] : std::vector<std::pair<int64_t, int64_t>>{
@@ -208,7 +237,8 @@ TEST(Watersheds, TiledBadInput)
   EXPECT_THROW(tiled::watershedsTiled(raster, rows, {1}, labels, tiles(1, 1), noCancel), InvalidInput);
 }
 
-// On several threads (tiles of 1,024² in memory): the one thread's walks.
+// On several threads (tiles of 1,024² in memory; and the in-memory run's own cells and areas on the
+// threads, bands of rows): the one thread's walks and sums.
 TEST(Watersheds, ThreadsGiveTheOneThreadsResult)
 {
   const WatershedCase c = watershedCase(12, 1100, 2100, true, 40, 400);
@@ -220,6 +250,16 @@ TEST(Watersheds, ThreadsGiveTheOneThreadsResult)
   EXPECT_EQ(four.totalCells, one.totalCells);
   EXPECT_EQ(four.downstream, one.downstream);
   EXPECT_EQ(four.sameCellAs, one.sameCellAs);
+  for (const int threads : {2, 3, 16})
+  {
+    const Watersheds got = run(c, Backend::Cpu, threads);
+    EXPECT_EQ(got.labels, one.labels) << threads;
+    EXPECT_EQ(got.ownCells, one.ownCells) << threads;
+    EXPECT_EQ(got.ownArea, one.ownArea) << threads;
+    EXPECT_EQ(got.totalCells, one.totalCells) << threads;
+    EXPECT_EQ(got.totalArea, one.totalArea) << threads;
+    EXPECT_EQ(got.downstream, one.downstream) << threads;
+  }
 }
 
 // The watersheds' polygons tile by tile: set k's cells, areas and polygons as traceRegions gives them

@@ -34,7 +34,7 @@ TEST(WatershedsGpu, SameAsTheCpu)
     const WatershedCase c = watershedCase(k.seed, k.w, k.h, k.flats, k.loops, k.outlets);
     const auto run = [&](Backend b) {
       return watersheds(b, c.directions, c.dem.width, c.dem.height, c.dem.cellWidth.data(), c.dem.cellHeight.data(),
-                        c.outlets, noCancel);
+                        c.outlets, b == Backend::Gpu ? 4 : 1, noCancel);
     };
     const Watersheds cpu = run(Backend::Cpu), gpu = run(Backend::Gpu);
     const std::string what = "seed " + std::to_string(k.seed);
@@ -58,7 +58,7 @@ TEST(WatershedsGpu, TileByTileIsTheInMemoryRun)
   const int64_t side = gpugeo::testing::gpuSide(700);
   const WatershedCase c = watershedCase(11, side, side - 13, true, 30, 300);
   const Watersheds want = watersheds(Backend::Cpu, c.directions, c.dem.width, c.dem.height, c.dem.cellWidth.data(),
-                                     c.dem.cellHeight.data(), c.outlets, noCancel);
+                                     c.dem.cellHeight.data(), c.outlets, 1, noCancel);
   const tiled::RowSizes rows{c.dem.cellWidth, c.dem.cellHeight};
   const tiled::MemoryRaster<uint8_t> dirs(c.dem.width, c.dem.height, c.directions);
   for (const int64_t tile : {int64_t(64), int64_t(250)})

@@ -16,6 +16,11 @@ void labelWatershedsCpu(const uint8_t* directions, int64_t width, int64_t height
                         const RunControl& control);
 void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height, int32_t* labels,
                          const RunControl& control);
+// The same on the device with the labels only written: every cell starts at -1 but seedCells[i], which
+// starts at seedLabels[i] (no upload of the grid's labels).
+void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height,
+                         const std::vector<int64_t>& seedCells, const std::vector<int32_t>& seedLabels,
+                         int32_t* labels, const RunControl& control);
 // Per outlet, the earlier outlet on the same cell (-1: none).
 std::vector<int32_t> sameCellAs(const std::vector<int64_t>& outlets);
 // The totals from the own cells and areas and the downstream outlets (the in-memory and tiled runs').

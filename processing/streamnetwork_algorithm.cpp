@@ -41,8 +41,8 @@ constexpr int64_t kInMemoryBytesPerCell = 34;
 constexpr int64_t kBytesPerSegment = 104;
 // And per segment when only the rasters are written (dem::StreamFields::Orders): its first cell,
 // downstream segment, Strahler order and the orders' work, and on the GPU's path the last cells, cells
-// and lengths the device returns before they are dropped.
-constexpr int64_t kRasterBytesPerSegment = 44;
+// and lengths the device returns (with their narrow copies while they are widened) before they are dropped.
+constexpr int64_t kRasterBytesPerSegment = 52;
 // The GPU's: the accumulation's, then the network's (the larger).
 constexpr int64_t kGpuBytesPerCell = std::max(dem::kGpuAccumulationBytesPerCell, dem::kGpuStreamsBytesPerCell);
 // The tiled run: the accumulation's tiles, then the network's (the larger).

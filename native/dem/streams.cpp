@@ -343,6 +343,8 @@ StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector
                              steps.data(), threshold, out, units, control);
   for (const int64_t cells : out.cells)
     out.streamCells += cells;
+  if (fields == StreamFields::Orders)
+    std::vector<int64_t>().swap(units);
   finishSegments(grid, accumulation, unit, units, threads, fields, out, control);
   return out;
 }
@@ -352,6 +354,8 @@ std::vector<int64_t> segmentLine(const StreamNetwork& network, const std::vector
 {
   if (k < 1 || std::size_t(k) > network.first.size())
     throw InvalidInput("stream network: no segment " + std::to_string(k));
+  if (network.last.size() != network.first.size())
+    throw InvalidInput("stream network: the segments' lines need a network of every field (StreamFields::Full)");
   std::vector<int64_t> line;
   for (int64_t c = network.first[std::size_t(k - 1)];; c = successor(directions, width, height, c))
   {

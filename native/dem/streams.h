@@ -41,7 +41,7 @@ GPUGEO_HD bool isStreamCell(uint8_t direction, int64_t cells, int64_t area, cons
 
 // What a network holds besides its segment raster: every field (Full), or only what the rasters of
 // segments and Strahler orders need (Orders: first, down and strahler; last, shreve, cells, length,
-// drop, area and upstreamCells left empty), about a sixth of Full's memory per segment.
+// drop, area and upstreamCells left empty), about a fifth of Full's memory per segment.
 enum class StreamFields
 {
   Full,
@@ -64,7 +64,7 @@ struct StreamNetwork
   std::vector<int64_t> upstreamCells;  // upstream cells at its last cell
 };
 
-// `grid` gives the elevations (for the drops) and cell sizes; `accumulation` is flowAccumulation()'s
+// `grid` gives the elevations (for the drops; Orders does not read them) and cell sizes; `accumulation` is flowAccumulation()'s
 // for these directions. Throws InvalidInput for arrays of the wrong size or more than 2³¹ − 1
 // segments. On the CPU, on `threads` threads (parallelFor's count; the same result on any), the
 // orders too. `fields`: what the network keeps (what Orders keeps is Full's, the same values).
@@ -87,7 +87,7 @@ StreamNetwork streamNetwork(Backend backend, const Grid& grid, const std::vector
 constexpr int64_t kGpuStreamsBytesPerCell = 26;
 
 // The cells of segment k (1-based) in order down its line, the first cell of the segment it flows
-// into last (when it flows into one). Needs a Full network.
+// into last (when it flows into one). Needs a Full network (throws InvalidInput for an Orders one).
 std::vector<int64_t> segmentLine(const StreamNetwork& network, const std::vector<uint8_t>& directions, int64_t width,
                                  int64_t height, int32_t k);
 

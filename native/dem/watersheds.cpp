@@ -144,7 +144,11 @@ void ownCellsAndAreas(const std::vector<int32_t>& labels, int64_t width, int64_t
 {
   out.ownCells.assign(std::size_t(count), 0);
   out.ownArea.assign(std::size_t(count), 0.0);
-  const int64_t band = std::max<int64_t>(1, int64_t(std::max(1, threads)) * kRowGrain * 4);
+  // A band: four chunks of rows a thread, and at most kBandCells cells (a row's runs are at most its
+  // cells: 16 bytes a cell at worst).
+  constexpr int64_t kBandCells = int64_t(1) << 24;
+  const int64_t workers = threads > 0 ? threads : defaultThreadCount();
+  const int64_t band = std::clamp<int64_t>(workers * kRowGrain * 4, 1, std::max<int64_t>(1, kBandCells / width));
   std::vector<std::vector<std::pair<int32_t, int64_t>>> rowCounts(std::size_t(std::min(band, height)));
   for (int64_t b0 = 0; b0 < height; b0 += band)
   {
@@ -214,7 +218,7 @@ Watersheds watersheds(Backend backend, const std::vector<uint8_t>& directions, i
   out.sameCellAs = detail::sameCellAs(outlets);
   if (backend == Backend::Gpu)
   {
-    // The device starts its own labels from the outlets; the host's are only written.
+    // The device starts its own labels from the outlets: no grid of labels goes up, only the result down.
     std::vector<int64_t> seedCells;
     std::vector<int32_t> seedLabels;
     for (int32_t k = 0; k < count; ++k)

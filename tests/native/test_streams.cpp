@@ -330,6 +330,8 @@ TEST(StreamNetwork, OrdersKeepsFullsValues)
         EXPECT_TRUE(got.last.empty() && got.shreve.empty() && got.cells.empty() && got.length.empty() &&
                     got.drop.empty() && got.area.empty() && got.upstreamCells.empty())
           << what;
+        ASSERT_FALSE(got.first.empty()) << what;
+        EXPECT_THROW(segmentLine(got, dirs, dem.width, dem.height, 1), InvalidInput) << what;
       }
     }
   }

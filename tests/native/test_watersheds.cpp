@@ -158,6 +158,7 @@ TEST(Watersheds, OutletsOnALoopEachCountWhatReachesIt)
     EXPECT_EQ(got.labels, (std::vector<int32_t>{1, 2, 2, 3, 3}));
     EXPECT_EQ(got.downstream, (std::vector<int32_t>{1, 2, 1}));
     EXPECT_EQ(got.ownCells, (std::vector<int64_t>{1, 2, 2}));
+    EXPECT_EQ(got.ownArea, (std::vector<double>{200.0, 400.0, 400.0}));
     EXPECT_EQ(got.totalCells, (std::vector<int64_t>{1, 5, 5}));
     EXPECT_EQ(got.totalArea, (std::vector<double>{200.0, 1000.0, 1000.0}));
   }

@@ -17,7 +17,8 @@ void labelWatershedsCpu(const uint8_t* directions, int64_t width, int64_t height
 void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height, int32_t* labels,
                          const RunControl& control);
 // The same on the device with the labels only written: every cell starts at -1 but seedCells[i], which
-// starts at seedLabels[i] (no upload of the grid's labels).
+// starts at seedLabels[i] (no upload of the grid's labels). The seed cells lie on the grid, each once
+// (the caller's to check: watersheds() does).
 void labelWatershedsCuda(const uint8_t* directions, int64_t width, int64_t height,
                          const std::vector<int64_t>& seedCells, const std::vector<int32_t>& seedLabels,
                          int32_t* labels, const RunControl& control);

@@ -320,14 +320,14 @@ QVariantMap FillDepressionsAlgorithm::executeInMemory(const BackendChoice& devic
   std::vector<float> filled;
   const int flats = parameterAsEnum(parameters, QStringLiteral("FLATS"), context);
   runWithCpuFallback(device, feedback, [&](Backend backend) {
-    filled = dem::fillDepressions(backend, grid, cpuThreads(), control, &times);
     if (flats == 0)
+    {
+      filled = dem::fillDepressions(backend, grid, cpuThreads(), control, &times);
       return;
-    const dem::Grid filledGrid = raster.grid(filled.data());
-    const std::vector<int32_t> mask =
-      dem::flatMask(backend, filledGrid, cpuThreads(), control, &times,
-                    flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet);
-    dem::RaisedFlats raisedFlats = dem::raiseFlats(filledGrid, mask);
+    }
+    dem::RaisedFlats raisedFlats =
+      dem::fillAndRaiseFlats(backend, grid, flats == 1 ? dem::FlatGradient::Combined : dem::FlatGradient::TowardsOutlet,
+                             cpuThreads(), control, &times);
     logRaisedFlats(raisedFlats.raised, raisedFlats.raisedInTurn, feedback);
     filled = std::move(raisedFlats.z);
   });

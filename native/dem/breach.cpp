@@ -423,13 +423,7 @@ BreachedDem finishBreach(Backend backend, const Grid& grid, const std::vector<fl
   BreachedDem out;
   out.counts = counts;
   const Grid cutGrid{cut.data(), grid.width, grid.height, grid.cellWidth, grid.cellHeight};
-  const std::vector<float> filled = fillDepressions(backend, cutGrid, threads, control, &timed);
-  const Grid filledGrid{filled.data(), grid.width, grid.height, grid.cellWidth, grid.cellHeight};
-  const std::vector<int32_t> mask = flatMask(backend, filledGrid, threads, control, &timed);
-  {
-    ScopedStage stage(timed, "raise flats");
-    out.z = raiseFlats(filledGrid, mask).z;
-  }
+  out.z = fillAndRaiseFlats(backend, cutGrid, FlatGradient::Combined, threads, control, &timed).z;
   for (std::size_t c = 0; c < out.z.size(); ++c)
   {
     out.lowered += out.z[c] < grid.z[c];

@@ -135,26 +135,7 @@ Accumulation flowAccumulation(Backend backend, const Grid& grid, const std::vect
 
 float raiseBySteps(float x, int64_t steps)
 {
-  if (steps <= 0 || std::isnan(x))
-    return x;
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  if (bits & 0x80000000u)  // negative (or -0): towards zero first
-  {
-    const int64_t magnitude = bits & 0x7fffffffu;
-    if (steps < magnitude)
-    {
-      bits = 0x80000000u | uint32_t(magnitude - steps);
-      std::memcpy(&x, &bits, sizeof x);
-      return x;
-    }
-    steps -= magnitude;
-    bits = 0;  // +0
-  }
-  const int64_t largest = 0x7f7fffff;  // the largest finite float
-  bits = uint32_t(std::min<int64_t>(largest, int64_t(bits) + steps));
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
+  return detail::floatStepsUp(x, steps);
 }
 
 namespace {
@@ -239,6 +220,24 @@ RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask)
     }
   out.raisedInTurn = drainOvertakenCells(grid, mask, out.z.data(), changedAround);
   return out;
+}
+
+RaisedFlats fillAndRaiseFlats(Backend backend, const Grid& grid, FlatGradient gradient, int threads,
+                              const RunControl& control, StageTimes* times)
+{
+  validateGrid(grid);
+  StageTimes local;
+  StageTimes& timed = times ? *times : local;
+  if (backend == Backend::Gpu)
+  {
+    ScopedStage stage(timed, "fill, flats and raise");
+    return detail::fillAndRaiseCuda(grid, gradient == FlatGradient::TowardsOutlet, control);
+  }
+  const std::vector<float> filled = fillDepressions(backend, grid, threads, control, &timed);
+  const Grid filledGrid{filled.data(), grid.width, grid.height, grid.cellWidth, grid.cellHeight};
+  const std::vector<int32_t> mask = flatMask(backend, filledGrid, threads, control, &timed, gradient);
+  ScopedStage stage(timed, "raise flats");
+  return raiseFlats(filledGrid, mask);
 }
 
 }  // namespace gpugeo::dem

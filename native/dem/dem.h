@@ -132,6 +132,11 @@ RaisedFlats raiseFlats(const Grid& grid, const std::vector<int32_t>& mask);
 // x raised by `steps` float32 steps (−0 counts as +0; stops at the largest finite float).
 float raiseBySteps(float x, int64_t steps);
 
+// fillDepressions, then flatMask (`gradient`) and raiseFlats of the filled DEM, on `backend` (on the GPU
+// in one call, the arrays kept on the device): the same bits and counts on both.
+RaisedFlats fillAndRaiseFlats(Backend backend, const Grid& grid, FlatGradient gradient, int threads,
+                              const RunControl& control, StageTimes* times = nullptr);
+
 // D8 directions (0..7, kNoFlow, kNoData). With resolveFlats, flats drain by their mask.
 std::vector<uint8_t> flowDirections(Backend backend, const Grid& grid, bool resolveFlats, int threads,
                                     const RunControl& control, StageTimes* times = nullptr);

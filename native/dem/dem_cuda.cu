@@ -611,9 +611,6 @@ __global__ void travelFinishKernel(int64_t w, int64_t h, const uint8_t* dirs, co
 
 }  // namespace
 
-namespace {
-
-// The filled surface of the DEM already on the device.
 DeviceBuffer<float> fillOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, const RunControl& control)
 {
   const int64_t n = w * h;
@@ -628,6 +625,7 @@ DeviceBuffer<float> fillOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_
   return W;
 }
 
+namespace {
 
 // ---- the chain's own steps ----
 
@@ -794,10 +792,6 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control)
   return out;
 }
 
-namespace {
-DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, bool towardsOnly,
-                                       const RunControl& control);
-}  // namespace
 
 std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control)
 {
@@ -958,9 +952,6 @@ void accumulationTileCuda(const Grid& grid, const uint8_t* paddedDirections, con
   });
 }
 
-namespace {
-
-// The flat mask of the DEM already on the device.
 DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, bool towardsOnly,
                                        const RunControl& control)
 {
@@ -992,8 +983,6 @@ DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, 
   GPUGEO_CUDA_CHECK_LAUNCH();
   return mask;
 }
-
-}  // namespace
 
 std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control)
 {

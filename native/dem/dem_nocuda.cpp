@@ -55,6 +55,11 @@ void fillCuda(const Grid&, const RunControl&, std::vector<float>&)
   noCuda();
 }
 
+RaisedFlats fillAndRaiseCuda(const Grid&, bool, const RunControl&)
+{
+  noCuda();
+}
+
 std::vector<int32_t> flatMaskCuda(const Grid&, bool, const RunControl&)
 {
   noCuda();

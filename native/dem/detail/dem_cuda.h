@@ -18,6 +18,8 @@ std::vector<float> fillCuda(const Grid& grid, const RunControl& control);
 // The same into `out` (resized), whose room a caller reuses from call to call (the tiled tools).
 void fillCuda(const Grid& grid, const RunControl& control, std::vector<float>& out);
 std::vector<int32_t> flatMaskCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
+// dem.h's fillAndRaiseFlats, every step on the device (raise_cuda.cu).
+RaisedFlats fillAndRaiseCuda(const Grid& grid, bool towardsOnly, const RunControl& control);
 // With resolveFlats, the flat mask is made on the device too.
 std::vector<uint8_t> directionsCuda(const Grid& grid, bool resolveFlats, const RunControl& control);
 // The directions with a given flat mask (null: none) on a tile of the tiled directions given with its

@@ -202,4 +202,10 @@ __device__ void loadTile(T (*to)[kTile + 2], const T* from, int64_t w, int64_t h
   }
 }
 
+// The filled surface (dem.h's fillDepressions) and the flat mask (flatMask; towardsOnly: the
+// TowardsOutlet gradient, else Combined) of a DEM already on the device (dem_cuda.cu).
+DeviceBuffer<float> fillOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, const RunControl& control);
+DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, bool towardsOnly,
+                                       const RunControl& control);
+
 }  // namespace gpugeo::dem::detail

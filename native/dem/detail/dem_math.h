@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "core/exact_math.h"
@@ -23,6 +24,33 @@ GPUGEO_HD int32_t combinedFlatMask(int32_t towards, int32_t away, int32_t highes
 GPUGEO_HD bool isNoData(float v)
 {
   return v != v;
+}
+
+// dem.h's raiseBySteps, on either side: x raised by `steps` float32 steps (-0 counts as +0; stops at
+// the largest finite float; NaN and steps <= 0 leave x).
+GPUGEO_HD float floatStepsUp(float x, int64_t steps)
+{
+  if (steps <= 0 || x != x)
+    return x;
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  if (bits & 0x80000000u)  // negative (or -0): towards zero first
+  {
+    const int64_t magnitude = bits & 0x7fffffffu;
+    if (steps < magnitude)
+    {
+      bits = 0x80000000u | uint32_t(magnitude - steps);
+      memcpy(&x, &bits, sizeof x);
+      return x;
+    }
+    steps -= magnitude;
+    bits = 0;  // +0
+  }
+  const int64_t largest = 0x7f7fffff;  // the largest finite float
+  const int64_t up = int64_t(bits) + steps;
+  bits = uint32_t(up < largest ? up : largest);
+  memcpy(&x, &bits, sizeof x);
+  return x;
 }
 
 // A valid cell on the border or with a nodata neighbour (callers check that the cell is valid).

@@ -45,6 +45,22 @@ int64_t inMemoryBytesPerCell(int64_t width, int64_t height, const dem::BreachLim
   return kInMemoryBytesPerCell + (windows + width * height - 1) / (width * height);
 }
 
+// The whole breach of a DEM in memory: on the GPU every step on the device; on the CPU the channels on
+// the threads (the tiled cut over the grid in memory), then the fill and the flats.
+dem::BreachedDem breachInMemory(Backend backend, const dem::Grid& grid, const dem::BreachLimits& limits, int threads,
+                                const RunControl& control, StageTimes& times)
+{
+  if (backend == Backend::Gpu)
+    return dem::breachDepressions(backend, grid, limits, threads, control, &times);
+  dem::BreachCounts counts;
+  std::vector<float> cut;
+  {
+    ScopedStage stage(times, "breach (channels)");
+    cut = tiled::cutChannelsOnThreads(grid, limits, threads, control, &counts);
+  }
+  return dem::finishBreach(backend, grid, cut, counts, threads, control, &times);
+}
+
 // The change breached − input in metres (NaN where the input is nodata).
 void changeOf(const float* dem, const float* breached, int64_t count, float* change)
 {
@@ -152,8 +168,9 @@ QString BreachDepressionsAlgorithm::shortHelpString() const
            "bottom, not graded to its outlet; with no MAX_DEPTH a depression walled in on every side within "
            "MAX_LENGTH is cut through its lowest wall however high (set MAX_DEPTH to fill such a depression "
            "instead); breaching usually changes fewer cells than "
-           "filling, but not always (a small depression behind a long plateau). The channels' search runs on "
-           "the CPU's threads; with the GPU, the fill and the flats run there.</p>") +
+           "filling, but not always (a small depression behind a long plateau). With the GPU every step runs "
+           "there, but the few channels whose search reaches far from its depression, which are searched on the "
+           "CPU's threads. Tile by tile, the channels are searched on the CPU's threads.</p>") +
          cellSizeHelp() +
          QObject::tr(
            "<p><b>References</b>: J. B. Lindsay (2016), Efficient hybrid breaching-filling sink removal methods "
@@ -233,7 +250,7 @@ QVariantMap BreachDepressionsAlgorithm::execute(const QVariantMap& parameters, Q
     planTiling(parameterAsInt(parameters, QStringLiteral("MEMORY_BUDGET"), context),
                parameterAsBool(parameters, QStringLiteral("TILED"), context), raster,
                inMemoryBytesPerCell(raster.width, raster.height, request.limits, cpuThreads()),
-               kTileBytesPerCell, cpuThreads(), device.backend, dem::kGpuDirectionBytesPerCell,
+               kTileBytesPerCell, cpuThreads(), device.backend, dem::kGpuBreachBytesPerCell,
                tiled::breachMargin(request.limits));
   logTilingPlan(plan, feedback);
   Tally tally;
@@ -277,22 +294,14 @@ BreachDepressionsAlgorithm::Outcome BreachDepressionsAlgorithm::executeInMemory(
   const RunControl control = runControl(feedback);
   const dem::Grid grid = raster.grid(dem.z.data());
 
-  // --- The channels on the CPU's threads, then the fill and the flats on the device.
+  // --- The channels, the fill and the flats: all on the device, or on the CPU's threads.
   steps.setCurrentStep(1);
-  feedback->setProgressText(QObject::tr("Searching the channels"));
-  dem::BreachCounts counts;
-  std::vector<float> cut;
-  {
-    ScopedStage stage(times, "breach (channels)");
-    cut = tiled::cutChannelsOnThreads(grid, request.limits, cpuThreads(), control, &counts);
-  }
-  steps.setCurrentStep(2);
-  feedback->setProgressText(QObject::tr("Filling what is left and draining its flats"));
+  feedback->setProgressText(QObject::tr("Searching the channels, filling what is left and draining its flats"));
   dem::BreachedDem breached;
   runWithCpuFallback(device, feedback, [&](Backend backend) {
-    breached = dem::finishBreach(backend, grid, cut, counts, cpuThreads(), control, &times);
+    breached = breachInMemory(backend, grid, request.limits, cpuThreads(), control, times);
   });
-  std::vector<float>().swap(cut);
+  steps.setCurrentStep(2);
   for (int64_t y = 0; y < raster.height; ++y)
     tally.addRow(dem.z.data() + y * raster.width, breached.z.data() + y * raster.width, raster.width,
                  raster.cellWidth[size_t(y)] * raster.cellHeight[size_t(y)]);
@@ -316,7 +325,7 @@ BreachDepressionsAlgorithm::Outcome BreachDepressionsAlgorithm::executeInMemory(
                  static_cast<float*>(buffer));
       },
       finished, &steps);
-  return {counts, dem.valid};
+  return {breached.counts, dem.valid};
 }
 
 BreachDepressionsAlgorithm::Outcome BreachDepressionsAlgorithm::executeTiled(const DemRaster& raster, const TilingPlan& plan,

@@ -1,6 +1,7 @@
 #include "dem/breach.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <queue>
@@ -8,7 +9,9 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "dem/detail/breach_area.h"
+#include "dem/detail/breach_cuda.h"
 #include "dem/detail/dem_math.h"
 
 namespace gpugeo::dem {
@@ -364,6 +367,28 @@ void checkBreachLimits(const BreachLimits& limits)
 
 }  // namespace detail
 
+namespace {
+
+// The valid cells the breached DEM lowered and raised, counted on `threads`.
+void countChanges(const Grid& grid, int threads, BreachedDem& out)
+{
+  std::atomic<int64_t> lowered{0}, raised{0};
+  parallelFor(int64_t(out.z.size()), int64_t(1) << 20, threads, [&](int64_t b, int64_t e) {
+    int64_t down = 0, up = 0;
+    for (int64_t c = b; c < e; ++c)
+    {
+      down += out.z[std::size_t(c)] < grid.z[c];
+      up += out.z[std::size_t(c)] > grid.z[c];
+    }
+    lowered += down;
+    raised += up;
+  });
+  out.lowered = lowered;
+  out.raised = raised;
+}
+
+}  // namespace
+
 float lowerBySteps(float x, int64_t steps)
 {
   if (steps <= 0 || std::isnan(x))
@@ -406,6 +431,17 @@ BreachedDem breachDepressions(Backend backend, const Grid& grid, const BreachLim
 {
   StageTimes local;
   StageTimes& timed = times ? *times : local;
+  if (backend == Backend::Gpu)
+  {
+    validateGrid(grid);
+    detail::checkBreachLimits(limits);
+    detail::BreachOnDevice device = detail::breachCuda(grid, limits, threads, control, timed);
+    BreachedDem out;
+    out.z = std::move(device.z);
+    out.counts = device.counts;
+    countChanges(grid, threads, out);
+    return out;
+  }
   BreachCounts counts;
   std::vector<float> cut;
   {
@@ -424,11 +460,7 @@ BreachedDem finishBreach(Backend backend, const Grid& grid, const std::vector<fl
   out.counts = counts;
   const Grid cutGrid{cut.data(), grid.width, grid.height, grid.cellWidth, grid.cellHeight};
   out.z = fillAndRaiseFlats(backend, cutGrid, FlatGradient::Combined, threads, control, &timed).z;
-  for (std::size_t c = 0; c < out.z.size(); ++c)
-  {
-    out.lowered += out.z[c] < grid.z[c];
-    out.raised += out.z[c] > grid.z[c];
-  }
+  countChanges(grid, threads, out);
   return out;
 }
 

@@ -50,12 +50,17 @@ struct BreachCounts
   int64_t bottoms = 0;     // depressions' bottoms searched (step 2)
   int64_t breached = 0;    // bottoms a channel drains
   int64_t channelCells = 0;  // cells the channels lowered
+  int64_t hostSearches = 0;  // on the GPU: bottoms whose search outgrew the device's windows (searched on the host)
 };
 
 // Steps 1 to 4: the DEM with its single-cell pits raised and every channel cut (NaN nodata kept), the
 // counts. On the CPU (one thread).
 std::vector<float> cutChannels(const Grid& grid, const BreachLimits& limits, const RunControl& control,
                                BreachCounts* counts = nullptr);
+
+// Bytes a cell of the GPU's whole run holds on the device at most (breach_cuda.cu), besides the
+// searches' scratch (about 1.4 GB on a GPU of 132 multiprocessors, 64² or 128² cells a warp).
+constexpr int64_t kGpuBreachBytesPerCell = 31;
 
 struct BreachedDem
 {
@@ -64,8 +69,8 @@ struct BreachedDem
   int64_t lowered = 0, raised = 0;  // valid cells below and above the input
 };
 
-// The whole definition: the channels on the CPU, the fill and the flats on `backend` (dem.h's, the
-// same bits on both). Throws InvalidInput for grids dem.h refuses, maxLength < 1 and a maxDepth that is
+// The whole definition on `backend`: on the CPU the channels on one thread, the fill and the flats on
+// `threads`; on the GPU every step on the device (the same bits and counts). Throws InvalidInput for grids dem.h refuses, maxLength < 1 and a maxDepth that is
 // negative or NaN.
 BreachedDem breachDepressions(Backend backend, const Grid& grid, const BreachLimits& limits, int threads,
                               const RunControl& control, StageTimes* times = nullptr);

@@ -1,5 +1,6 @@
 // The DEM tools where this build has no CUDA backend.
 #include "core/errors.h"
+#include "dem/detail/breach_cuda.h"
 #include "dem/detail/dem_cuda.h"
 #include "dem/detail/down_paths.h"
 #include "dem/detail/streams_cuda.h"
@@ -51,6 +52,11 @@ std::vector<float> fillCuda(const Grid&, const RunControl&)
 }
 
 void fillCuda(const Grid&, const RunControl&, std::vector<float>&)
+{
+  noCuda();
+}
+
+BreachOnDevice breachCuda(const Grid&, const BreachLimits&, int, const RunControl&, StageTimes&)
 {
   noCuda();
 }

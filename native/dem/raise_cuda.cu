@@ -23,10 +23,7 @@ namespace gpugeo::dem::detail {
 
 namespace {
 
-// Elevations, filled, the flat mask's seven arrays; then filled, the mask, the raised DEM, its marks
-// and the rounds' two lists and marks.
-constexpr std::size_t kFillAndRaiseBytes = 4 + 4 + 22;
-static_assert(kFillAndRaiseBytes >= 4 + 4 + 4 + 1 + 12, "the raise's arrays");
+constexpr std::size_t kFillAndRaiseBytes = kFillAndRaiseBytesPerCell;
 
 // The cells whose drainage the raise keeps: valid, not edge cells, and on a flat (a mask) or with a
 // lower neighbour in the filled DEM. (Pits of a DEM that is not filled stay as they are.)
@@ -205,33 +202,42 @@ void raiseOvertaken(const DeviceBuffer<float>& filled, const DeviceBuffer<int32_
 
 }  // namespace
 
+RaisedOnDevice fillAndRaiseOnDevice(DeviceBuffer<float> z, int64_t w, int64_t h, bool towardsOnly,
+                                    const RunControl& control)
+{
+  const int64_t n = w * h;
+  const DeviceBuffer<float> filled = fillOnDevice(z, w, h, control);
+  z = DeviceBuffer<float>();
+  const DeviceBuffer<int32_t> mask = flatMaskOnDevice(filled, w, h, towardsOnly, control);
+  RaisedOnDevice out;
+  out.z = DeviceBuffer<float>(static_cast<std::size_t>(n));
+  DeviceBuffer<uint8_t> inTurn(static_cast<std::size_t>(n));
+  DeviceBuffer<unsigned long long> counts(2);
+  GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, counts.bytes()));
+  GPUGEO_CUDA_CHECK(cudaMemset(inTurn.data(), 0, inTurn.bytes()));
+  raiseByMaskKernel<<<blocksFor(n), 256>>>(filled.data(), mask.data(), n, out.z.data(), counts.data());
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  raiseOvertaken(filled, mask, w, h, out.z, inTurn, control);
+  countMarksKernel<<<blocksFor(n), 256>>>(inTurn.data(), n, counts.data() + 1);
+  GPUGEO_CUDA_CHECK_LAUNCH();
+  const std::vector<unsigned long long> c = download(counts, 2);
+  out.raised = int64_t(c[0]);
+  out.raisedInTurn = int64_t(c[1]);
+  return out;
+}
+
 RaisedFlats fillAndRaiseCuda(const Grid& grid, bool towardsOnly, const RunControl& control)
 {
   useGpu();
   const int64_t w = grid.width, h = grid.height, n = w * h;
   return onDevice(sizeWhat("the fill and its flats", w, h), n, kFillAndRaiseBytes, [&] {
-    DeviceBuffer<float> filled;
-    {
-      DeviceBuffer<float> z;
-      upload(z, grid.z, std::size_t(n));
-      filled = fillOnDevice(z, w, h, control);
-    }
-    const DeviceBuffer<int32_t> mask = flatMaskOnDevice(filled, w, h, towardsOnly, control);
-    DeviceBuffer<float> z(static_cast<std::size_t>(n));
-    DeviceBuffer<uint8_t> inTurn(static_cast<std::size_t>(n));
-    DeviceBuffer<unsigned long long> counts(2);
-    GPUGEO_CUDA_CHECK(cudaMemset(counts.data(), 0, counts.bytes()));
-    GPUGEO_CUDA_CHECK(cudaMemset(inTurn.data(), 0, inTurn.bytes()));
-    raiseByMaskKernel<<<blocksFor(n), 256>>>(filled.data(), mask.data(), n, z.data(), counts.data());
-    GPUGEO_CUDA_CHECK_LAUNCH();
-    raiseOvertaken(filled, mask, w, h, z, inTurn, control);
-    countMarksKernel<<<blocksFor(n), 256>>>(inTurn.data(), n, counts.data() + 1);
-    GPUGEO_CUDA_CHECK_LAUNCH();
+    DeviceBuffer<float> z;
+    upload(z, grid.z, std::size_t(n));
+    RaisedOnDevice raised = fillAndRaiseOnDevice(std::move(z), w, h, towardsOnly, control);
     RaisedFlats out;
-    out.z = download(z, std::size_t(n));
-    const std::vector<unsigned long long> c = download(counts, 2);
-    out.raised = int64_t(c[0]);
-    out.raisedInTurn = int64_t(c[1]);
+    out.z = download(raised.z, std::size_t(n));
+    out.raised = raised.raised;
+    out.raisedInTurn = raised.raisedInTurn;
     return out;
   });
 }

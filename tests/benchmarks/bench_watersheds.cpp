@@ -270,6 +270,14 @@ int benchBreach(Backend backend, const dem::Grid& grid, int64_t maxLength, int64
       out = sink.cells();
       continue;
     }
+    if (backend == Backend::Gpu)  // every step on the device
+    {
+      dem::BreachedDem breached = dem::breachDepressions(backend, grid, limits, threads, control, &times);
+      counts = breached.counts;
+      out = std::move(breached.z);
+      ms.push_back(msSince(start));
+      continue;
+    }
     std::vector<float> cut;
     {
       ScopedStage stage(times, "channels");
@@ -291,9 +299,11 @@ int benchBreach(Backend backend, const dem::Grid& grid, int64_t maxLength, int64
     stages += (stages.empty() ? "" : ", ") + std::string("\"") + stage + "\": " + std::to_string(stageMs);
   const double median = ms[ms.size() / 2];
   std::printf("{\"breach\": true, \"width\": %lld, \"height\": %lld, \"max_length\": %lld, \"bottoms\": %lld, "
-              "\"breached\": %lld, \"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, "
+              "\"breached\": %lld, \"pits\": %lld, \"channel_cells\": %lld, \"host_searches\": %lld, "
+              "\"backend\": \"%s\", \"tile\": %lld, \"threads\": %d, \"ms\": %.2f, "
               "\"cells_per_s\": %.4g, \"checksum\": \"%016llx\", \"stages_ms\": {%s}}\n",
               (long long)w, (long long)h, (long long)maxLength, (long long)counts.bottoms, (long long)counts.breached,
+              (long long)counts.pitsRaised, (long long)counts.channelCells, (long long)counts.hostSearches,
               backend == Backend::Gpu ? "gpu" : "cpu", (long long)tile, threads, median,
               double(w) * double(h) / (median / 1000.0), (unsigned long long)sum, stages.c_str());
   return 0;

@@ -98,6 +98,37 @@ inline TestDem nearlyFlatDem(uint64_t seed, int64_t w, int64_t h, double base, d
   return d;
 }
 
+// A random DEM with flat-bottomed basins: rectangles of one elevation 3 m below the lowest cell around
+// them, two of them wider than the tiled run's large-bottom extent (S = max(maxLength, 32): the first,
+// 52 cells, up to a maxLength of 51) and crossing many tiles; one basin ringed by a wall 50 m high,
+// which no channel within 2 m of depth crosses.
+inline TestDem basinsDem(uint64_t seed, int64_t w, int64_t h)
+{
+  TestDem d = randomDem(seed, w, h, seed % 2 ? 0.5 : 0.0, 1);
+  const auto basin = [&](int64_t x0, int64_t y0, int64_t x1, int64_t y1, float wall) {
+    float lowest = std::numeric_limits<float>::infinity();
+    for (int64_t y = y0 - 1; y <= y1; ++y)
+      for (int64_t x = x0 - 1; x <= x1; ++x)
+        if (!std::isnan(d.z[std::size_t(y * w + x)]))
+          lowest = std::min(lowest, d.z[std::size_t(y * w + x)]);
+    for (int64_t y = y0 - 1; y <= y1; ++y)
+      for (int64_t x = x0 - 1; x <= x1; ++x)
+      {
+        float& z = d.z[std::size_t(y * w + x)];
+        const bool inside = x >= x0 && y >= y0 && x < x1 && y < y1;
+        if (inside)
+          z = lowest - 3.f;
+        else if (wall > 0 || std::isnan(z))
+          z = lowest + wall;
+      }
+  };
+  basin(4, 5, 56, 11, 0.f);    // 52 x 6: a large bottom across tiles, 5 cells below the top edge
+  basin(48, 30, 54, 33, 0.f);  // small
+  basin(8, 20, 44, 24, 50.f);  // 36 x 4 behind a wall
+  basin(20, 36, 23, 39, 50.f);  // small behind a wall
+  return d;
+}
+
 // A valley spiralling in from the DEM's border to its centre, through every tile: its floor rises
 // along the spiral from an outlet on the border, with a pit every 37 cells and a flat run of six
 // cells every 50; walls one cell thick between the turns.

@@ -438,41 +438,6 @@ TEST(BreachDepressions, BadLimitsAreRefused)
   EXPECT_THROW(cutChannels(dem.grid(), BreachLimits{5, std::nan("")}, noCancel), InvalidInput);
 }
 
-namespace {
-
-// A random DEM with flat-bottomed basins: rectangles of one elevation 3 m below the lowest cell around
-// them, two of them wider than the tiled run's large-bottom extent (S = max(maxLength, 32): the first,
-// 52 cells, up to a maxLength of 51) and crossing many tiles; one basin ringed by a wall 50 m high,
-// which no channel within 2 m of depth crosses.
-TestDem basinsDem(uint64_t seed, int64_t w, int64_t h)
-{
-  TestDem d = randomDem(seed, w, h, seed % 2 ? 0.5 : 0.0, 1);
-  const auto basin = [&](int64_t x0, int64_t y0, int64_t x1, int64_t y1, float wall) {
-    float lowest = std::numeric_limits<float>::infinity();
-    for (int64_t y = y0 - 1; y <= y1; ++y)
-      for (int64_t x = x0 - 1; x <= x1; ++x)
-        if (!std::isnan(d.z[std::size_t(y * w + x)]))
-          lowest = std::min(lowest, d.z[std::size_t(y * w + x)]);
-    for (int64_t y = y0 - 1; y <= y1; ++y)
-      for (int64_t x = x0 - 1; x <= x1; ++x)
-      {
-        float& z = d.z[std::size_t(y * w + x)];
-        const bool inside = x >= x0 && y >= y0 && x < x1 && y < y1;
-        if (inside)
-          z = lowest - 3.f;
-        else if (wall > 0 || std::isnan(z))
-          z = lowest + wall;
-      }
-  };
-  basin(4, 5, 56, 11, 0.f);    // 52 x 6: a large bottom across tiles, 5 cells below the top edge
-  basin(48, 30, 54, 33, 0.f);  // small
-  basin(8, 20, 44, 24, 50.f);  // 36 x 4 behind a wall
-  basin(20, 36, 23, 39, 50.f);  // small behind a wall
-  return d;
-}
-
-}  // namespace
-
 // The tiled run (tiled_dem.h's cutChannelsTiled and breachDepressionsTiled) is the in-memory one bit
 // for bit, its counts too, at tile sizes down to one cell, with large bottoms that cross tiles.
 TEST(BreachDepressions, TileByTileIsTheInMemoryRun)

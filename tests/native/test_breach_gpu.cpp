@@ -1,8 +1,11 @@
-// Breaching depressions with the fill and the flats on the GPU (dem/breach.h): the same bits as the
-// CPU's on random DEMs with flats, nodata and one large; and dem.h's fillAndRaiseFlats, which finishes
-// it, on its own. Skipped without a GPU.
+// Breaching depressions on the GPU (dem/breach.h, breach_cuda.cu): the same bits and counts as the
+// CPU's on random DEMs with flats, nodata and one large, flat-bottomed basins, plateaus whose searches
+// outgrow the device's windows, zeros of both signs; and dem.h's fillAndRaiseFlats, which finishes it,
+// on its own. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,11 +18,53 @@
 using namespace gpugeo;
 using namespace gpugeo::dem;
 
+namespace {
+
+RunControl noCancel;
+constexpr double kInfinite = std::numeric_limits<double>::infinity();
+
+// Every count and every bit of the GPU's whole run against the CPU's (one thread's search).
+void expectTheCpus(const TestDem& dem, const BreachLimits& limits, const std::string& where, int64_t* hostSearches = nullptr)
+{
+  const BreachedDem cpu = breachDepressions(Backend::Cpu, dem.grid(), limits, 2, noCancel);
+  const BreachedDem gpu = breachDepressions(Backend::Gpu, dem.grid(), limits, 2, noCancel);
+  EXPECT_TRUE(sameBits(cpu.z, gpu.z)) << where;
+  EXPECT_EQ(cpu.counts.pitsRaised, gpu.counts.pitsRaised) << where;
+  EXPECT_EQ(cpu.counts.bottoms, gpu.counts.bottoms) << where;
+  EXPECT_EQ(cpu.counts.breached, gpu.counts.breached) << where;
+  EXPECT_EQ(cpu.counts.channelCells, gpu.counts.channelCells) << where;
+  EXPECT_EQ(cpu.lowered, gpu.lowered) << where;
+  EXPECT_EQ(cpu.raised, gpu.raised) << where;
+  if (hostSearches)
+    *hostSearches += gpu.counts.hostSearches;
+}
+
+// A depression of two cells in the middle of a plateau one metre above it, its outlet a cell one
+// metre below it `reach` cells off: every way to it costs the same per cell, so the search weighs a
+// great many paths of equal cost and ties; the plateau's cells `noise` steps of 0.25 m higher at
+// random. The grid's edge lies further off than the outlet.
+TestDem plateauDem(uint64_t seed, int64_t reach, int noise)
+{
+  const int64_t side = 2 * reach + 41;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> up(0, noise);
+  TestDem d = randomDem(seed, side, side, 0.0, 0);
+  const int64_t c = side / 2;
+  for (int64_t y = 0; y < side; ++y)
+    for (int64_t x = 0; x < side; ++x)
+      d.z[std::size_t(y * side + x)] = 11.f + 0.25f * float(up(rng));
+  d.z[std::size_t(c * side + c)] = d.z[std::size_t(c * side + c + 1)] = 10.f;
+  d.z[std::size_t((c + reach / 2) * side + c + reach)] = 9.f;
+  return d;
+}
+
+}  // namespace
+
+// Random DEMs with flats (ties of cost), nodata and one large, at several limits.
 TEST(BreachDepressionsGpu, SameAsTheCpu)
 {
   if (!probeGpu().usable)
     GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
-  RunControl noCancel;
   const int64_t big = gpugeo::testing::gpuSide(1500);
   struct Case
   {
@@ -29,19 +74,42 @@ TEST(BreachDepressionsGpu, SameAsTheCpu)
     int holes;
     BreachLimits limits;
   };
-  const std::vector<Case> cases{{1, 60, 47, 0.0, 2, {10, 2.0}},
-                                {2, 83, 71, 0.5, 3, {50, std::numeric_limits<double>::infinity()}},
-                                {3, big, big + 7, 0.25, 5, {20, 5.0}}};
+  const std::vector<Case> cases{{1, 60, 47, 0.0, 2, {10, 2.0}},          {2, 83, 71, 0.5, 3, {50, kInfinite}},
+                                {4, 97, 64, 0.5, 2, {1, kInfinite}},     {5, 97, 64, 0.25, 2, {7, 0.0}},
+                                {6, 120, 90, 1.0, 4, {200, kInfinite}}, {3, big, big + 7, 0.25, 5, {20, 5.0}},
+                                {7, big, big, 0.5, 3, {50, kInfinite}}};
   for (const Case& k : cases)
-  {
-    const TestDem dem = randomDem(k.seed, k.w, k.h, k.step, k.holes);
-    const BreachedDem cpu = breachDepressions(Backend::Cpu, dem.grid(), k.limits, 2, noCancel);
-    const BreachedDem gpu = breachDepressions(Backend::Gpu, dem.grid(), k.limits, 2, noCancel);
-    EXPECT_TRUE(sameBits(cpu.z, gpu.z)) << "seed " << k.seed;
-    EXPECT_EQ(cpu.counts.breached, gpu.counts.breached);
-    EXPECT_EQ(cpu.lowered, gpu.lowered);
-    EXPECT_EQ(cpu.raised, gpu.raised);
-  }
+    expectTheCpus(randomDem(k.seed, k.w, k.h, k.step, k.holes), k.limits, "seed " + std::to_string(k.seed));
+}
+
+// Bottoms of every size and searches of every reach: the flat-bottomed basins (52 cells across, behind
+// walls), the plateaus whose channels reach 8 cells (the device's first window), 30 and 60 (its second)
+// and 80 (more layers than the device keeps: searched on the host), zeros of both signs; the tiers all
+// give the CPU's channels.
+TEST(BreachDepressionsGpu, SearchesOfEveryReachAreTheCpus)
+{
+  if (!probeGpu().usable)
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  int64_t host = 0;
+  for (uint64_t seed = 21; seed <= 23; ++seed)
+    for (const BreachLimits& limits : {BreachLimits{1, kInfinite}, BreachLimits{3, 2.0}, BreachLimits{40, 2.0},
+                                       BreachLimits{40, kInfinite}, BreachLimits{5000, kInfinite}})
+      expectTheCpus(basinsDem(seed, 60, 48), limits,
+                    "basins " + std::to_string(seed) + " length " + std::to_string(limits.maxLength), &host);
+  for (const int64_t reach : {8, 30, 60, 80})
+    for (const int noise : {0, 2})
+      for (const int64_t length : {int64_t(50), int64_t(70), reach})
+        expectTheCpus(plateauDem(uint64_t(reach * 10 + noise), reach, noise), BreachLimits{length, kInfinite},
+                      "plateau reach " + std::to_string(reach) + " noise " + std::to_string(noise) + " length " +
+                        std::to_string(length),
+                      &host);
+  TestDem zeros = nearlyFlatDem(31, 140, 110, 0.0, 1.0, 0, 2);
+  for (std::size_t c = 0; c < zeros.z.size(); c += 2)
+    if (zeros.z[c] == 0.f)
+      zeros.z[c] = -0.f;
+  expectTheCpus(zeros, BreachLimits{50, kInfinite}, "zeros");
+  expectTheCpus(zeros, BreachLimits{50, 0.0}, "zeros, depth 0");
+  EXPECT_GT(host, 0) << "no search outgrew the device's windows";
 }
 
 // The fill, the flat mask and the raise in one call on the device: the CPU's bits and counts, on
@@ -51,7 +119,6 @@ TEST(BreachDepressionsGpu, FillAndRaiseFlatsIsTheCpus)
 {
   if (!probeGpu().usable)
     GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
-  RunControl noCancel;
   int64_t overtaken = 0;
   std::vector<TestDem> dems;
   for (uint64_t seed = 1; seed <= 9; ++seed)

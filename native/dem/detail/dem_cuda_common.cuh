@@ -208,4 +208,17 @@ DeviceBuffer<float> fillOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_
 DeviceBuffer<int32_t> flatMaskOnDevice(const DeviceBuffer<float>& z, int64_t w, int64_t h, bool towardsOnly,
                                        const RunControl& control);
 
+// The fill, the flat mask (towardsOnly as flatMaskOnDevice's) and the raise of the flats of a DEM on
+// the device (raise_cuda.cu, dem.h's fillAndRaiseFlats), `z` freed once filled: the raised DEM on the
+// device and RaisedFlats' counts. Its arrays at most: elevations and filled, then filled and the flat
+// mask's seven, then filled, the mask, the raised DEM, its marks and the rounds' two lists and marks.
+struct RaisedOnDevice
+{
+  DeviceBuffer<float> z;
+  int64_t raised = 0, raisedInTurn = 0;
+};
+RaisedOnDevice fillAndRaiseOnDevice(DeviceBuffer<float> z, int64_t w, int64_t h, bool towardsOnly,
+                                    const RunControl& control);
+constexpr std::size_t kFillAndRaiseBytesPerCell = 4 + 22;
+
 }  // namespace gpugeo::dem::detail

@@ -225,7 +225,43 @@ std::vector<ChannelCell> largeChannel(const RasterSource<float>& dem, const SetS
   return out;
 }
 
+// A grid in memory read as a raster (no copy).
+class GridSource : public RasterSource<float>
+{
+public:
+  explicit GridSource(const Grid& grid) : mGrid(grid) {}
+  int64_t width() const override { return mGrid.width; }
+  int64_t height() const override { return mGrid.height; }
+  void read(const Window& window, float* out) const override { readStrided(window, out, window.width); }
+  void readStrided(const Window& window, float* out, int64_t stride) const override
+  {
+    for (int64_t y = 0; y < window.height; ++y)
+    {
+      const float* row = mGrid.z + (window.y0 + y) * mGrid.width + window.x0;
+      std::copy(row, row + window.width, out + y * stride);
+    }
+  }
+
+private:
+  const Grid& mGrid;
+};
+
 }  // namespace
+
+std::vector<std::pair<int64_t, float>> bottomChannel(const Grid& grid, int64_t x0, int64_t y0, int64_t x1, int64_t y1,
+                                                     int64_t firstCell, const BreachLimits& limits)
+{
+  SetSummary bottom;
+  bottom.minCell = firstCell;
+  bottom.x0 = x0;
+  bottom.y0 = y0;
+  bottom.x1 = x1;
+  bottom.y1 = y1;
+  std::vector<std::pair<int64_t, float>> out;
+  for (const ChannelCell& c : largeChannel(GridSource(grid), bottom, limits))
+    out.emplace_back(c.cell, c.z);
+  return out;
+}
 
 int64_t breachMargin(const BreachLimits& limits)
 {

@@ -36,6 +36,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -214,6 +215,13 @@ BreachCounts breachDepressionsTiled(const RasterSource<float>& dem, const RowSiz
 // side); the same bits and counts as the one thread's.
 std::vector<float> cutChannelsOnThreads(const Grid& grid, const BreachLimits& limits, int threads,
                                         const RunControl& control, BreachCounts* counts = nullptr);
+
+// One bottom's channel on its own (breach.h's steps 1 to 3 for it), searched as the tiled cut searches a
+// large bottom: in its bounding box [x0, x1] x [y0, y1] with a margin of maxLength + 2. `firstCell` is
+// the bottom's lowest cell index. The channel's cells from the first step, with the elevations they
+// are cut to (empty: not breached). For the GPU's cut, whose windows some searches outgrow.
+std::vector<std::pair<int64_t, float>> bottomChannel(const Grid& grid, int64_t x0, int64_t y0, int64_t x1, int64_t y1,
+                                                     int64_t firstCell, const BreachLimits& limits);
 
 // --- Isochrones --------------------------------------------------------------------------------------
 

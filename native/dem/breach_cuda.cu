@@ -49,7 +49,31 @@ namespace {
 
 constexpr uint8_t kEdge = 64;  // a cell class bit beside flat_cuda.cuh's: a valid cell on the edge
 constexpr int kWarpsPerBlock = 4;
-constexpr double kNever = INFINITY;
+// "No state" in the costs (a real cost may be +inf, where the DEM holds infinite elevations: as on the
+// CPU, such states are taken and ordered too). Every comparison with it is false, so it is tested apart.
+constexpr double kNone = NAN;
+__device__ bool none(double cost)
+{
+  return cost != cost;
+}
+
+// Whether target a = (cost, cell, from) comes before b; cell INT32_MAX: no target.
+__device__ bool targetBefore(double ca, int cella, int froma, double cb, int cellb, int fromb)
+{
+  if (cella == INT32_MAX)
+    return false;
+  if (cellb == INT32_MAX)
+    return true;
+  return ca < cb || (ca == cb && (cella < cellb || (cella == cellb && froma < fromb)));
+}
+
+// How a warp's search of a bottom ended.
+enum class Searched : int
+{
+  Done,
+  OutgrewWindow,  // a state kept reached the window's border: a larger window may do
+  OutgrewLayers,  // more layers than the scratch keeps: only the host will do
+};
 
 // Step 1 (breach.h): each single-cell pit raised to its lowest neighbour (-0 as +0); the classes:
 // kValid, kEdge.
@@ -137,7 +161,8 @@ __global__ void boxInitKernel(Box* boxes, int64_t count)
     boxes[i] = Box{INT32_MAX, INT32_MAX, -1, -1};
 }
 
-__global__ void boxKernel(const uint8_t* cls, const int32_t* label, const int32_t* flag, int64_t w, int64_t h, Box* boxes)
+__global__ void boxKernel(const uint8_t* cls, const int32_t* label, const int32_t* flag, int64_t w, int64_t h,
+                          Box* boxes)
 {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= w * h || !(cls[c] & kValid))
@@ -230,15 +255,15 @@ __device__ int warpMax(int v)
   return v;
 }
 
-// One bottom's search by one warp in a W x W window; false where it outgrew the window or the layers.
+// One bottom's search by one warp in a W x W window.
 template <int W>
-__device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t root, const Box& box, SearchOutput& out)
+__device__ Searched searchBottom(const SearchInput& in, const Scratch& s, int32_t root, const Box& box, SearchOutput& out)
 {
   const int lane = int(threadIdx.x & 31u);
   const float level = in.raised[root];
   const int bw = box.x1 - box.x0 + 1, bh = box.y1 - box.y0 + 1;
   if (bw > W - 2 || bh > W - 2)
-    return false;
+    return Searched::OutgrewWindow;
   const int64_t ox = int64_t(box.x0) - (W - bw) / 2, oy = int64_t(box.y0) - (W - bh) / 2;  // window's (0, 0)
   double* prev = s.cost;
   double* cur = s.cost + W * W;
@@ -259,20 +284,20 @@ __device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t ro
     }
     s.z[i] = v;
     s.code[i] = code;
-    s.best[i] = kNever;
+    s.best[i] = kNone;
   };
   for (int i = lane; i < known.cells(); i += 32)
   {
     const int x = known.x0 + i % known.width(), y = known.y0 + i / known.width();
     load(x, y);
     const int64_t g = (oy + y) * in.w + ox + x;
-    prev[y * W + x] = in.label[g] == root ? 0.0 : kNever;  // layer 0: the bottom's cells
+    prev[y * W + x] = in.label[g] == root ? 0.0 : kNone;  // layer 0: the bottom's cells
   }
   __syncwarp();
   Rect last = known;  // the cells the last layer wrote
   Rect live = known;  // the bounding box of its kept states
-  double bestCost = kNever;
-  int bestLayer = 0, bestCell = -1;
+  double bestCost = kNone;
+  int bestLayer = 0, bestCell = -1;  // the least target of the layers so far (-1: none)
   for (int k = 1;; ++k)
   {
     const Rect scan{max(live.x0 - 1, 0), max(live.y0 - 1, 0), min(live.x1 + 1, W - 1), min(live.y1 + 1, W - 1)};
@@ -291,12 +316,12 @@ __device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t ro
     uint8_t* back = s.back + int64_t(k - 1) * W * W;
     Rect kept{W, W, -1, -1};
     bool atBorder = false;
-    double targetCost = kNever;
-    int targetCell = INT32_MAX, targetFrom = INT32_MAX;
+    double targetCost = kNone;
+    int targetCell = INT32_MAX, targetFrom = INT32_MAX;  // this layer's least target
     for (int i = lane; i < scan.cells(); i += 32)
     {
       const int x = scan.x0 + i % scan.width(), y = scan.y0 + i / scan.width(), c = y * W + x;
-      double mine = kNever;
+      double mine = kNone;
       const uint8_t code = s.code[c];
       if (code != 0)
       {
@@ -309,40 +334,40 @@ __device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t ro
             continue;
           const int j = ny * W + nx;
           const double p = prev[j];
-          if (p == kNever)
+          if (none(p))
             continue;
           const double cost = p + add;
-          if (cost < mine || (cost == mine && j < from))
+          if (from == INT32_MAX || cost < mine || (cost == mine && j < from))
           {
             mine = cost;
             from = j;
             dir = d;
           }
         }
-        if (mine < bestCost)
+        if (from != INT32_MAX && (bestCell < 0 || mine < bestCost))
         {
           back[c] = uint8_t(dir);
           if (code == 2)
           {
-            if (mine < targetCost || (mine == targetCost && (c < targetCell || (c == targetCell && from < targetFrom))))
+            if (targetBefore(mine, c, from, targetCost, targetCell, targetFrom))
             {
               targetCost = mine;
               targetCell = c;
               targetFrom = from;
             }
-            mine = kNever;  // a target is not gone on from
+            mine = kNone;  // a target is not gone on from
           }
-          else if (mine < s.best[c])
+          else if (none(s.best[c]) || mine < s.best[c])
           {
             s.best[c] = mine;
             kept = Rect{min(kept.x0, x), min(kept.y0, y), max(kept.x1, x), max(kept.y1, y)};
             atBorder = atBorder || x == 0 || y == 0 || x == W - 1 || y == W - 1;
           }
           else
-            mine = kNever;
+            mine = kNone;
         }
         else
-          mine = kNever;
+          mine = kNone;
       }
       cur[c] = mine;
     }
@@ -350,15 +375,16 @@ __device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t ro
     for (int o = 16; o; o >>= 1)
     {
       const double oc = __shfl_xor_sync(0xffffffffu, targetCost, o);
-      const int ocell = __shfl_xor_sync(0xffffffffu, targetCell, o), ofrom = __shfl_xor_sync(0xffffffffu, targetFrom, o);
-      if (oc < targetCost || (oc == targetCost && (ocell < targetCell || (ocell == targetCell && ofrom < targetFrom))))
+      const int ocell = __shfl_xor_sync(0xffffffffu, targetCell, o);
+      const int ofrom = __shfl_xor_sync(0xffffffffu, targetFrom, o);
+      if (targetBefore(oc, ocell, ofrom, targetCost, targetCell, targetFrom))
       {
         targetCost = oc;
         targetCell = ocell;
         targetFrom = ofrom;
       }
     }
-    if (targetCost < bestCost)
+    if (targetCell != INT32_MAX && (bestCell < 0 || targetCost < bestCost))  // an earlier layer wins ties
     {
       bestCost = targetCost;
       bestLayer = k;
@@ -367,19 +393,20 @@ __device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t ro
     live = Rect{warpMin(kept.x0), warpMin(kept.y0), warpMax(kept.x1), warpMax(kept.y1)};
     const bool goesOn = live.x0 <= live.x1 && k < in.maxLength;
     if (goesOn && __any_sync(0xffffffffu, atBorder))
-      return false;
+      return Searched::OutgrewWindow;
     if (!goesOn)
       break;
     if (k == s.layers)
-      return false;
+      return Searched::OutgrewLayers;
     last = scan;
     double* t = prev;
     prev = cur;
     cur = t;
     __syncwarp();
   }
+  __syncwarp();  // the last layer's directions back, written by every lane
   if (bestCell < 0)
-    return true;
+    return Searched::Done;
   if (lane == 0)
   {
     int c = bestCell;
@@ -392,7 +419,7 @@ __device__ bool searchBottom(const SearchInput& in, const Scratch& s, int32_t ro
     }
     atomicAdd(out.breached, 1ull);
   }
-  return true;
+  return Searched::Done;
 }
 
 template <int W>
@@ -412,8 +439,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) searchKernel(SearchInput 
     if (item >= in.count)
       return;
     const int32_t b = in.work ? in.work[item] : int32_t(item);
-    if (!searchBottom<W>(in, mine, in.roots[b], in.boxes[b], out) && lane == 0)
-      out.overflow[atomicAdd(out.overflowCount, 1u)] = b;
+    const Searched searched = searchBottom<W>(in, mine, in.roots[b], in.boxes[b], out);
+    if (searched != Searched::Done && lane == 0)  // handed on: ~b straight to the host
+      out.overflow[atomicAdd(out.overflowCount, 1u)] = searched == Searched::OutgrewLayers ? ~b : b;
     __syncwarp();
   }
 }
@@ -453,7 +481,8 @@ std::vector<int32_t> searchTier(const SearchInput& input, const DeviceBuffer<int
   out.next = counters.data();
   out.overflowCount = counters.data() + 1;
   out.overflow = overflow.data();
-  searchKernel<W><<<blocks, 32 * kWarpsPerBlock>>>(in, Scratch{z.data(), code.data(), best.data(), cost.data(), back.data(), layers}, out);
+  const Scratch scratch{z.data(), code.data(), best.data(), cost.data(), back.data(), layers};
+  searchKernel<W><<<blocks, 32 * kWarpsPerBlock>>>(in, scratch, out);
   GPUGEO_CUDA_CHECK_LAUNCH();
   const std::vector<unsigned> c = download(counters, 2);
   if (c[1] > 0)
@@ -530,15 +559,21 @@ BreachOnDevice breachCuda(const Grid& grid, const BreachLimits& limits, int thre
                               limits.maxLength, limits.maxDepth};
       const SearchOutput output{cut.data(), nullptr, counts.data() + 1, nullptr, nullptr};
       DeviceBuffer<int32_t> overflow(std::max<std::size_t>(bottoms, 1));
-      std::vector<int32_t> left = searchTier<32>(input, nullptr, bottoms, layers, manyBlocks, output, overflow, counters);
+      std::vector<int32_t> left =
+        searchTier<32>(input, nullptr, bottoms, layers, manyBlocks, output, overflow, counters);
       DeviceBuffer<int32_t> work;
+      std::vector<int32_t> toHost;  // the bottoms that outgrew the layers (~b in `left`) or every window
       const auto nextTier = [&](auto search) {
         if (control.isCanceled())
           throw Canceled();
-        if (left.empty())
+        std::vector<int32_t> larger;
+        for (const int32_t b : left)
+          (b < 0 ? toHost : larger).push_back(b < 0 ? ~b : b);
+        left.clear();
+        if (larger.empty())
           return;
-        upload(work, left.data(), left.size());
-        left = search(unsigned(left.size()));
+        upload(work, larger.data(), larger.size());
+        left = search(unsigned(larger.size()));
       };
       nextTier([&](unsigned count) {
         return searchTier<64>(input, &work, count, layers, manyBlocks, output, overflow, counters);
@@ -546,6 +581,9 @@ BreachOnDevice breachCuda(const Grid& grid, const BreachLimits& limits, int thre
       nextTier([&](unsigned count) {
         return searchTier<128>(input, &work, count, layers, fewBlocks, output, overflow, counters);
       });
+      for (const int32_t b : left)
+        toHost.push_back(b < 0 ? ~b : b);
+      left = std::move(toHost);
       stage.emplace(times, "breach (channels, host)");
       if (!left.empty())
       {

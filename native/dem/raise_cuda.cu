@@ -133,9 +133,9 @@ __global__ void raiseRoundKernel(const float* filled, const int32_t* mask, int64
 
 // The rounds over short lists in one block, until a round lists nothing: `a` holds the first round's
 // `count` cells, `b` takes the next round's; they swap each round. *nextCount starts at 0.
-__global__ void __launch_bounds__(1024) raiseTailKernel(const float* filled, const int32_t* mask, int64_t w, int64_t h, float* z,
-                                uint8_t* inTurn, int32_t* a, int32_t* b, unsigned* nextCount, int32_t* queued,
-                                int32_t round, unsigned count)
+__global__ void __launch_bounds__(1024)
+  raiseTailKernel(const float* filled, const int32_t* mask, int64_t w, int64_t h, float* z, uint8_t* inTurn, int32_t* a,
+                  int32_t* b, unsigned* nextCount, int32_t* queued, int32_t round, unsigned count)
 {
   __shared__ unsigned listed;
   for (;; ++round)
@@ -170,7 +170,8 @@ void raiseOvertaken(const DeviceBuffer<float>& filled, const DeviceBuffer<int32_
 {
   constexpr unsigned kShortList = 1u << 16;
   const int64_t n = w * h;
-  DeviceBuffer<int32_t> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n)), queued(static_cast<std::size_t>(n));
+  DeviceBuffer<int32_t> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
+  DeviceBuffer<int32_t> queued(static_cast<std::size_t>(n));
   DeviceBuffer<unsigned> nextCount(1);
   GPUGEO_CUDA_CHECK(cudaMemset(queued.data(), 0, queued.bytes()));
   GPUGEO_CUDA_CHECK(cudaMemset(nextCount.data(), 0, nextCount.bytes()));

@@ -11,8 +11,9 @@
 // with --hand, of the segments and their values with --streams; the same on both backends). With
 // --subbasins, the subbasins of that network (gpugeo:subbasins's work: segmentExits, then the
 // watersheds of the exits; the network off the clock). With --breach, the breached DEM of the unfilled
-// terrain (gpugeo:breachdepressions's work, dem/breach.h: the channels on the CPU's threads, the fill and
-// the flats on the backend; with --tile, breachDepressionsTiled through a scratch folder in /tmp),
+// terrain (gpugeo:breachdepressions's work, dem/breach.h: on the GPU every step on the device, on the
+// CPU the channels on its threads and then the fill and the flats; with --tile, breachDepressionsTiled
+// through a scratch folder in /tmp), the counts of pits, channel cells and searches left to the host,
 // --max-length cells at most a channel; its stages' times too.
 //
 // usage: bench_watersheds --width W --height H [--outlets N] [--hand | --streams | --subbasins | --breach]

@@ -75,10 +75,11 @@ for bench in "$@"; do
                  ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend cpu --threads 1 --reps $3
                  ./build-gpu/tests/benchmarks/bench_watersheds --subbasins --width $1 --height $2 --backend cpu --threads 16 --reps $3
                done 2>&1 | tee "$OUT/bench_subbasins.log" ;;
-    # The breached DEM of the unfilled terrain (channels on the CPU's threads, fill and flats on the device).
+    # The breached DEM of the unfilled terrain (in memory on the GPU every step on the device; tiled, the
+    # channels on the CPU's threads and the fill and flats on the device).
     breach|breach-large) sizes="2511 2550 3"; [ "$bench" = breach-large ] && sizes="20000 20000 1"
             for size in "$sizes"; do set -- $size
-              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --threads 16 --reps $3
+              ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --threads 16 --reps $(( $3 + 2 ))
               ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend gpu --tile 4096 --threads 16 --reps 1
               [ "$bench" = breach ] && ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 1 --reps 1
               ./build-gpu/tests/benchmarks/bench_watersheds --breach --width $1 --height $2 --backend cpu --threads 16 --reps $3

@@ -24,7 +24,8 @@ RunControl noCancel;
 constexpr double kInfinite = std::numeric_limits<double>::infinity();
 
 // Every count and every bit of the GPU's whole run against the CPU's (one thread's search).
-void expectTheCpus(const TestDem& dem, const BreachLimits& limits, const std::string& where, int64_t* hostSearches = nullptr)
+void expectTheCpus(const TestDem& dem, const BreachLimits& limits, const std::string& where,
+                   int64_t* hostSearches = nullptr)
 {
   const BreachedDem cpu = breachDepressions(Backend::Cpu, dem.grid(), limits, 2, noCancel);
   const BreachedDem gpu = breachDepressions(Backend::Gpu, dem.grid(), limits, 2, noCancel);
@@ -110,6 +111,34 @@ TEST(BreachDepressionsGpu, SearchesOfEveryReachAreTheCpus)
   expectTheCpus(zeros, BreachLimits{50, kInfinite}, "zeros");
   expectTheCpus(zeros, BreachLimits{50, 0.0}, "zeros, depth 0");
   EXPECT_GT(host, 0) << "no search outgrew the device's windows";
+}
+
+// Infinite elevations (the native API takes them; QGIS's reader makes them nodata): channels whose cost
+// is infinite are still channels, ordered by their steps, as on the CPU. A bottom of two cells walled
+// by +inf inside a ring of edge cells; the same with the bottom at -inf; random terrain with both.
+TEST(BreachDepressionsGpu, InfiniteElevationsAreTheCpus)
+{
+  if (!probeGpu().usable)
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  for (const float bottom : {1.f, -std::numeric_limits<float>::infinity()})
+  {
+    TestDem walled = randomDem(1, 6, 5, 0.0, 0);
+    for (int64_t y = 0; y < 5; ++y)
+      for (int64_t x = 0; x < 6; ++x)
+        walled.z[std::size_t(y * 6 + x)] =
+          x == 0 || y == 0 || x == 5 || y == 4 ? 5.f : std::numeric_limits<float>::infinity();
+    walled.z[2 * 6 + 2] = walled.z[2 * 6 + 3] = bottom;
+    const BreachedDem cpu = breachDepressions(Backend::Cpu, walled.grid(), BreachLimits{}, 1, noCancel);
+    EXPECT_EQ(cpu.counts.breached, 1);
+    expectTheCpus(walled, BreachLimits{}, "walled, bottom " + std::to_string(bottom));
+  }
+  TestDem spiked = randomDem(41, 90, 70, 0.5, 2);
+  std::mt19937_64 rng(41);
+  std::uniform_int_distribution<std::size_t> cell(0, spiked.z.size() - 1);
+  for (int k = 0; k < 60; ++k)
+    spiked.z[cell(rng)] = k % 6 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  for (const BreachLimits& limits : {BreachLimits{}, BreachLimits{5, kInfinite}, BreachLimits{50, 3.0}})
+    expectTheCpus(spiked, limits, "spiked, length " + std::to_string(limits.maxLength));
 }
 
 // The fill, the flat mask and the raise in one call on the device: the CPU's bits and counts, on

@@ -20,7 +20,10 @@ cells where both give a value: how many heights agree within 1 mm and distances 
 (SAGA sums a path's steps into its float32 output grid, one rounding a step; ours are exact sums
 rounded once).
 
-usage: bench_hand_saga.py [PLUGIN_DIR] [--size N] [--stream-cells C] [--work DIR]
+usage: bench_hand_saga.py [PLUGIN_DIR] [--size N] [--stream-cells C] [--work DIR] [--limit FACTOR]
+
+--limit 5 stops SAGA at 5 times our time (the issue's bar shown without waiting for SAGA). Rasters are
+read and written by strips of rows, so that a 20,000² DEM fits this machine's memory.
 """
 import argparse
 import os
@@ -37,14 +40,38 @@ from bench_watersheds_grass import prepare_directions
 gdal.UseExceptions()
 
 
-def read(path):
+STRIP = 2048  # rows at a time: a 20,000² DEM in bounded memory
+
+
+def read(path, first=0, rows=None):
+    """Rows [first, first + rows) of the first band as float64, nodata as NaN, with the geotransform and
+    projection."""
     dataset = gdal.Open(path)  # held while its band is read
     band = dataset.GetRasterBand(1)
-    values = band.ReadAsArray().astype(np.float64)
+    rows = dataset.RasterYSize - first if rows is None else rows
+    values = band.ReadAsArray(0, first, dataset.RasterXSize, rows).astype(np.float64)
     nodata = band.GetNoDataValue()
     if nodata is not None:
         values[values == nodata] = np.nan
     return values, dataset.GetGeoTransform(), dataset.GetProjection()
+
+
+def row_strips(height):
+    """(first row, rows, rows of halo above, rows of halo below) of every strip of STRIP rows."""
+    for first in range(0, height, STRIP):
+        rows = min(STRIP, height - first)
+        yield first, rows, min(first, 1), min(1, height - first - rows)
+
+
+def create(path, like, kind, nodata):
+    """A tiled GeoTIFF on `like`'s grid."""
+    source = gdal.Open(like)
+    out = gdal.GetDriverByName("GTiff").Create(path, source.RasterXSize, source.RasterYSize, 1, kind,
+                                               ["TILED=YES", "BIGTIFF=IF_SAFER"])
+    out.SetGeoTransform(source.GetGeoTransform())
+    out.SetProjection(source.GetProjection())
+    out.GetRasterBand(1).SetNoDataValue(nodata)
+    return out
 
 
 def saga_d8(z, cell):
@@ -72,27 +99,24 @@ def main():
     parser.add_argument("--size", type=int, default=2511)
     parser.add_argument("--stream-cells", type=int, default=1000)
     parser.add_argument("--work")
+    parser.add_argument("--limit", type=float, help="stop SAGA at this many times our time")
     a = parser.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="gg_hand_")
     env, filled, directions, cells = prepare_directions(a.plugin, a.size, work)
-    upstream, gt, projection = read(cells)
+    gt = gdal.Open(filled).GetGeoTransform()
     channels = os.path.join(work, "channels.tif")
-    out = gdal.GetDriverByName("GTiff").Create(channels, a.size, a.size, 1, gdal.GDT_Byte, ["TILED=YES"])
-    out.SetGeoTransform(gt)
-    out.SetProjection(projection)
-    out.GetRasterBand(1).SetNoDataValue(0)
-    out.GetRasterBand(1).WriteArray((upstream >= a.stream_cells).astype(np.uint8))
-    out = None
-    print(f"DEM {a.size} x {a.size}; {int((upstream >= a.stream_cells).sum())} channel cells "
-          f"(at least {a.stream_cells} cells upstream)")
-    z = read(filled)[0]
     saga_directions = os.path.join(work, "dir_saga_rule.tif")
-    out = gdal.GetDriverByName("GTiff").Create(saga_directions, a.size, a.size, 1, gdal.GDT_Byte, ["TILED=YES"])
-    out.SetGeoTransform(gt)
-    out.SetProjection(projection)
-    out.GetRasterBand(1).SetNoDataValue(255)
-    out.GetRasterBand(1).WriteArray(saga_d8(z, gt[1]))
-    out = None
+    out_channels = create(channels, cells, gdal.GDT_Byte, 0)
+    out_directions = create(saga_directions, filled, gdal.GDT_Byte, 255)
+    channel_cells = 0
+    for first, rows, above, below in row_strips(a.size):
+        upstream = read(cells, first, rows)[0]
+        channel_cells += int((upstream >= a.stream_cells).sum())
+        out_channels.GetRasterBand(1).WriteArray((upstream >= a.stream_cells).astype(np.uint8), 0, first)
+        z = read(filled, first - above, above + rows + below)[0]
+        out_directions.GetRasterBand(1).WriteArray(saga_d8(z, gt[1])[above:above + rows], 0, first)
+    out_channels = out_directions = None
+    print(f"DEM {a.size} x {a.size}; {channel_cells} channel cells (at least {a.stream_cells} cells upstream)")
 
     # Ours, and QGIS's floor.
     hand, distance = os.path.join(work, "hand.tif"), os.path.join(work, "distance.tif")
@@ -106,24 +130,34 @@ def main():
                             f"OUTPUT={work}/copy.tif"], env=env)
     print(f"QGIS's floor (gdal:translate of the DEM): {floor:.2f} s; ours above it: {s - floor:.2f} s")
 
-    # SAGA.
+    # SAGA; with --limit stopped at that many times our time (the bar shown without waiting for SAGA).
     version = timed(["saga_cmd", "--version"])[3]
     vertical, horizontal = os.path.join(work, "saga_vert.tif"), os.path.join(work, "saga_horz.tif")
-    s_saga, p_saga, _, _ = timed(["saga_cmd", "-f=q", "ta_channels", "4", "-ELEVATION", filled, "-CHANNELS", channels,
-                                  "-METHOD", "0", "-DISTANCE", os.path.join(work, "saga_dist.tif"),
-                                  "-DISTVERT", vertical, "-DISTHORZ", horizontal,
-                                  "-PASSES", os.path.join(work, "saga_passes.tif")])
-    print(f"SAGA {version.split('SAGA Version:')[1].split()[0] if 'SAGA Version:' in version else '?'} "
-          f"ta_channels 4 (D8): {s_saga:.2f} s, peak {p_saga:.0f} MB")
+    s_saga, p_saga, finished, _ = timed(["saga_cmd", "-f=q", "ta_channels", "4", "-ELEVATION", filled,
+                                         "-CHANNELS", channels, "-METHOD", "0",
+                                         "-DISTANCE", os.path.join(work, "saga_dist.tif"), "-DISTVERT", vertical,
+                                         "-DISTHORZ", horizontal, "-PASSES", os.path.join(work, "saga_passes.tif")],
+                                        timeout=a.limit * s if a.limit else None)
+    name = f"SAGA {version.split('SAGA Version:')[1].split()[0] if 'SAGA Version:' in version else '?'} ta_channels 4"
+    if not finished:
+        print(f"{name} (D8): did not finish in {s_saga:.1f} s (stopped): ours at least {s_saga / s:.1f}x faster "
+              f"end to end")
+        return
+    print(f"{name} (D8): {s_saga:.2f} s, peak {p_saga:.0f} MB")
 
-    ours_h, ours_d, saga_h, saga_d = read(hand)[0], read(distance)[0], read(vertical)[0], read(horizontal)[0]
-    both = ~np.isnan(ours_h) & ~np.isnan(saga_h)
-    same_h = both & (np.abs(ours_h - saga_h) <= 1e-3)
-    same_d = both & (np.abs(ours_d - saga_d) <= 1e-5 * np.maximum(ours_d, 1.0))
-    print(f"cells with a value: ours {int((~np.isnan(ours_h)).sum())}, SAGA's {int((~np.isnan(saga_h)).sum())}, "
-          f"both {int(both.sum())}; heights within 1 mm: {int(same_h.sum())} "
-          f"({100.0 * same_h.sum() / max(1, both.sum()):.2f} %), distances within 1e-5: {int(same_d.sum())} "
-          f"({100.0 * same_d.sum() / max(1, both.sum()):.2f} %)")
+    mine = saga = both = same_h = same_d = 0
+    for first, rows, _, _ in row_strips(a.size):
+        ours_h, ours_d = read(hand, first, rows)[0], read(distance, first, rows)[0]
+        saga_h, saga_d = read(vertical, first, rows)[0], read(horizontal, first, rows)[0]
+        valid = ~np.isnan(ours_h) & ~np.isnan(saga_h)
+        mine += int((~np.isnan(ours_h)).sum())
+        saga += int((~np.isnan(saga_h)).sum())
+        both += int(valid.sum())
+        same_h += int((valid & (np.abs(ours_h - saga_h) <= 1e-3)).sum())
+        same_d += int((valid & (np.abs(ours_d - saga_d) <= 1e-5 * np.maximum(ours_d, 1.0))).sum())
+    print(f"cells with a value: ours {mine}, SAGA's {saga}, both {both}; heights within 1 mm: {same_h} "
+          f"({100.0 * same_h / max(1, both):.2f} %), distances within 1e-5: {same_d} "
+          f"({100.0 * same_d / max(1, both):.2f} %)")
     above = (f"{s_saga / (s - floor):.1f}x above QGIS's floor" if s - floor > 0.1 * floor else
              "ours runs within QGIS's floor")
     print(f"ratio SAGA / ours: {s_saga / s:.1f}x end to end ({above}); {s_saga / core:.0f}x against our stages' "

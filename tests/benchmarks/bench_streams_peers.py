@@ -107,6 +107,11 @@ the plugin only the peers run (and are checked against the numpy reference).
 
 usage: bench_streams_peers.py [PLUGIN_DIR] [--size N] [--stream-cells C] [--saga-threshold S]
                               [--saga-full-cells N] [--skip-jacksboro] [--work DIR]
+                              [--timings-only [--limit FACTOR]]
+
+--timings-only (for 20,000², where the numpy checks above do not fit this machine's memory): the same
+runs timed only, ours on our own directions of the filled DEM, ours first and each peer stopped at
+--limit times ours (the issue's bar shown without waiting for the peer).
 """
 import argparse
 import os
@@ -652,6 +657,74 @@ def compare_watershed(a, env, dem, work, tag, ours_available, subbasins_availabl
           f"{sec_o + sec_s:.2f} s in two processes")
 
 
+def timed_ours(env, algorithm, parameters):
+    """Our algorithm through qgis_process on the CPU: (seconds, peak MB, stage line)."""
+    s, p, _, log = timed([QGIS_PROCESS, "run", f"gpugeo:{algorithm}", "--", "DEVICE=1"] + parameters, env=env)
+    stages = re.search(r"Stage times: [^\n]*", log)
+    return s, p, stages.group(0) if stages else ""
+
+
+def peer_line(tag, name, seconds, peak, finished, ours, floor):
+    if finished:
+        return f"[{tag}] {name}: {seconds:.2f} s, peak {peak:.0f} MB; {ratio(seconds, 'peer', ours, floor)}"
+    return f"[{tag}] {name}: did not finish in {seconds:.1f} s (stopped): ours at least {seconds / ours:.2f}x faster"
+
+
+def compare_timings(a, env, dem, directions, work, tag, floor):
+    """Times only, for DEMs whose numpy checks do not fit this machine's memory (--timings-only; the checks
+    ran at 10,000²): ours on our own directions of the same filled DEM (the peers' directions differ from
+    ours only at ties and edges, which changes no work), each peer run after ours and stopped at --limit
+    times ours (the bar shown without waiting for the peer)."""
+    limit = (lambda ours: a.limit * ours) if a.limit else (lambda ours: None)
+    prefix = os.path.join(work, "ours_all")
+    s_all, p_all, stages = timed_ours(env, "streamnetwork", [
+        f"INPUT={dem}", "BAND=1", f"DIRECTIONS={directions}", "ENCODING=0", "THRESHOLD=1", "THRESHOLD_UNITS=2",
+        f"OUTPUT={prefix}_ids.tif", f"OUTPUT_ORDER={prefix}_order.tif"])
+    print(f"[{tag}] ours, the whole network (THRESHOLD=1 cell, segment and order rasters): {s_all:.2f} s, peak "
+          f"{p_all:.0f} MB; {stages}")
+    saga = os.path.join(work, f"saga_t{a.saga_threshold}")
+    sec, peak, done, _ = timed(["saga_cmd", "-f=q", "ta_channels", "5", "-DEM", dem, "-THRESHOLD",
+                                str(a.saga_threshold), "-DIRECTION", f"{saga}_dir.sdat", "-ORDER",
+                                f"{saga}_order.sdat", "-SEGMENTS", f"{saga}_lines.shp", "-BASINS",
+                                f"{saga}_basins.shp"], timeout=limit(s_all))
+    print(peer_line(tag, f"SAGA ta_channels 5 THRESHOLD={a.saga_threshold}", sec, peak, done, s_all, floor))
+
+    database, s_import, scale, _, _, _ = grass_elevations(dem, work, "grassdb")
+    prefix = os.path.join(work, "ours_lines")
+    s_lines, p_lines, stages = timed_ours(env, "streamnetwork", [
+        f"INPUT={dem}", "BAND=1", f"DIRECTIONS={directions}", "ENCODING=0", f"THRESHOLD={a.stream_cells}",
+        "THRESHOLD_UNITS=2", f"OUTPUT={prefix}_ids.tif", f"OUTPUT_ORDER={prefix}_order.tif",
+        f"OUTPUT_LINES={prefix}_lines.gpkg"])
+    print(f"[{tag}] ours, THRESHOLD={a.stream_cells} cells with lines: {s_lines:.2f} s, peak {p_lines:.0f} MB; "
+          f"{stages}")
+    sec, peak, done, _ = grass(database, ["r.stream.extract", "elevation=dem", f"threshold={a.stream_cells}",
+                                          "memory=2000", "stream_raster=streams", "stream_vector=streams",
+                                          "direction=sdir", "--overwrite", "d8cut=0"], timeout=limit(s_lines))
+    print(peer_line(tag, f"GRASS r.stream.extract threshold={a.stream_cells} (import {s_import:.1f} s not counted; "
+                         f"elevations in units of {1 / scale:g})", sec, peak, done, s_lines, floor))
+
+    chain = {}
+    for outputs, extra_streams, extra_basins in (("rasters", [], []),
+                                                 ("lines and polygons",
+                                                  [f"OUTPUT_LINES={work}/chain_lines.gpkg"],
+                                                  [f"OUTPUT_POLYGONS={work}/chain_subbasins.gpkg"])):
+        s_n, p_n, stages_n = timed_ours(env, "streamnetwork", [
+            f"INPUT={dem}", "BAND=1", f"DIRECTIONS={directions}", "ENCODING=0", f"THRESHOLD={a.stream_cells}",
+            "THRESHOLD_UNITS=2", f"OUTPUT={work}/chain_ids.tif"] + extra_streams)
+        s_b, p_b, stages_b = timed_ours(env, "subbasins", [
+            f"INPUT={directions}", "BAND=1", "ENCODING=0", f"STREAMS={work}/chain_ids.tif",
+            f"OUTPUT={work}/chain_subbasins.tif"] + extra_basins)
+        chain[outputs] = s_n + s_b
+        print(f"[{tag}] ours' chain writing {outputs}: streamnetwork {s_n:.2f} s, peak {p_n:.0f} MB; {stages_n}")
+        print(f"[{tag}]   then subbasins {s_b:.2f} s, peak {p_b:.0f} MB; {stages_b}")
+    sec, peak, done, _ = grass(database, ["r.watershed", "-s", "elevation=dem", f"threshold={a.stream_cells}",
+                                          "drainage=wdir", "stream=wstreams", "basin=wbasins", "--overwrite"],
+                               timeout=limit(chain["rasters"]))
+    for outputs, ours in chain.items():
+        print(peer_line(tag, f"GRASS r.watershed -s threshold={a.stream_cells} against ours writing {outputs}",
+                        sec, peak, done, ours, 2 * floor))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("plugin", nargs="?", default=os.environ.get("GPUGEO_PLUGIN_DIR"))
@@ -662,13 +735,25 @@ def main():
                         help="also run SAGA with THRESHOLD=1 on DEMs of at most this many cells")
     parser.add_argument("--skip-jacksboro", action="store_true")
     parser.add_argument("--work")
+    parser.add_argument("--timings-only", action="store_true",
+                        help="times only (no numpy checks: they do not fit 20,000²), ours on our own directions")
+    parser.add_argument("--limit", type=float, help="with --timings-only, stop each peer at this many times ours")
     a = parser.parse_args()
     plugin = a.plugin
     if plugin and not os.path.exists(os.path.join(plugin, "metadata.txt")) and \
             os.path.exists(os.path.join(plugin, "gpugeo", "metadata.txt")):
         plugin = os.path.join(plugin, "gpugeo")  # the stage folder rather than the plugin in it
     work = a.work or tempfile.mkdtemp(prefix="gg_streams_")
-    env, filled, _, _ = prepare_directions(plugin, a.size, work)
+    env, filled, directions, _ = prepare_directions(plugin, a.size, work)
+    if a.timings_only:
+        folder = os.path.join(work, "terrain")
+        os.makedirs(folder, exist_ok=True)
+        floor, _, _, _ = timed([QGIS_PROCESS, "run", "gdal:translate", "--", f"INPUT={filled}",
+                                f"OUTPUT={folder}/copy.tif"], env=env)
+        print(f"[terrain] DEM {a.size} x {a.size}, filled (flats raised); QGIS's floor (gdal:translate of the "
+              f"DEM): {floor:.2f} s")
+        compare_timings(a, env, filled, directions, folder, "terrain", floor)
+        return
     listing = subprocess.run([QGIS_PROCESS, "list"], env=env, capture_output=True, text=True).stdout
     ours_available = "gpugeo:streamnetwork" in listing
     if not ours_available:

@@ -39,17 +39,29 @@ ESRI_TO_GRASS = {1: 8, 2: 7, 4: 6, 8: 5, 16: 4, 32: 3, 64: 2, 128: 1}
 def prepare_directions(plugin, size, work):
     """bench_dem_tiled_cpu.py's terrain at size² in `work`, filled with its flats raised and drained by
     gpugeo:filldepressions (FLATS=1), gpugeo:flowdirection and gpugeo:flowaccumulation on the CPU (not
-    timed): the QGIS environment and the paths of the filled DEM, the directions and the upstream cells."""
+    timed; kept from an earlier run in the same folder): the QGIS environment and the paths of the filled
+    DEM, the directions and the upstream cells."""
     os.makedirs(work, exist_ok=True)
     dem = os.path.join(work, f"dem_{size}.tif")
     write_big_dem(dem, size)
     env = qgis_environment(tempfile.mkdtemp(prefix="profile_", dir=work), plugin)
     filled, directions, cells = (os.path.join(work, name) for name in ("filled.tif", "dir.tif", "cells.tif"))
-    for name, extra in (("filldepressions", [f"INPUT={dem}", "FLATS=1", f"OUTPUT={filled}"]),
-                        ("flowdirection", [f"INPUT={filled}", f"OUTPUT={directions}"]),
-                        ("flowaccumulation", [f"INPUT={directions}", f"OUTPUT_CELLS={cells}"])):
-        timed([QGIS_PROCESS, "run", f"gpugeo:{name}", "--", "DEVICE=1"] + extra, env=env)
+    for name, extra, output, source in (("filldepressions", [f"INPUT={dem}", "FLATS=1", f"OUTPUT={filled}"], filled, dem),
+                                        ("flowdirection", [f"INPUT={filled}", f"OUTPUT={directions}"], directions,
+                                         filled),
+                                        ("flowaccumulation", [f"INPUT={directions}", f"OUTPUT_CELLS={cells}"], cells,
+                                         directions)):
+        if not made_from(output, source, size):  # a work folder shared by several scripts prepares once
+            timed([QGIS_PROCESS, "run", f"gpugeo:{name}", "--", "DEVICE=1"] + extra, env=env)
     return env, filled, directions, cells
+
+
+def made_from(output, source, size):
+    """Whether `output` exists, is size² and newer than `source`."""
+    if not os.path.exists(output) or os.path.getmtime(output) < os.path.getmtime(source):
+        return False
+    dataset = gdal.Open(output)
+    return dataset.RasterXSize == size and dataset.RasterYSize == size
 
 
 def main():

@@ -232,7 +232,9 @@ QString StreamNetworkAlgorithm::shortHelpString() const
            "m/m); <tt>up_km2</tt> and <tt>up_cells</tt> (upstream area and cells at its last cell); "
            "<tt>cells</tt> (its own cells). A segment of one cell that flows into none is a line of no length "
            "at the cell's centre (slope NULL). The log counts the stream cells, segments and outlets; a threshold "
-           "above every cell's upstream area gives empty outputs, with a warning.</p>"
+           "above every cell's upstream area gives empty outputs, with a warning. Every segment holds memory for "
+           "the whole run, tile by tile too (about 20 bytes, 100 with the lines): a run whose segments would "
+           "pass the memory budget stops and says what it needs (raise the threshold or leave out the lines).</p>"
            "<p><b>Method</b>: the accumulation as <i>Flow accumulation</i>'s; each stream cell's segment found from "
            "the segment's first cell (tile by tile: chains joined across the tiles' edges by a graph over the "
            "tiles' perimeters); the orders over the tree of segments, upstream first. "
@@ -522,8 +524,9 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeTiled(const Reque
   tiled::TeeSink<int32_t> sink(segmentsSink, &keep);
   options.onTile = tileProgress(&steps, 2);
   tiled::TiledReport report;
-  const dem::StreamNetwork network = tiled::streamNetworkTiled(elevations, directions, cells, area, rows,
-                                                               request.threshold, sink, options, control, &report);
+  const dem::StreamNetwork network =
+    tiled::streamNetworkTiled(elevations, directions, cells, area, rows, request.threshold, sink, options, control,
+                              &report, request.wantLines ? dem::StreamFields::Full : dem::StreamFields::Orders);
   times.merge(report.times);
   {
     ScopedStage stage(times, "write (finish)");

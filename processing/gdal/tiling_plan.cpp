@@ -71,6 +71,7 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t
     plan.budgetSource = available > 0 ? "half the memory available now (" + mebibytes(available) + " MiB)"
                                       : "a default of 4096 MiB (the available memory is unknown)";
   }
+  plan.options.heldBytesLimit = plan.budgetBytes;
   const int64_t cells = width * height;
   plan.inMemoryBytes = cells * inMemoryBytesPerCell + std::min(kReadBuffer, cells * kReadBytesPerCell);
   plan.tiled = forceTiled || plan.inMemoryBytes > plan.budgetBytes;

@@ -43,6 +43,9 @@ struct TilingPlan
 // also fit that budget, as many at a time on the GPU as it holds (dem::tiled::kGpuBytesPerTileCell),
 // at most one a thread, and what the budget has left beyond them keeps the flat mask's tiles between
 // its rounds (TiledOptions::gpuKeepBytes).
+// What a tiled run holds for the whole raster besides its tiles (the stream network's per-segment
+// fields) may take the budget too (options.heldBytesLimit): tiles and those together stay within the
+// memory available, and past it the run stops with a clear error instead of being killed.
 // `halo`: the cells a side around a tile that its working window holds (1 for most tools; breaching's
 // channels read a wide margin).
 TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t height, int64_t inMemoryBytesPerCell,

@@ -386,9 +386,55 @@ TEST(StreamNetwork, TileByTileIsTheInMemoryRun)
           },
           noCancel);
         EXPECT_EQ(size_t(lines), want.first.size()) << what;
+
+        // Only the rasters' fields (StreamFields::Orders, what the tool keeps without lines): the same
+        // segments, downstream segments, Strahler orders and stream cells, nothing else held.
+        tiled::MemoryRaster<int32_t> orderSegments(dem.width, dem.height);
+        const StreamNetwork orders = tiled::streamNetworkTiled(z, d, cells, area, rows, threshold, orderSegments,
+                                                               tiles(tw, th), noCancel, nullptr, StreamFields::Orders);
+        EXPECT_EQ(orderSegments.cells(), want.segment) << what;
+        EXPECT_EQ(orders.first, want.first) << what;
+        EXPECT_EQ(orders.down, want.down) << what;
+        EXPECT_EQ(orders.strahler, want.strahler) << what;
+        EXPECT_EQ(orders.streamCells, want.streamCells) << what;
+        EXPECT_TRUE(orders.last.empty() && orders.shreve.empty() && orders.cells.empty() && orders.length.empty() &&
+                    orders.drop.empty() && orders.area.empty() && orders.upstreamCells.empty())
+          << what;
       }
     }
   }
+}
+
+// The per-segment fields of a tiled network are held for the whole raster: past the run's limit it stops
+// after its first pass with InvalidInput (a clear error where the memory would otherwise run out).
+TEST(StreamNetwork, TileByTileStopsPastItsHeldBytesLimit)
+{
+  TestDem dem = randomDem(21, 47, 39, 1.0, 3, 30, 30, true);
+  dem.z = fillDepressions(Backend::Cpu, dem.grid(), 2, noCancel);
+  const std::vector<uint8_t> dirs = flowDirections(Backend::Cpu, dem.grid(), true, 2, noCancel);
+  const Accumulation acc = flowAccumulation(Backend::Cpu, dem.grid(), dirs, 2, noCancel);
+  const tiled::RowSizes rows{dem.cellWidth, dem.cellHeight};
+  const tiled::MemoryRaster<float> z(dem.width, dem.height, dem.z);
+  const tiled::MemoryRaster<uint8_t> d(dem.width, dem.height, dirs);
+  const tiled::MemoryRaster<int64_t> cells(dem.width, dem.height, acc.cells), area(dem.width, dem.height, acc.area);
+  const StreamThreshold threshold{1, 0};
+  const int64_t segments = int64_t(streamNetwork(dem.grid(), dirs, acc, threshold, 2, noCancel).first.size());
+  ASSERT_GT(segments, 100);
+  for (const StreamFields fields : {StreamFields::Full, StreamFields::Orders})
+  {
+    const int64_t need = segments * tiled::kStreamsBytesPerSegment(fields);
+    tiled::TiledOptions options = tiles(8, 8);
+    tiled::MemoryRaster<int32_t> out(dem.width, dem.height);
+    options.heldBytesLimit = need - 1;
+    EXPECT_THROW(tiled::streamNetworkTiled(z, d, cells, area, rows, threshold, out, options, noCancel, nullptr, fields),
+                 InvalidInput);
+    options.heldBytesLimit = need;
+    EXPECT_EQ(int64_t(tiled::streamNetworkTiled(z, d, cells, area, rows, threshold, out, options, noCancel, nullptr,
+                                                fields)
+                        .first.size()),
+              segments);
+  }
+  EXPECT_LT(tiled::kStreamsBytesPerSegment(StreamFields::Orders), tiled::kStreamsBytesPerSegment(StreamFields::Full));
 }
 
 // Subbasins: each segment's exit from the segment raster, then the watersheds of the exits label every

@@ -84,6 +84,10 @@ struct TiledOptions
   // remoteSink) and its return value and report are the run's (the workers' are not). Null: this
   // process alone.
   Cluster* cluster = nullptr;
+  // The most bytes a run may hold for the whole raster besides its tiles (the stream network's fields
+  // per segment, known after its first pass); a run that would pass it throws InvalidInput, naming
+  // what it needs, before it allocates them. 0: no limit.
+  int64_t heldBytesLimit = 0;
 };
 
 // What a tiled run did, for the log.
@@ -331,14 +335,24 @@ DrainageHeights handOnThreads(const Grid& grid, const std::vector<uint8_t>& dire
 // --- Stream network -----------------------------------------------------------------------------------
 
 // streams.h's network tile by tile from the directions and flowAccumulation()'s counts and areas (and
-// the elevations, for the drops): the segment of every cell into `segments` (0 off the streams), the
-// rest as streamNetwork() gives it (segment empty). The same numbers, orders and sums whatever the
-// tiles. Throws InvalidInput for rasters of different sizes and in a distributed run (not yet).
+// the elevations, for the drops; StreamFields::Orders does not read them): the segment of every cell
+// into `segments` (0 off the streams), the rest as streamNetwork() gives it with these `fields`
+// (segment empty). The same numbers, orders and sums whatever the tiles. The fields are held for every
+// segment of the whole raster (kStreamsBytesPerSegment): past options.heldBytesLimit the run throws
+// InvalidInput after its first pass. Throws InvalidInput too for rasters of different sizes and in a
+// distributed run (not yet).
 constexpr int64_t kStreamsBytesPerTileCell = 48;
+// What a tiled network holds per segment: Full's fields with the orders' working words (84 bytes),
+// Orders' first cell, downstream segment, Strahler order and working word (20 bytes).
+constexpr int64_t kStreamsBytesPerSegment(StreamFields fields)
+{
+  return fields == StreamFields::Full ? 84 : 20;
+}
 StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
                                  const RasterSource<int64_t>& cells, const RasterSource<int64_t>& area,
                                  const RowSizes& rows, const StreamThreshold& threshold, RasterSink<int32_t>& segments,
-                                 const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr);
+                                 const TiledOptions& options, const RunControl& control, TiledReport* report = nullptr,
+                                 StreamFields fields = StreamFields::Full);
 
 // --- Subbasins -------------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@
 // the network, the chains of segments across tiles come back as parts that the coordinator adds up;
 // then it orders the segments (detail::addStreamOrders). Not yet distributable.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -138,8 +139,10 @@ struct ChainPart
 StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const RasterSource<uint8_t>& directions,
                                  const RasterSource<int64_t>& cells, const RasterSource<int64_t>& area,
                                  const RowSizes& rows, const StreamThreshold& threshold, RasterSink<int32_t>& segments,
-                                 const TiledOptions& options, const RunControl& control, TiledReport* report)
+                                 const TiledOptions& options, const RunControl& control, TiledReport* report,
+                                 StreamFields fields)
 {
+  const bool full = fields == StreamFields::Full;
   TiledReport local;
   TiledReport& out = report ? *report : local;
   if (detail::distributedRun(options))
@@ -224,6 +227,13 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
       }
   if (count >= int64_t(std::numeric_limits<int32_t>::max()))
     throw InvalidInput("stream network: more than 2147483647 segments");
+  const int64_t held = count * kStreamsBytesPerSegment(fields);
+  if (options.heldBytesLimit > 0 && held > options.heldBytesLimit)
+    throw InvalidInput("stream network: its " + std::to_string(count) + " segments need about " +
+                       std::to_string(held >> 20) + " MiB (" + std::to_string(kStreamsBytesPerSegment(fields)) +
+                       " bytes each" + (full ? ", with what the lines need" : "") + "), more than the " +
+                       std::to_string(options.heldBytesLimit >> 20) +
+                       " MiB this run may hold: raise the threshold" + (full ? " or leave the lines out" : ""));
   std::vector<int32_t> nodeSegment(std::size_t(nodes), 0);
   {
     ScopedStage timing(out.times, "stream network graph");
@@ -269,18 +279,24 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
   // and drop; every other chain is kept apart. Every segment has one start and one last cell, so no
   // two tiles write the same entry.
   StreamNetwork net;
-  resizeOnThreads(std::size_t(count), options.threads, net.first, net.last, net.down, net.cells, net.area,
-                  net.upstreamCells, net.length, net.drop);
-  parallelFor(
-    count, 1 << 16, options.threads,
-    [&](int64_t k0, int64_t k1) { std::fill(net.last.begin() + k0, net.last.begin() + k1, int64_t(-1)); }, &control);
+  if (full)
+  {
+    resizeOnThreads(std::size_t(count), options.threads, net.first, net.last, net.down, net.cells, net.area,
+                    net.upstreamCells, net.length, net.drop);
+    parallelFor(
+      count, 1 << 16, options.threads,
+      [&](int64_t k0, int64_t k1) { std::fill(net.last.begin() + k0, net.last.begin() + k1, int64_t(-1)); }, &control);
+  }
+  else
+    resizeOnThreads(std::size_t(count), options.threads, net.first, net.down);
   std::vector<std::vector<ChainPart>> parts(std::size_t(layout.count()));
+  std::atomic<int64_t> streamCells{0};  // without the per-segment cells (Orders), counted as the tiles finish
   detail::forEachTile(layout, 2, "stream network pass 2 (segments; write)", options, control, out, [&](int64_t i) {
     const auto held = sets.take();
     TileStreams& s = *held;
     const Window t = layout.tile(i);
     const int64_t pw = t.width + 2, ph = t.height + 2;
-    readStreams(&elevations, directions, cells, area, threshold, t, s);
+    readStreams(full ? &elevations : nullptr, directions, cells, area, threshold, t, s);
     const std::vector<int32_t> ring = detail::ringOf(layout, t, int32_t(0), [&](int64_t j, int64_t k) {
       return nodeSegment[std::size_t(firstNode[std::size_t(j)] + k)];
     });
@@ -309,7 +325,7 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
           continue;
         const bool start = s.inflow[std::size_t(root)] != 1;
         const int32_t segment = start ? label[std::size_t(root)] : label[std::size_t(s.upstream[std::size_t(root)])];
-        ChainPart part{segment, start, false, s.z[std::size_t(root)], 0.f, 0, 0};
+        ChainPart part{segment, start, false, full ? s.z[std::size_t(root)] : 0.f, 0.f, 0, 0};
         for (int64_t c = root;;)
         {
           label[std::size_t(c)] = segment;
@@ -327,16 +343,19 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
           if (segment > 0 && below != segment)  // the segment's last cell
           {
             const std::size_t k = std::size_t(segment - 1);
-            net.last[k] = globalCell(layout, t, pw, c);
             net.down[k] = below;
-            net.upstreamCells[k] = s.cells[std::size_t(c)];
-            net.area[k] = s.area[std::size_t(c)];
             part.end = true;
-            part.endZ = s.z[std::size_t(below > 0 ? d : c)];
+            if (full)
+            {
+              net.last[k] = globalCell(layout, t, pw, c);
+              net.upstreamCells[k] = s.cells[std::size_t(c)];
+              net.area[k] = s.area[std::size_t(c)];
+              part.endZ = s.z[std::size_t(below > 0 ? d : c)];
+            }
           }
           break;
         }
-        if (segment <= 0)
+        if (segment <= 0 || !full)
           continue;
         if (part.start && part.end)
         {
@@ -351,6 +370,8 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     std::vector<int32_t> own(std::size_t(t.cells()), 0);
     for (int64_t y = 1; y < ph - 1; ++y)
       std::copy(label.begin() + y * pw + 1, label.begin() + y * pw + pw - 1, own.begin() + (y - 1) * t.width);
+    if (!full)
+      streamCells += std::count_if(own.begin(), own.end(), [](int32_t id) { return id > 0; });
     segments.write(t, own.data());
   });
   sets.clear();
@@ -383,6 +404,12 @@ StreamNetwork streamNetworkTiled(const RasterSource<float>& elevations, const Ra
     net.cells[k] = whole.cells;
     net.length[k] = double(whole.units) * unit;
     net.drop[k] = double(whole.startZ) - double(whole.endZ);
+  }
+  if (!full)
+  {
+    net.streamCells = streamCells.load();
+    dem::detail::addStreamOrders(net, options.threads, control, false);
+    return net;
   }
   for (const int64_t cells : net.cells)
     net.streamCells += cells;

@@ -117,6 +117,7 @@ TilingPlan planTiling(int64_t budgetMiB, bool forceTiled, int64_t width, int64_t
   }
   plan.options.tileWidth = plan.options.tileHeight = side;
   plan.options.threads = threads;
+  plan.options.hostKeepBytes = std::max<int64_t>(0, forTiles - tiledBytes(width, height, side, tileBytesPerCell, threads, halo));
   if (backend == Backend::Gpu)
     shareGpuBudget(plan.gpuBudgetBytes, threads, plan.options);
   return plan;

@@ -42,7 +42,8 @@ struct TilingPlan
 // pass the GPU's budget, half its free memory (at most the budget), or its 2^30 cells; the tiles then
 // also fit that budget, as many at a time on the GPU as it holds (dem::tiled::kGpuBytesPerTileCell),
 // at most one a thread, and what the budget has left beyond them keeps the flat mask's tiles between
-// its rounds (TiledOptions::gpuKeepBytes).
+// its rounds (TiledOptions::gpuKeepBytes). On the CPU's side, what the budget has left beyond the tiles
+// in flight and the graph keeps the raise's tiles between its rounds (TiledOptions::hostKeepBytes).
 // What a tiled run holds for the whole raster besides its tiles (the stream network's per-segment
 // fields) may take the budget too (options.heldBytesLimit): tiles and those together stay within the
 // memory available, and past it the run stops with a clear error instead of being killed.

@@ -163,7 +163,7 @@ def compare(a, env, dem, folder, tag):
                   "saga4.sdat")}
     # A limit of `--limit` times ours stops a peer as soon as the bar (ours that many times faster) is shown.
     timeout = min(a.timeout, a.limit * ours_s) if a.limit else a.timeout
-    for tool in a.saga_tools.split(","):
+    for tool in filter(None, a.saga_tools.split(",")):
         name, arguments, output = runs[tool]
         seconds, peak, finished, _ = timed(["saga_cmd", "-f=q", "ta_preprocessor"] + arguments, timeout=timeout)
         if not finished:
@@ -181,7 +181,7 @@ def main():
     parser.add_argument("--skip-jacksboro", action="store_true")
     parser.add_argument("--timeout", type=float, default=1200, help="a SAGA run's limit in seconds")
     parser.add_argument("--limit", type=float, help="also stop a SAGA run at this many times our time")
-    parser.add_argument("--saga-tools", default="7,2,4", help="which of ta_preprocessor 7, 2, 4 to run")
+    parser.add_argument("--saga-tools", default="7,2,4", help="which of ta_preprocessor 7, 2, 4 to run (empty: none)")
     parser.add_argument("--skip-fill", action="store_true", help="leave our fill out")
     parser.add_argument("--work")
     a = parser.parse_args()

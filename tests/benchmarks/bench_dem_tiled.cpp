@@ -5,12 +5,13 @@
 //
 // usage: bench_dem_tiled --width W --height H [--tile T] [--threads N] [--scratch DIR] [--compare] [--flats]
 //                        [--no-raise] [--isochrones] [--in-ram] [--gpu] [--gpu-tiles N] [--gpu-keep-mib M]
-//                        [--input-in-ram]
+//                        [--input-in-ram] [--host-keep-mib M]
 // --gpu-tiles N: tiles on the GPU at once (default: the threads).
 // --gpu-keep-mib M: device memory the flat mask may keep tiles in between its rounds (default: 90 % of
 // the free GPU memory less the working memory of the tiles on the GPU at once).
 // --gpu: the tiles' work on the GPU where the tiled tools have a GPU path (fill, flat mask, directions,
 // accumulation), and the in-memory comparison on the GPU too.
+// --host-keep-mib M: host memory the raise may keep tiles in between its rounds (default 0).
 // --input-in-ram: the DEM generated into host memory before the clock starts (its time printed apart).
 // --in-ram: the rasters in host memory instead of raw files (the flats' state still in the scratch folder).
 // --flats: also the flat mask (Combined), the directions with flats resolved and the raised flats
@@ -147,6 +148,7 @@ int main(int argc, char** argv)
   bool inputInRam = false;
   int gpuTiles = 0;
   int64_t gpuKeepMiB = -1;
+  int64_t hostKeepMiB = 0;
   for (int i = 1; i < argc; ++i)
   {
     const std::string a = argv[i];
@@ -165,6 +167,7 @@ int main(int argc, char** argv)
     else if (a == "--input-in-ram") inputInRam = true;
     else if (a == "--gpu-tiles") gpuTiles = std::stoi(next());
     else if (a == "--gpu-keep-mib") gpuKeepMiB = std::stoll(next());
+    else if (a == "--host-keep-mib") hostKeepMiB = std::stoll(next());
   }
   const GeneratedTerrain generated(w, h);
   // --input-in-ram: the DEM generated into host memory first (timed apart), so that the run reads
@@ -193,6 +196,7 @@ int main(int argc, char** argv)
   TiledOptions options;
   options.tileWidth = options.tileHeight = tile;
   options.threads = threads;
+  options.hostKeepBytes = hostKeepMiB << 20;
   options.backend = backend;
   options.gpuTiles = gpuTiles > 0 ? gpuTiles : std::max(1, threads);
   if (backend == Backend::Gpu)
@@ -368,6 +372,20 @@ int main(int argc, char** argv)
                 maskMs, maskReport.passes, resolvedMs, raiseMs, raiseReport.passes, (long long)counts.raised,
                 (long long)counts.raisedInTurn);
     printStages("flats_stages_ms", {&maskReport, &raiseReport});
+    if (raise)
+    {
+      // The raised DEM's bits (FNV-1a over rows), to compare runs and versions.
+      uint64_t hash = 1469598103934665603ull;
+      std::vector<float> row(static_cast<std::size_t>(w));
+      for (int64_t y = 0; y < h; ++y)
+      {
+        raised.read(Window{0, y, w, 1}, row.data());
+        const auto* bytes = reinterpret_cast<const unsigned char*>(row.data());
+        for (std::size_t k = 0; k < row.size() * sizeof(float); ++k)
+          hash = (hash ^ bytes[k]) * 1099511628211ull;
+      }
+      std::printf(",\n \"raised_checksum\": \"%016llx\"", (unsigned long long)hash);
+    }
     if (compare)
     {
       std::vector<float> z(std::size_t(w * h));

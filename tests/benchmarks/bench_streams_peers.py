@@ -676,6 +676,18 @@ def compare_timings(a, env, dem, directions, work, tag, floor):
     ours only at ties and edges, which changes no work), each peer run after ours and stopped at --limit
     times ours (the bar shown without waiting for the peer)."""
     limit = (lambda ours: a.limit * ours) if a.limit else (lambda ours: None)
+    peers = set(a.peers.split(","))
+    if "saga" in peers:
+        compare_timings_saga(a, env, dem, directions, work, tag, floor, limit)
+    if "extract" in peers:
+        compare_timings_extract(a, env, dem, directions, work, tag, floor, limit)
+    if "watershed" in peers:
+        compare_timings_watershed(a, env, dem, directions, work, tag, floor, limit)
+
+
+def compare_timings_saga(a, env, dem, directions, work, tag, floor, limit):
+    """Ours (the whole network, or --stream-cells where that fails or with --skip-whole) against SAGA
+    ta_channels 5."""
     prefix = os.path.join(work, "ours_all")
     s_all = None
     for threshold in ([] if a.skip_whole else [1]) + [a.stream_cells]:
@@ -696,6 +708,9 @@ def compare_timings(a, env, dem, directions, work, tag, floor):
                                 f"{saga}_basins.shp"], timeout=limit(s_all))
     print(peer_line(tag, f"SAGA ta_channels 5 THRESHOLD={a.saga_threshold}", sec, peak, done, s_all, floor))
 
+
+def compare_timings_extract(a, env, dem, directions, work, tag, floor, limit):
+    """Ours at --stream-cells with lines against GRASS r.stream.extract."""
     database, s_import, scale, _, _, _ = grass_elevations(dem, work, "grassdb")
     prefix = os.path.join(work, "ours_lines")
     s_lines, p_lines, stages = timed_ours(env, "streamnetwork", [
@@ -710,6 +725,11 @@ def compare_timings(a, env, dem, directions, work, tag, floor):
     print(peer_line(tag, f"GRASS r.stream.extract threshold={a.stream_cells} (import {s_import:.1f} s not counted; "
                          f"elevations in units of {1 / scale:g})", sec, peak, done, s_lines, floor))
 
+
+def compare_timings_watershed(a, env, dem, directions, work, tag, floor, limit):
+    """Our chain (streamnetwork then subbasins, rasters only, then with lines and polygons) against GRASS
+    r.watershed -s."""
+    database = grass_elevations(dem, work, "grassdb")[0]
     chain = {}
     for outputs, extra_streams, extra_basins in (("rasters", [], []),
                                                  ("lines and polygons",
@@ -747,6 +767,8 @@ def main():
     parser.add_argument("--limit", type=float, help="with --timings-only, stop each peer at this many times ours")
     parser.add_argument("--skip-whole", action="store_true",
                         help="with --timings-only, against SAGA ours at --stream-cells only (not every cell a stream)")
+    parser.add_argument("--peers", default="saga,extract,watershed",
+                        help="with --timings-only, which comparisons to run: saga, extract, watershed")
     a = parser.parse_args()
     plugin = a.plugin
     if plugin and not os.path.exists(os.path.join(plugin, "metadata.txt")) and \

@@ -286,13 +286,18 @@ TEST(DemTiled, OvertakenRimCellsAreRaisedAcrossTiles)
     const TiledChain expected = runInMemory(d, &resolved);
     inTurn += expected.raisedInTurn;
     for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{7, 5}, {1, d.height}, {16, 16}, {40, 23}})
-    {
-      SCOPED_TRACE("seed " + std::to_string(seed) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th));
-      const TiledChain got = runTiled(d, resolved, tiles(tw, th, 2));
-      EXPECT_TRUE(sameBits(got.raisedCombined, expected.raisedCombined));
-      EXPECT_TRUE(sameBits(got.raisedTowards, expected.raisedTowards));
-      EXPECT_EQ(got.raisedInTurn, expected.raisedInTurn);
-    }
+      // The raise's tiles kept between rounds: none, one (each visit evicts another), every one.
+      for (const int64_t keep : {int64_t(0), (tw + 2) * (th + 2) * kRaiseKeptBytesPerTileCell, int64_t(1) << 30})
+      {
+        SCOPED_TRACE("seed " + std::to_string(seed) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th) +
+                     ", kept " + std::to_string(keep) + " bytes");
+        TiledOptions options = tiles(tw, th, 2);
+        options.hostKeepBytes = keep;
+        const TiledChain got = runTiled(d, resolved, options);
+        EXPECT_TRUE(sameBits(got.raisedCombined, expected.raisedCombined));
+        EXPECT_TRUE(sameBits(got.raisedTowards, expected.raisedTowards));
+        EXPECT_EQ(got.raisedInTurn, expected.raisedInTurn);
+      }
   }
   EXPECT_GT(inTurn, 1000);
 }

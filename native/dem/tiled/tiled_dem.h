@@ -76,6 +76,10 @@ struct TiledOptions
   // visits (the flat mask's rounds: kFlatsKeptBytesPerTileCell a cell of a tile with its halo), so
   // that a tile visited again uploads only its ring. 0: nothing kept.
   int64_t gpuKeepBytes = 0;
+  // Host memory beyond the tiles in flight that a stage may keep tiles in between its visits (the
+  // raise's rounds: kRaiseKeptBytesPerTileCell a cell of a tile with its halo), so that a tile visited
+  // again reads nothing. In one process only (a distributed run keeps none). 0: nothing kept.
+  int64_t hostKeepBytes = 0;
   // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
   // time, from whichever thread finished the tile.
   std::function<void(int pass, int64_t done, int64_t tiles)> onTile;
@@ -119,6 +123,9 @@ constexpr int64_t kFlatsBytesPerTileCell = 48;
 constexpr int64_t kFlatsKeptBytesPerTileCell = 17;
 // The raise: the filled and the current elevations, the mask, the heap.
 constexpr int64_t kRaiseBytesPerTileCell = 32;
+// What the raise keeps of a tile between its rounds (TiledOptions::hostKeepBytes): the filled and
+// the current elevations and the mask.
+constexpr int64_t kRaiseKeptBytesPerTileCell = 12;
 
 // Shown each finished tile of the fill: its window, the DEM's cells and the filled cells (row-major,
 // window.cells() each), before they are written; called from the tiles' threads, one at a time.

@@ -34,7 +34,10 @@ Setup setUp(RunContext& ctx, const gdal::GdalRaster& raster, int64_t inMemoryByt
                        gdal::mebibytes(s.plan.neededBytes) + " MiB (--memory-budget)");
   s.options = s.plan.options;
   if (ctx.tileSide > 0)
+  {
     s.options.tileWidth = s.options.tileHeight = ctx.tileSide;
+    s.options.hostKeepBytes = 0;  // the plan's leftover was for its own tiles
+  }
   // Every rank cuts the DEM into rank 0's tiles.
   if (ctx.cluster)
     ctx.cluster->share([&](dem::tiled::Archive& a) {

@@ -286,20 +286,62 @@ TEST(DemTiled, OvertakenRimCellsAreRaisedAcrossTiles)
     const TiledChain expected = runInMemory(d, &resolved);
     inTurn += expected.raisedInTurn;
     for (const auto& [tw, th] : {std::pair<int64_t, int64_t>{7, 5}, {1, d.height}, {16, 16}, {40, 23}})
-      // The raise's tiles kept between rounds: none, one (each visit evicts another), every one.
-      for (const int64_t keep : {int64_t(0), (tw + 2) * (th + 2) * kRaiseKeptBytesPerTileCell, int64_t(1) << 30})
+    {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th));
+      const TiledChain got = runTiled(d, resolved, tiles(tw, th, 2));
+      EXPECT_TRUE(sameBits(got.raisedCombined, expected.raisedCombined));
+      EXPECT_TRUE(sameBits(got.raisedTowards, expected.raisedTowards));
+      EXPECT_EQ(got.raisedInTurn, expected.raisedInTurn);
+      // The raise again with its tiles kept between rounds: one or three full tiles with their frame (a
+      // band of 1 at these sizes: 2 cells a side; each visit evicts another), every one.
+      for (const int64_t keep : {(tw + 4) * (th + 4) * kRaiseKeptBytesPerTileCell,
+                                 3 * (tw + 4) * (th + 4) * kRaiseKeptBytesPerTileCell, int64_t(1) << 30})
       {
-        SCOPED_TRACE("seed " + std::to_string(seed) + ", tiles " + std::to_string(tw) + " x " + std::to_string(th) +
-                     ", kept " + std::to_string(keep) + " bytes");
+        SCOPED_TRACE("kept " + std::to_string(keep) + " bytes");
         TiledOptions options = tiles(tw, th, 2);
         options.hostKeepBytes = keep;
-        const TiledChain got = runTiled(d, resolved, options);
-        EXPECT_TRUE(sameBits(got.raisedCombined, expected.raisedCombined));
-        EXPECT_TRUE(sameBits(got.raisedTowards, expected.raisedTowards));
-        EXPECT_EQ(got.raisedInTurn, expected.raisedInTurn);
+        ScratchFolder scratch(testing::TempDir());
+        MemoryRaster<float> filled(d.width, d.height, got.filled), raised(d.width, d.height);
+        MemoryRaster<int32_t> mask(d.width, d.height, got.combined);
+        RawFileRaster<float> work(scratch.path() + "/work.f32", d.width, d.height);
+        EXPECT_EQ(raiseFlatsTiled(filled, mask, rowsOf(d), work, raised, options, noCancel).raisedInTurn,
+                  expected.raisedInTurn);
+        EXPECT_TRUE(sameBits(raised.cells(), expected.raisedCombined));
       }
+    }
   }
   EXPECT_GT(inTurn, 1000);
+}
+
+TEST(DemTiled, RaiseBandsWiderThanACellAreTheInMemoryRaise)
+{
+  // Tiles of 64 x 64 raise a band of 2 of their neighbours' cells; the DEMs are a cell wider and
+  // higher than a whole number of tiles, so that the last column and row of tiles are one cell and
+  // the bands run off the grid; 8 threads at once, tiles kept or not.
+  int64_t inTurn = 0;
+  for (uint64_t seed = 5; seed <= 7; ++seed)
+  {
+    const TestDem d = nearlyFlatDem(seed, 129, 193, seed == 6 ? -4.0 : 312.5, 1.0, int(seed % 4) + 1, seed % 2 ? 6 : 0);
+    const std::vector<float> filledCells = fillDepressions(Backend::Cpu, d.grid(), 2, noCancel);
+    const Grid filled = d.gridWith(filledCells);
+    const std::vector<int32_t> mask = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::Combined);
+    const RaisedFlats expected = raiseFlats(filled, mask);
+    inTurn += expected.raisedInTurn;
+    for (const int64_t keep : {int64_t(0), 68 * 68 * kRaiseKeptBytesPerTileCell, int64_t(1) << 30})
+    {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", kept " + std::to_string(keep) + " bytes");
+      TiledOptions options = tiles(64, 64, 8);
+      options.hostKeepBytes = keep;
+      ScratchFolder scratch(testing::TempDir());
+      MemoryRaster<float> source(d.width, d.height, filledCells), raised(d.width, d.height);
+      MemoryRaster<int32_t> masks(d.width, d.height, mask);
+      RawFileRaster<float> work(scratch.path() + "/work.f32", d.width, d.height);
+      const RaisedCounts counts = raiseFlatsTiled(source, masks, rowsOf(d), work, raised, options, noCancel);
+      EXPECT_TRUE(sameBits(raised.cells(), expected.z));
+      EXPECT_EQ(counts.raisedInTurn, expected.raisedInTurn);
+    }
+  }
+  EXPECT_GT(inTurn, 100);
 }
 
 TEST(DemTiled, FlatsAcrossCornersAllFlatAndNodataTiles)

@@ -4,15 +4,15 @@
 // raster); then cells left without a lower neighbour are raised, each to one step above its lowest
 // neighbour, until none is left. dem.h shows that any order of those raises ends at the same DEM (the
 // lowest in which those cells drain): so each tile raises its own cells against its halo as it
-// stands (its neighbours' perimeters from the last round), and rounds over the tiles whose
-// neighbours' perimeters rose go on until no perimeter rises. A chain of overtaken cells along a
-// tile border would take a round for each crossing (hundreds of rounds over a few tiles), so in one
-// process a tile also raises a band of its neighbours' cells (read from the work raster as they
-// stand; kept only for its own cells): every raise made from elevations at or below the final ones
-// stays at or below them, and a tile's own cells drain against any higher halo, so the rounds end
-// at the same DEM, in a few rounds. A tile drained once is drained again from its perimeter and band
-// only (only its frame can have risen since), writes back only the box of its cells that rose, and
-// is kept in memory between its visits while TiledOptions::hostKeepBytes allows.
+// stands, and rounds over the tiles whose neighbours' perimeters rose go on until no perimeter
+// rises. A chain of overtaken cells along a tile border would take a round for each crossing
+// (hundreds of rounds over a few tiles), so in one process a tile also raises a band of its
+// neighbours' cells (read from the work raster as they stand; kept only for its own cells): every
+// raise made from elevations at or below the final ones stays at or below them, and a tile's own
+// cells drain against any higher halo, so the rounds end at the same DEM, in a few rounds. A tile
+// drained once is drained again from its perimeter and band only (only its frame can have risen
+// since), writes back only the box of its cells that rose, and is kept in memory between its visits
+// while TiledOptions::hostKeepBytes allows.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -61,7 +61,8 @@ struct RaiseTile
   bool raisable(int64_t p) const
   {
     const int64_t x = p % pw, y = p / pw;
-    return x > 0 && y > 0 && x < pw - 1 && y < t.height + 2 * pad - 1;
+    const int64_t ph = t.height + 2 * pad;
+    return x > 0 && y > 0 && x < pw - 1 && y < ph - 1;
   }
   bool noLowerNeighbour(const std::vector<float>& z, int64_t p) const
   {
@@ -383,6 +384,8 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
                                                   std::numeric_limits<float>::quiet_NaN(), r.current);
                            haloFromRing(r, rings.get(i));
                          }
+                         // Perimeter seeds suffice after the first round because every tile is
+                         // drained whole in it (all start active) and only tile i writes its cells.
                          const Risen risen = drainTile(r, firstRound);
                          if (risen.any())
                          {

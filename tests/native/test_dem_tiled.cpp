@@ -327,7 +327,8 @@ TEST(DemTiled, RaiseBandsWiderThanACellAreTheInMemoryRaise)
     const std::vector<int32_t> mask = flatMask(Backend::Cpu, filled, 2, noCancel, nullptr, FlatGradient::Combined);
     const RaisedFlats expected = raiseFlats(filled, mask);
     inTurn += expected.raisedInTurn;
-    for (const int64_t keep : {int64_t(0), 68 * 68 * kRaiseKeptBytesPerTileCell, int64_t(1) << 30})
+    // Kept: none, one whole tile with its frame (64 + 2 x 3 cells a side; each visit evicts another), every one.
+    for (const int64_t keep : {int64_t(0), 70 * 70 * kRaiseKeptBytesPerTileCell, int64_t(1) << 30})
     {
       SCOPED_TRACE("seed " + std::to_string(seed) + ", kept " + std::to_string(keep) + " bytes");
       TiledOptions options = tiles(64, 64, 8);

@@ -14,6 +14,7 @@
 #include <gdal.h>
 
 #include <qgsapplication.h>
+#include <qgsmultipoint.h>
 #include <qgsnativealgorithms.h>
 #include <qgsprocessingalgorithm.h>
 #include <qgsprocessingcontext.h>
@@ -54,6 +55,14 @@ struct RunResult
     return std::any_of(log.begin(), log.end(), [&](const QString& line) { return line.contains(text); });
   }
 };
+
+// An empty multipoint geometry, built directly: QgsGeometry::fromWkt("MultiPoint EMPTY") leaks a
+// QgsPoint in QGIS 3.22 (QgsGeometryCollection::fromCollectionWkt's early return for EMPTY never
+// deletes the part prototype QgsMultiPoint::fromWkt hands it; fixed in later releases).
+inline QgsGeometry emptyMultiPoint()
+{
+  return QgsGeometry(new QgsMultiPoint());
+}
 
 // Every feature of a layer, in its order.
 inline std::vector<QgsFeature> featuresOf(QgsVectorLayer* layer)

@@ -533,7 +533,7 @@ TEST_F(DbscanAlgorithmTest, CustomFieldNamesMultipointsAndFeaturesWithoutPoints)
     if (i == 7)
       add(*input, QgsGeometry(), 9007);
     if (i == 8)
-      add(*input, QgsGeometry::fromWkt(QStringLiteral("MultiPoint EMPTY")), 9008);
+      add(*input, gpugeo::test::emptyMultiPoint(), 9008);
     if (i == 9)  // in the middle of a dense blob: would be core
       add(*input,
           QgsGeometry::fromMultiPointXY({QgsPointXY(kX0 + 2200.0, kY0 + 800.0), QgsPointXY(kX0 + 2200.5, kY0 + 800.0)}),

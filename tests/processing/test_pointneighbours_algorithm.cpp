@@ -445,7 +445,7 @@ TEST_F(PointNeighboursAlgorithmTest, MultipointsAreExplodedWithTheirParts)
   add(*input, QgsGeometry(), 2);
   add(*input, QgsGeometry::fromWkt(QStringLiteral("MultiPoint((500006 5000008))")), 3);
   add(*input, QgsGeometry::fromWkt(QStringLiteral("MultiPoint((500000 5000005),(500100 5000100))")), 4);
-  add(*input, QgsGeometry::fromWkt(QStringLiteral("MultiPoint EMPTY")), 5);
+  add(*input, gpugeo::test::emptyMultiPoint(), 5);
   add(*input, QgsGeometry::fromWkt(QStringLiteral("MultiPoint((500003 5000000),(500000 5000000),(500104 5000097))")), 6);
   const std::vector<Site> sites = sitesOf(*input);
   ASSERT_EQ(sites.size(), 9u);

@@ -47,7 +47,9 @@ protected:
   static void addPoint(QgsVectorLayer& target, double x, double y, const QVariant& val, const QString& wkt = QString())
   {
     QgsFeature feature(target.fields());
-    feature.setGeometry(wkt.isEmpty() ? QgsGeometry::fromPointXY(QgsPointXY(x, y)) : QgsGeometry::fromWkt(wkt));
+    feature.setGeometry(wkt.isEmpty()                            ? QgsGeometry::fromPointXY(QgsPointXY(x, y))
+                        : wkt == QStringLiteral("MultiPoint EMPTY") ? gpugeo::test::emptyMultiPoint()
+                                                                    : QgsGeometry::fromWkt(wkt));
     feature.setAttributes(QgsAttributes() << val << QStringLiteral("site %1").arg(val.toString()));
     target.dataProvider()->addFeature(feature);
   }

@@ -374,6 +374,48 @@ __global__ void rootKernel(int32_t* parent, int64_t n, int32_t* root)
     root[i] = cuda::rootOf(parent, int32_t(i));
 }
 
+// DBSCAN's finish, by input index (assignClusters' rule on the host, here on the device so that only
+// the answer comes down): the core flags put back in input order.
+__global__ void coreByInputKernel(const uint8_t* coreSorted, const int32_t* original, int64_t n, uint8_t* coreByInput)
+{
+  const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s < n)
+    coreByInput[original[s]] = coreSorted[s];
+}
+
+// 1 where point i starts a cluster: a core point that is its set's root, i.e. the cluster's lowest
+// core index (joinSets links only to lower indices, and only core points are joined).
+__global__ void clusterStartKernel(const uint8_t* core, const int32_t* root, int64_t n, int32_t* start)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n)
+    start[i] = core[i] && root[i] == int32_t(i);
+}
+
+// Each point's cluster id, 1 + the clusters that start before its root (`startsBefore`: the exclusive
+// sum of clusterStartKernel's flags), 0 for noise; a border point takes its lowest core neighbour's.
+// The sizes are counted with one atomic per run of equal ids in a warp.
+__global__ void clusterIdKernel(const uint8_t* core, const int32_t* root, const int32_t* borderOf,
+                                const int32_t* startsBefore, int64_t n, bool borderPointsAreNoise, int64_t* cluster,
+                                unsigned long long* size)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t id = 0;
+  if (i < n)
+  {
+    int32_t r = -1;
+    if (core[i])
+      r = root[i];
+    else if (!borderPointsAreNoise && borderOf[i] != INT32_MAX)
+      r = root[borderOf[i]];
+    id = r < 0 ? 0 : int64_t(startsBefore[r]) + 1;
+    cluster[i] = id;
+  }
+  const unsigned same = __match_any_sync(0xffffffffu, static_cast<unsigned long long>(id));
+  if (id > 0 && int(threadIdx.x % 32) == __ffs(same) - 1)
+    atomicAdd(size + (id - 1), static_cast<unsigned long long>(__popc(same)));
+}
+
 template <typename T>
 std::vector<T> download(const DeviceBuffer<T>& buffer, int64_t count)
 {
@@ -580,6 +622,11 @@ public:
     const double r2 = options.eps * options.eps;
     DeviceBuffer<uint8_t> core(static_cast<std::size_t>(mN));
     DeviceBuffer<int32_t> parent(static_cast<std::size_t>(mN)), borderOf(static_cast<std::size_t>(mN)), root(static_cast<std::size_t>(mN));
+    DeviceBuffer<uint8_t> coreByInput(static_cast<std::size_t>(mN));
+    DeviceBuffer<int64_t> cluster(static_cast<std::size_t>(mN));
+    DeviceBuffer<unsigned long long> size;
+    int64_t clusters = 0;
+    Clusters c;
     {
       ScopedStage stage(mTimes, "compute");
       candidates(r2);
@@ -593,29 +640,55 @@ public:
       GPUGEO_CUDA_CHECK_LAUNCH();
       rootKernel<<<blocksFor(mN, 256), 256>>>(parent.data(), mN, root.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
-      GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+      // the host's arrays made (and their pages touched) while the device links
+      c.cluster.resize(static_cast<std::size_t>(mN));
+      c.core.resize(static_cast<std::size_t>(mN));
+      clusters = finishClusters(core, root, borderOf, options.borderPointsAreNoise, coreByInput, cluster, size);
     }
     if (control.isCanceled())
       throw Canceled();
     ScopedStage stage(mTimes, "download");
-    const std::vector<uint8_t> coreSorted = download(core, mN);
-    const std::vector<int32_t>& original = originalHost();
-    std::vector<int32_t> rootByInput = download(root, mN);
-    std::vector<int32_t> border = download(borderOf, mN);
-    std::vector<uint8_t> coreByInput(static_cast<std::size_t>(mN), 0);
-    for (int64_t i = 0; i < mN; ++i)
-      coreByInput[static_cast<std::size_t>(original[static_cast<std::size_t>(i)])] = coreSorted[static_cast<std::size_t>(i)];
-    for (int64_t i = 0; i < mN; ++i)
-    {
-      if (!coreByInput[static_cast<std::size_t>(i)])
-        rootByInput[static_cast<std::size_t>(i)] = -1;
-      else
-        border[static_cast<std::size_t>(i)] = INT32_MAX;
-    }
-    return assignClusters(std::move(coreByInput), rootByInput, border, options.borderPointsAreNoise);
+    c.size.resize(static_cast<std::size_t>(clusters));
+    copyToHost(c.cluster.data(), cluster);
+    copyToHost(c.core.data(), coreByInput);
+    if (clusters > 0)
+      GPUGEO_CUDA_CHECK(cudaMemcpy(c.size.data(), size.data(), static_cast<std::size_t>(clusters) * sizeof(int64_t),
+                                   cudaMemcpyDeviceToHost));
+    return c;
   }
 
 private:
+  // DBSCAN's clusters from the core flags (by Morton position), the sets' roots and each border
+  // point's lowest core neighbour (both by input index), on the device: the core flags in input order,
+  // each point's cluster id and the clusters' sizes (allocated here); returns the number of clusters.
+  int64_t finishClusters(const DeviceBuffer<uint8_t>& core, const DeviceBuffer<int32_t>& root,
+                         const DeviceBuffer<int32_t>& borderOf, bool borderPointsAreNoise,
+                         DeviceBuffer<uint8_t>& coreByInput, DeviceBuffer<int64_t>& cluster,
+                         DeviceBuffer<unsigned long long>& size)
+  {
+    const int64_t n = mN;
+    coreByInputKernel<<<blocksFor(n, 256), 256>>>(core.data(), mOriginal.data(), n, coreByInput.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    DeviceBuffer<int32_t> start(static_cast<std::size_t>(n)), startsBefore(static_cast<std::size_t>(n));
+    clusterStartKernel<<<blocksFor(n, 256), 256>>>(coreByInput.data(), root.data(), n, start.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    size_t need = 0;
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, start.data(), startsBefore.data(), n));
+    DeviceBuffer<unsigned char> temp(need);
+    GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), need, start.data(), startsBefore.data(), n));
+    int32_t last[2] = {0, 0};
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&last[0], startsBefore.data() + n - 1, sizeof(int32_t), cudaMemcpyDeviceToHost));
+    GPUGEO_CUDA_CHECK(cudaMemcpy(&last[1], start.data() + n - 1, sizeof(int32_t), cudaMemcpyDeviceToHost));
+    const int64_t clusters = int64_t(last[0]) + last[1];
+    size.resize(static_cast<std::size_t>(std::max<int64_t>(clusters, 1)));
+    GPUGEO_CUDA_CHECK(cudaMemset(size.data(), 0, size.bytes()));
+    clusterIdKernel<<<blocksFor(n, 256), 256>>>(coreByInput.data(), root.data(), borderOf.data(), startsBefore.data(), n,
+                                                borderPointsAreNoise, cluster.data(), size.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
+    return clusters;
+  }
+
   // The input index of each sorted position, on the host: copied once, when results are first put
   // back into input order (a download, outside the index's time).
   const std::vector<int32_t>& originalHost() const

@@ -77,8 +77,9 @@ struct TiledOptions
   // that a tile visited again uploads only its ring. 0: nothing kept.
   int64_t gpuKeepBytes = 0;
   // Host memory beyond the tiles in flight that a stage may keep tiles in between its visits (the
-  // raise's rounds: kRaiseKeptBytesPerTileCell a cell of a tile with its halo), so that a tile visited
-  // again reads nothing. In one process only (a distributed run keeps none). 0: nothing kept.
+  // raise's rounds: kRaiseKeptBytesPerTileCell a cell of a tile with its frame, the halo and the band
+  // of neighbours' cells it raises), so that a tile visited again reads only its frame from the work
+  // raster. In one process only (a distributed run keeps none). 0: nothing kept.
   int64_t hostKeepBytes = 0;
   // Called as each tile of a pass is done (pass from 1, tiles done of the pass's tiles), one call at a
   // time, from whichever thread finished the tile.

@@ -335,7 +335,7 @@ RaisedCounts raiseFlatsTiled(const RasterSource<float>& filled, const RasterSour
   // round follows).
   std::vector<uint8_t> active(std::size_t(count), 1);
   {
-    ScopedStage timing(out.times, "raise: overtaken cells (rounds)");
+    ScopedStage timing(out.times, "raise: overtaken cells (all rounds, with the coordinator's work)");
     detail::ToTiles<std::vector<float>> rings(
       options, count,
       [&](int64_t i) { return detail::ringOf(layout, layout.tile(i), levels, std::numeric_limits<float>::quiet_NaN()); },

@@ -50,6 +50,9 @@ asan_options() {
   echo "$common:exitcode=66:detect_leaks=1:fast_unwind_on_malloc=$fast:malloc_context_size=30:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:detect_odr_violation=2$(suppressions asan)"
 }
 ASAN_OPTIONS=$(asan_options fast)
+LSAN_OPTIONS="exitcode=67:print_suppressions=1$(suppressions lsan)"
+UBSAN_OPTIONS="$common:exitcode=68:report_error_type=1$(suppressions ubsan)"
+TSAN_OPTIONS="$common:exitcode=69:second_deadlock_stack=1$(suppressions tsan)"
 export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
 
 # configure_and_build DIR SANITIZERS TARGETS [CMAKE ARGS...]: only the test programs (and what they

@@ -731,10 +731,9 @@ def compare_timings_watershed(a, env, dem, directions, work, tag, floor, limit):
     r.watershed -s."""
     database = grass_elevations(dem, work, "grassdb")[0]
     chain = {}
-    for outputs, extra_streams, extra_basins in (("rasters", [], []),
-                                                 ("lines and polygons",
-                                                  [f"OUTPUT_LINES={work}/chain_lines.gpkg"],
-                                                  [f"OUTPUT_POLYGONS={work}/chain_subbasins.gpkg"])):
+    runs = (("rasters", [], []),
+            ("lines and polygons", [f"OUTPUT_LINES={work}/chain_lines.gpkg"], [f"OUTPUT_POLYGONS={work}/chain_subbasins.gpkg"]))
+    for outputs, extra_streams, extra_basins in runs[:1 if a.chain_rasters_only else 2]:
         s_n, p_n, stages_n = timed_ours(env, "streamnetwork", [
             f"INPUT={dem}", "BAND=1", f"DIRECTIONS={directions}", "ENCODING=0", f"THRESHOLD={a.stream_cells}",
             "THRESHOLD_UNITS=2", f"OUTPUT={work}/chain_ids.tif"] + extra_streams)
@@ -769,6 +768,9 @@ def main():
                         help="with --timings-only, against SAGA ours at --stream-cells only (not every cell a stream)")
     parser.add_argument("--peers", default="saga,extract,watershed",
                         help="with --timings-only, which comparisons to run: saga, extract, watershed")
+    parser.add_argument("--chain-rasters-only", action="store_true",
+                        help="with --timings-only, against r.watershed only our chain writing rasters (not also "
+                             "with lines and polygons)")
     a = parser.parse_args()
     plugin = a.plugin
     if plugin and not os.path.exists(os.path.join(plugin, "metadata.txt")) and \

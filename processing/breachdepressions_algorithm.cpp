@@ -218,7 +218,7 @@ bool BreachDepressionsAlgorithm::prepareInputs(const QVariantMap& parameters, Qg
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   return true;
 }
 
@@ -383,9 +383,9 @@ BreachDepressionsAlgorithm::Outcome BreachDepressionsAlgorithm::executeTiled(con
                        .arg(QString::fromStdString(scratch.path())));
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(writer), raster, finished);
+    finishDemRaster(std::move(writer), finished);
     if (changeWriter)
-      finishDemRaster(std::move(changeWriter), raster, finished);
+      finishDemRaster(std::move(changeWriter), finished);
   }
   logTiledRun(report, 1, feedback);
   return {counts, counted.valid};

@@ -129,7 +129,7 @@ bool FillDepressionsAlgorithm::prepareInputs(const QVariantMap& parameters, QgsP
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   return true;
 }
 
@@ -293,7 +293,7 @@ QVariantMap FillDepressionsAlgorithm::executeTiled(const DemRaster& raster, cons
   FinishedRasters finished;
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(writer), raster, finished);
+    finishDemRaster(std::move(writer), finished);
   }
   tally.log(counts.valid, feedback);
   logTiledRun(report, passes, feedback);

@@ -198,7 +198,7 @@ bool FlowAccumulationAlgorithm::prepareInputs(const QVariantMap& parameters, Qgs
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   return true;
 }
 
@@ -337,10 +337,10 @@ QVariantMap FlowAccumulationAlgorithm::executeTiled(const Request& request, cons
   QVariantMap outputs{{QStringLiteral("OUTPUT_CELLS"), cellsPath}};
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(cellsWriter), raster, finished);
+    finishDemRaster(std::move(cellsWriter), finished);
     if (areaWriter)
     {
-      finishDemRaster(std::move(areaWriter), raster, finished);
+      finishDemRaster(std::move(areaWriter), finished);
       outputs.insert(QStringLiteral("OUTPUT_AREA"), areaPath);
     }
   }

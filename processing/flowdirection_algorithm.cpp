@@ -142,7 +142,7 @@ bool FlowDirectionAlgorithm::prepareInputs(const QVariantMap& parameters, QgsPro
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   return true;
 }
 
@@ -258,7 +258,7 @@ QVariantMap FlowDirectionAlgorithm::executeTiled(const DemRaster& raster, const 
   FinishedRasters finished;
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(writer), raster, finished);
+    finishDemRaster(std::move(writer), finished);
   }
   reportDirections(counts.perDirection, counts.drainingOut, resolveFlats, encoding, feedback);
   report.graphBytes = std::max(report.graphBytes, graphBytes);

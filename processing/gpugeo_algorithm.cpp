@@ -128,10 +128,7 @@ void Algorithm::addTilingParameters(bool mpi)
     QStringLiteral("TILED"), QObject::tr("Process tile by tile even when the DEM fits the budget"), false, true);
   tiled->setFlags(tiled->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
   addParameter(tiled.release());
-  auto cog = std::make_unique<QgsProcessingParameterBoolean>(
-    QStringLiteral("COG"), QObject::tr("Write the rasters as Cloud Optimized GeoTIFFs"), false, true);
-  cog->setFlags(cog->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
-  addParameter(cog.release());
+  addOutputFormatParameters();
   if (!mpi)
     return;
   addParameter(mpiProcessesParameter());
@@ -151,6 +148,9 @@ QStringList Algorithm::programArguments(const QVariantMap& parameters, QgsProces
     arguments << QStringLiteral("--memory-budget") << QString::number(budget);
   if (parameterAsBool(parameters, QStringLiteral("COG"), context))
     arguments << QStringLiteral("--cog");
+  const QString options = parameterAsString(parameters, QStringLiteral("CREATION_OPTIONS"), context).trimmed();
+  if (!options.isEmpty())
+    arguments << QStringLiteral("--creation-options") << options;
   if (plan.tiled)
     arguments << QStringLiteral("--tile") << QString::number(plan.options.tileWidth);
   if (parameters.value(QStringLiteral("MPI_HOSTFILE")).toString().isEmpty())
@@ -165,9 +165,46 @@ QString Algorithm::tilingHelp(bool mpi)
            "DEM whose in-memory run would pass the budget runs tile by tile, rasters read and written window by "
            "window, so its size is limited by the disk; the result is the in-memory run's, cell for cell. Tiles: the "
            "largest squares (up to 4,096 cells) that fit, one a thread; on the GPU they take turns on the device. "
-           "Scratch rasters go to QGIS's temporary folder, removed at the end. <b>COG</b>: outputs as Cloud "
-           "Optimized GeoTIFFs.</p>") +
-         (mpi ? mpiHelp() : QString());
+           "Scratch rasters go to QGIS's temporary folder, removed at the end.</p>") +
+         outputFormatHelp() + (mpi ? mpiHelp() : QString());
+}
+
+void Algorithm::addOutputFormatParameters()
+{
+  auto cog = std::make_unique<QgsProcessingParameterBoolean>(
+    QStringLiteral("COG"), QObject::tr("Write the rasters as Cloud Optimized GeoTIFFs"), false, true);
+  cog->setFlags(cog->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
+  addParameter(cog.release());
+  // QGIS's GDAL algorithms' OPTIONS parameter, with their editor of raster options in the dialog.
+  auto options = std::make_unique<QgsProcessingParameterString>(
+    QStringLiteral("CREATION_OPTIONS"), QObject::tr("Additional creation options"), QVariant(), false, true);
+  options->setFlags(options->flags() | QgsProcessingParameterDefinition::FlagAdvanced);
+  options->setMetadata({{QStringLiteral("widget_wrapper"),
+                         QVariantMap{{QStringLiteral("class"),
+                                      QStringLiteral("processing.algs.gdal.ui.RasterOptionsWidget.RasterOptionsWidgetWrapper")}}}});
+  addParameter(options.release());
+}
+
+QString Algorithm::outputFormatHelp()
+{
+  return QObject::tr(
+    "<p><b>COG</b> (advanced): Cloud Optimized GeoTIFF outputs. <b>Additional creation options</b> (advanced): "
+    "GDAL's, KEY=VALUE separated by | (e.g. COMPRESS=ZSTD), over the defaults (integer rasters DEFLATE); the "
+    "COG driver's with COG. Options GDAL does not take are refused.</p>");
+}
+
+gdal::OutputFormat Algorithm::outputFormat(const QVariantMap& parameters, QgsProcessingContext& context) const
+{
+  try
+  {
+    return gdal::outputFormat(
+      parameterAsString(parameters, QStringLiteral("CREATION_OPTIONS"), context).toStdString(),
+      parameterAsBool(parameters, QStringLiteral("COG"), context));
+  }
+  catch (const std::exception& e)
+  {
+    throw QgsProcessingException(QString::fromStdString(e.what()));
+  }
 }
 
 int Algorithm::cpuThreads()
@@ -205,6 +242,8 @@ bool Algorithm::prepareAlgorithm(const QVariantMap& parameters, QgsProcessingCon
        {parameterValueProblem(*this, parameters, context), outputConflict(*this, parameters, context)})
     if (!problem.isEmpty())
       throw QgsProcessingException(problem);
+  if (parameterDefinition(QStringLiteral("CREATION_OPTIONS")))
+    outputFormat(parameters, context);  // throws for options GDAL does not take
   return prepareInputs(parameters, context, feedback);
 }
 

@@ -12,6 +12,7 @@
 #include "core/backend.h"
 #include "core/run_control.h"
 #include "core/stage_times.h"
+#include "gdal/output_format.h"
 
 namespace gpugeo {
 
@@ -57,14 +58,20 @@ protected:
   void addDeviceParameter();
   // The help paragraph about DEVICE.
   static QString deviceHelp();
+  // The advanced COG and CREATION_OPTIONS parameters of every algorithm that writes rasters, their
+  // help paragraph, and the format they ask for (gdal::outputFormat; prepareAlgorithm refuses options
+  // GDAL does not take before anything is written).
+  void addOutputFormatParameters();
+  static QString outputFormatHelp();
+  gdal::OutputFormat outputFormat(const QVariantMap& parameters, QgsProcessingContext& context) const;
   // The DEM tools' advanced MEMORY_BUDGET (MiB, 0: automatic) and TILED (tile by tile even when
-  // the DEM fits) parameters, and their help paragraph.
-  // MEMORY_BUDGET, TILED, COG and the MPI parameters (mpi_launch.h) of the DEM algorithms.
-  // Without `mpi`, the MPI parameters are left out (a tool gpugeo_dem does not run yet).
+  // the DEM fits) parameters, the output format's (above) and the MPI parameters (mpi_launch.h), and
+  // their help paragraphs. Without `mpi`, the MPI parameters are left out (a tool gpugeo_dem does not
+  // run yet).
   void addTilingParameters(bool mpi = true);
   static QString tilingHelp(bool mpi = true);
   // The arguments every tool of gpugeo_dem takes, from those parameters: the band, the layer's CRS,
-  // DEVICE, MEMORY_BUDGET, COG, the plan's tiles where it is tiled (so that the job's tiles are those of
+  // DEVICE, MEMORY_BUDGET, COG, CREATION_OPTIONS, the plan's tiles where it is tiled (so that the job's tiles are those of
   // this process's tiled run, and so its outputs), and QGIS's temporary folder for the scratch where
   // the job stays on this machine (with a host file the program's default, the outputs' folder).
   QStringList programArguments(const QVariantMap& parameters, QgsProcessingContext& context,

@@ -188,7 +188,7 @@ bool HandAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcessingCo
     return demSourceOf(parameterAsRasterLayer(parameters, name, context), name, parameters.value(name));
   };
   mSource = source(QStringLiteral("INPUT"));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   mDirectionsSource = source(QStringLiteral("DIRECTIONS"));
   mStreamsSource = source(QStringLiteral("STREAMS"));
   return true;
@@ -365,9 +365,9 @@ HandAlgorithm::Outcome HandAlgorithm::executeTiled(const Request& request, const
   times.merge(report.times);
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(heightWriter), raster, finished);
+    finishDemRaster(std::move(heightWriter), finished);
     if (distanceWriter)
-      finishDemRaster(std::move(distanceWriter), raster, finished);
+      finishDemRaster(std::move(distanceWriter), finished);
   }
   logTiledRun(report, 1, feedback);
   Outcome outcome{sum.streamCells, sum.drained, sum.undrained};

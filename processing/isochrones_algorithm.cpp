@@ -145,9 +145,7 @@ QString IsochronesAlgorithm::shortHelpString() const
            "<li><b>Constant speed</b>: v = <i>speed</i> (default %1 m/s).</li>"
            "<li><b>Slope-based</b> (the default; the NRCS velocity method): v = max(<i>minimum speed</i>, k "
            "&radic;s b / n), s at least <i>minimum slope</i>; k is the <i>channel</i> coefficient where the "
-           "upstream area reaches the <i>channel threshold</i>, else the <i>overland</i> one; n = b = 1 by default "
-           "(with other values, our reading of the source paper's t = n&middot;l / (k&middot;v(s)&middot;b), whose "
-           "symbols it leaves undefined).</li>"
+           "upstream area reaches the <i>channel threshold</i>, else the <i>overland</i> one; n = b = 1 by default.</li>"
            "<li><b>Manning-based</b>, SAGA's <i>Isochrones Variable Speed</i> (Olaya 2004) with its defaults: runoff "
            "from the <i>rainfall intensity</i> and SCS <i>curve number</i>; overland v = (I D)<sup>0.4</sup> "
            "s<sup>0.3</sup> / n<sup>0.6</sup> below the <i>mixed flow threshold</i>; above, Manning's equation in a "
@@ -172,8 +170,8 @@ QString IsochronesAlgorithm::shortHelpString() const
            "<b>Time&ndash;area table</b>: one row per band (empty ones included) with the same fields and "
            "cumulative_share, the share of the area within t_max. Areas are sums of the cells' areas. Optional: the "
            "<b>Filled DEM</b>, the <b>Flow direction</b> (ESRI codes 1 = E &hellip; 128 = NE, nodata 255) and "
-           "the <b>Flow accumulation</b> (cells, nodata &minus;1). Polygons follow the cells' edges, one per "
-           "4-connected group of cells (as GDAL's polygonizer), holes included.</p>"
+           "the <b>Flow accumulation</b> (cells, nodata &minus;1). Polygons follow the cells' edges "
+           "(4-connected groups, holes included).</p>"
            "<p><b>Hydrograph</b> (optional), by the time&ndash;area method (Ross 1921): excess falling on band k "
            "in step j reaches the outlet in step j + k; the step is the interval. Excess (mm/h): the <i>excess "
            "field</i> of the <i>excess table</i>, a row per step in order (set the interval to its step), else "
@@ -181,8 +179,8 @@ QString IsochronesAlgorithm::shortHelpString() const
            "(the step's mean), unit_m3s (1 mm in one step). No storage attenuates the peak.</p>"
            "<p><b>Caveats</b>: a filled depression is a flat where water moves at the minimum slope (a lake or "
            "reservoir). Times depend on the DEM's resolution through the flow lengths. GPU and CPU times agree to about "
-           "10<sup>&minus;12</sup> relative (sums in other orders); tile by tile (below), to about "
-           "10<sup>&minus;15</sup> per tile a path crosses (the same polygons and table).</p>") +
+           "10<sup>&minus;12</sup> relative, tiled runs to 10<sup>&minus;15</sup> per tile crossed (sums in other "
+           "orders).</p>") +
          cellSizeHelp() +
          QObject::tr(
            "<p><b>References</b>: USDA NRCS (1986), Urban hydrology for small watersheds, TR-55, appendix F;"
@@ -337,7 +335,7 @@ bool IsochronesAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProces
     throw QgsProcessingException(problem);
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   mHasManning = parameterGiven(parameters, QStringLiteral("MANNING"));
   if (mHasManning)
     mManningSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("MANNING"), context),

@@ -43,10 +43,10 @@ struct OptionalOutput
     writer = demRasterWriter(path, raster, type, noData);
     sink = std::make_unique<TiffTileSink<T>>(*writer, std::move(convert));
   }
-  void finish(const DemRaster& raster, FinishedRasters& finished)
+  void finish(FinishedRasters& finished)
   {
     if (writer)
-      finishDemRaster(std::move(writer), raster, finished);
+      finishDemRaster(std::move(writer), finished);
   }
 };
 
@@ -195,7 +195,7 @@ public:
                              &tilesWithTimes);
     add(report);
     ScopedStage stage(mTimes, "write (finish)");
-    finishDemRaster(std::move(writer), mRaster, mFinished);
+    finishDemRaster(std::move(writer), mFinished);
     return traced;
   }
 
@@ -242,7 +242,7 @@ private:
   void finish(const dem::tiled::TiledReport& report, OptionalOutput<T>& output)
   {
     add(report);
-    output.finish(mRaster, mFinished);
+    output.finish(mFinished);
   }
 
   const DemRaster& mRaster;

@@ -122,7 +122,7 @@ QString QtmVoronoiAlgorithm::shortHelpString() const
            "force for up to 192 sites, above that through a tree of the sites' unit vectors, so that the work grows "
            "with the cells rather than cells times sites. The plugin's documentation describes the "
            "implementation.</p>") +
-         rangesHelp(*this) + deviceHelp();
+         rangesHelp(*this) + deviceHelp() + outputFormatHelp();
 }
 
 QtmVoronoiAlgorithm* QtmVoronoiAlgorithm::createInstance() const
@@ -143,6 +143,7 @@ void QtmVoronoiAlgorithm::initAlgorithm(const QVariantMap&)
   addParameter(new QgsProcessingParameterNumber(QStringLiteral("PIXEL_SIZE"), QObject::tr("Raster pixel size (degrees)"),
                                                 QgsProcessingParameterNumber::Double, 0.1, false, 1e-6, 90.0));
   addDeviceParameter();
+  addOutputFormatParameters();
   addParameter(new QgsProcessingParameterFeatureSink(QStringLiteral("OUTPUT_REGIONS"), QObject::tr("Regions"),
                                                      QgsProcessing::TypeVectorPolygon, QVariant(), true, true));
   addParameter(new QgsProcessingParameterFeatureSink(QStringLiteral("OUTPUT_CELLS"), QObject::tr("QTM cells"),
@@ -391,7 +392,7 @@ QVariantMap QtmVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsProce
     feedback->setProgressText(QObject::tr("Labelling the raster"));
     const QString path = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_RASTER"), context);
     const GridGeometry geometry{grid.west, grid.north, grid.pixelWidth, grid.width, grid.height};
-    GeoTiffWriter writer(path, geometry, GDT_Int32, double(kNoData), wgs84);
+    GeoTiffWriter writer(path, geometry, GDT_Int32, double(kNoData), wgs84, outputFormat(parameters, context));
     const int64_t bandRows = std::max<int64_t>(GeoTiffWriter::kBlockSize,
                                                kChunk / grid.width / GeoTiffWriter::kBlockSize * GeoTiffWriter::kBlockSize);
     std::vector<int32_t> band(std::size_t(std::min(bandRows, grid.height) * grid.width));

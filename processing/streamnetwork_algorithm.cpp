@@ -290,7 +290,7 @@ bool StreamNetworkAlgorithm::prepareInputs(const QVariantMap& parameters, QgsPro
     return demSourceOf(parameterAsRasterLayer(parameters, name, context), name, parameters.value(name));
   };
   mSource = source(QStringLiteral("INPUT"));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   mDirectionsSource = source(QStringLiteral("DIRECTIONS"));
   return true;
 }
@@ -530,7 +530,7 @@ StreamNetworkAlgorithm::Outcome StreamNetworkAlgorithm::executeTiled(const Reque
   times.merge(report.times);
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(segmentsWriter), raster, finished);
+    finishDemRaster(std::move(segmentsWriter), finished);
   }
   Outcome outcome;
   summarize(network, outcome);

@@ -235,7 +235,7 @@ bool SubbasinsAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProcess
     return demSourceOf(parameterAsRasterLayer(parameters, name, context), name, parameters.value(name));
   };
   mSource = source(QStringLiteral("INPUT"));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   mStreamsSource = source(QStringLiteral("STREAMS"));
   return true;
 }
@@ -435,7 +435,7 @@ SubbasinsAlgorithm::Outcome SubbasinsAlgorithm::executeTiled(const Request& requ
   times.merge(report.times);
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(labelsWriter), raster, finished);
+    finishDemRaster(std::move(labelsWriter), finished);
   }
 
   // --- The polygons tile by tile, each segment's written as it is traced.

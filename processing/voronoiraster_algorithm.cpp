@@ -114,7 +114,7 @@ QString VoronoiRasterAlgorithm::shortHelpString() const
            "only the sites that can be nearest to its tile of the raster (found in a Hilbert R-tree of the sites, "
            "Kamel &amp; Faloutsos 1994), in float32 with a certified error bound and in float64 near a tie "
            "(Shewchuk 1997). The plugin's documentation describes the implementation.</p>") +
-         rangesHelp(*this) + deviceHelp();
+         rangesHelp(*this) + deviceHelp() + outputFormatHelp();
 }
 
 VoronoiRasterAlgorithm* VoronoiRasterAlgorithm::createInstance() const
@@ -135,6 +135,7 @@ void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
   setMinimumExcluded(*pixelSize);
   addParameter(pixelSize.release());
   addDeviceParameter();
+  addOutputFormatParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Voronoi allocation")));
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT_DISTANCE"),
                                                            QObject::tr("Distance to the nearest site"), QVariant(),
@@ -317,12 +318,13 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
   const GridGeometry geometry{grid.originX, grid.originY, grid.pixelSize, grid.width, grid.height};
   FinishedRasters finished;
   const QString outputPath = parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT"), context);
-  auto allocation = std::make_unique<GeoTiffWriter>(outputPath, geometry, GDT_Int32, double(kNoData), crs);
+  const gdal::OutputFormat format = outputFormat(parameters, context);
+  auto allocation = std::make_unique<GeoTiffWriter>(outputPath, geometry, GDT_Int32, double(kNoData), crs, format);
   std::unique_ptr<GeoTiffWriter> distance;
   if (wantDistance)
     distance = std::make_unique<GeoTiffWriter>(parameterAsOutputLayer(parameters, QStringLiteral("OUTPUT_DISTANCE"),
                                                                        context),
-                                               geometry, GDT_Float32, std::nullopt, crs);
+                                               geometry, GDT_Float32, std::nullopt, crs, format);
   // The regions are traced from a raster of site indexes: the allocation raster itself when its
   // labels are the site indexes, else a temporary one.
   std::unique_ptr<GeoTiffWriter> siteIndex;

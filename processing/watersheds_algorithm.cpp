@@ -181,7 +181,7 @@ bool WatershedsAlgorithm::prepareInputs(const QVariantMap& parameters, QgsProces
 {
   mSource = demSourceOf(parameterAsRasterLayer(parameters, QStringLiteral("INPUT"), context), QStringLiteral("INPUT"),
                         parameters.value(QStringLiteral("INPUT")));
-  mSource.cogOutputs = parameterAsBool(parameters, QStringLiteral("COG"), context);
+  mSource.outputFormat = outputFormat(parameters, context);
   return true;
 }
 
@@ -459,7 +459,7 @@ WatershedsAlgorithm::Outcome WatershedsAlgorithm::executeTiled(const Request& re
   times.merge(report.times);
   {
     ScopedStage stage(times, "write (finish)");
-    finishDemRaster(std::move(labelsWriter), raster, finished);
+    finishDemRaster(std::move(labelsWriter), finished);
   }
   logOutlets(outlets, raster, outcome.sheds, feedback);
 

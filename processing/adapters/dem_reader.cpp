@@ -64,7 +64,7 @@ DemRaster openDemRaster(const DemSource& source, int band)
     source.crs.isValid() ? source.crs.toWkt(QgsCoordinateReferenceSystem::WKT_PREFERRED_GDAL).toStdString()
                          : std::string());
   raster.crs = source.crs;
-  raster.cogOutputs = source.cogOutputs;
+  raster.outputFormat = source.outputFormat;
   return raster;
 }
 
@@ -95,7 +95,7 @@ std::function<void(double)> feedbackProgress(QgsFeedback* feedback)
 std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,
                                                std::optional<double> noData)
 {
-  return std::make_unique<GeoTiffWriter>(path.toStdString(), raster, type, noData);
+  return std::make_unique<GeoTiffWriter>(path.toStdString(), raster, type, noData, raster.outputFormat);
 }
 
 void writeDemRaster(const QString& path, const DemRaster& raster, GDALDataType type, std::optional<double> noData,
@@ -116,15 +116,12 @@ void writeDemRaster(const QString& path, const DemRaster& raster, GDALDataType t
     if (feedback)
       feedback->setProgress(100.0 * double(row0 + rows) / double(raster.height));
   }
-  finishDemRaster(std::move(writer), raster, finished);
+  finishDemRaster(std::move(writer), finished);
 }
 
-void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished)
+void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, FinishedRasters& finished)
 {
-  const std::string path = writer->finish();
-  finished.add(QString::fromStdString(path));
-  if (raster.cogOutputs)
-    gdal::makeCloudOptimized(path);
+  finished.add(QString::fromStdString(writer->finish()));
 }
 
 LoadedDem loadDem(const DemSource& source, int band, gpugeo::StageTimes& times, QgsFeedback* progress,

@@ -20,6 +20,7 @@
 #include "core/stage_times.h"
 #include "dem/dem.h"
 #include "gdal/gdal_raster.h"
+#include "gdal/output_format.h"
 #include "gdal/raster_sources.h"
 
 class QgsFeedback;
@@ -36,7 +37,7 @@ struct DemSource
 {
   QString gdalName;
   QgsCoordinateReferenceSystem crs;
-  bool cogOutputs = false;  // the tool's COG parameter: its rasters written as Cloud Optimized GeoTIFFs
+  gdal::OutputFormat outputFormat;  // the tool's COG and CREATION_OPTIONS: how its rasters are written
 };
 
 // Throws QgsProcessingException when the layer is missing or not a raster GDAL reads (a file).
@@ -47,7 +48,7 @@ DemSource demSourceOf(const QgsRasterLayer* layer, const QString& parameterName,
 struct DemRaster : gdal::GdalRaster
 {
   QgsCoordinateReferenceSystem crs;
-  bool cogOutputs = false;  // the source's: the rasters written for this DEM (finishDemRaster) as COG
+  gdal::OutputFormat outputFormat;  // the source's: how the rasters written for this DEM are written
 };
 
 // Opens band `band` (1-based) of the source and works out the cell sizes (gdal::openGdalRaster, with
@@ -103,10 +104,9 @@ class GeoTiffWriter;
 // A GeoTiffWriter for an output of the DEM's size, geotransform and CRS (writeDemRaster's file).
 std::unique_ptr<GeoTiffWriter> demRasterWriter(const QString& path, const DemRaster& raster, GDALDataType type,
                                                std::optional<double> noData);
-// Finishes a raster written for this DEM (writeDemRaster's, or a tiled run's writer), then makes the
-// file a Cloud Optimized GeoTIFF where the DEM's outputs are (cogOutputs); the file is added to
-// `finished`.
-void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, const DemRaster& raster, FinishedRasters& finished);
+// Finishes a raster written for this DEM (writeDemRaster's, or a tiled run's writer; a Cloud
+// Optimized GeoTIFF where the DEM's outputs are) and adds the file to `finished`.
+void finishDemRaster(std::unique_ptr<GeoTiffWriter> writer, FinishedRasters& finished);
 
 // The feedback's cancel, and its progress 0 to 100, for the GDAL layer's reads.
 RunControl feedbackControl(QgsFeedback* feedback);

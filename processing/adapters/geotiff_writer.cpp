@@ -10,11 +10,12 @@ QString lastGdalError()
 }
 
 GeoTiffWriter::GeoTiffWriter(const QString& path, const GridGeometry& grid, GDALDataType type,
-                             std::optional<double> noData, const QgsCoordinateReferenceSystem& crs)
+                             std::optional<double> noData, const QgsCoordinateReferenceSystem& crs,
+                             const gdal::OutputFormat& format)
   : gdal::GeoTiffWriter(path.toStdString(), grid.width, grid.height, geoTransformOf(grid).data(),
                         crs.isValid() ? crs.toWkt(QgsCoordinateReferenceSystem::WKT_PREFERRED_GDAL).toStdString()
                                       : std::string(),
-                        type, noData)
+                        type, noData, format)
 {
 }
 

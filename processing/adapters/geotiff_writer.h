@@ -34,10 +34,10 @@ class GeoTiffWriter : public gdal::GeoTiffWriter
 {
 public:
   using gdal::GeoTiffWriter::GeoTiffWriter;
-  // A raster of square pixels on `grid`, in `crs` (none where it is invalid). Throws InvalidInput or
-  // WriteFailed as gdal::GeoTiffWriter does.
+  // A raster of square pixels on `grid`, in `crs` (none where it is invalid), written in `format`.
+  // Throws InvalidInput or WriteFailed as gdal::GeoTiffWriter does.
   GeoTiffWriter(const QString& path, const GridGeometry& grid, GDALDataType type, std::optional<double> noData,
-                const QgsCoordinateReferenceSystem& crs);
+                const QgsCoordinateReferenceSystem& crs, const gdal::OutputFormat& format = {});
 
 private:
   static std::array<double, 6> geoTransformOf(const GridGeometry& grid);

@@ -105,7 +105,7 @@ void runFill(const Arguments& args, RunContext& ctx)
   FinishedFiles finished;
   {
     ScopedStage stage(times, "write (finish)");
-    filled.finish(ctx.cog, finished);
+    filled.finish(finished);
   }
   logTiledRun(ctx, report, passes, times);
   finished.keep();
@@ -169,7 +169,7 @@ void runDirections(const Arguments& args, RunContext& ctx)
   FinishedFiles finished;
   {
     ScopedStage stage(times, "write (finish)");
-    directions.finish(ctx.cog, finished);
+    directions.finish(finished);
   }
   ctx.report.info(std::to_string(counts.drainingOut) + " cells drain out of the grid (at its border or into nodata); " +
                   std::to_string(counts.perDirection[8]) + " cells have no direction.");
@@ -253,9 +253,9 @@ void runAccumulation(const Arguments& args, RunContext& ctx)
   FinishedFiles finished;
   {
     ScopedStage stage(times, "write (finish)");
-    cells.finish(ctx.cog, finished);
+    cells.finish(finished);
     if (area)
-      area->finish(ctx.cog, finished);
+      area->finish(finished);
   }
   if (summary.largestCell >= 0)
     ctx.report.info(std::to_string(summary.outlets) + " outlets and " + std::to_string(summary.pits) +
@@ -280,6 +280,8 @@ const std::vector<OptionSpec>& commonOptions()
     {"tile", "CELLS", "Tiles of CELLS x CELLS cells instead of the largest the budget holds."},
     {"threads", "N", "Tiles each rank processes at once (default: its cores; GPUGEO_THREADS)."},
     {"cog", "", "Write the rasters as Cloud Optimized GeoTIFFs (COG)."},
+    {"creation-options", "KEY=VALUE|...", "GDAL creation options over the defaults: the GeoTIFF driver's, or the COG "
+                                          "driver's with --cog."},
     {"scratch", "DIR",
      "Where the scratch folder goes (removed however the run ends). Default: $TMPDIR or /tmp alone; in an MPI job "
      "the first output's folder, which every rank must see."},

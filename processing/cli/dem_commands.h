@@ -14,6 +14,7 @@
 #include "core/backend.h"
 #include "core/run_control.h"
 #include "dem/tiled/distribution.h"
+#include "gdal/output_format.h"
 
 namespace gpugeo::cli {
 
@@ -28,7 +29,7 @@ struct RunContext
   int threads = 0;                 // a rank's tiles at once (0: all its cores)
   int64_t budgetMiB = 0;           // 0: half the memory available
   int64_t tileSide = 0;            // 0: from the budget
-  bool cog = false;                // outputs as Cloud Optimized GeoTIFFs
+  gdal::OutputFormat format;       // --cog and --creation-options: how the rasters are written
   std::string scratchParent;       // where the scratch folder goes (empty: the default)
   std::string crs;                 // the inputs' CRS instead of their files' (empty: theirs)
 

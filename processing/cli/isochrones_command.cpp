@@ -245,7 +245,7 @@ public:
     tiled::TiledBands traced = tiled::bandsTiled(*mMinutes, mRows, interval, count, &times.sink(), mOptions,
                                                  mCtx.control, &report, onBand, &tilesWithTimes);
     add(report);
-    times.finish(mCtx.cog, mFinished);
+    times.finish(mFinished);
     return traced;
   }
 
@@ -285,7 +285,7 @@ private:
   {
     add(report);
     if (output)
-      output->finish(mCtx.cog, mFinished);
+      output->finish(mFinished);
   }
 
   RunContext& mCtx;

@@ -91,7 +91,6 @@ int runTool(const Command& command, int argc, char** argv, Job& job)
   ctx.threads = int(args.integer("threads", std::max(1, defaultThreadCount() / std::max(1, job.localRanks))));
   ctx.budgetMiB = args.integer("memory-budget", 0);
   ctx.tileSide = args.integer("tile", 0);
-  ctx.cog = args.flag("cog");
   ctx.scratchParent = args.text("scratch");
   ctx.crs = args.text("crs");
   if (ctx.threads < 1 || ctx.budgetMiB < 0 || ctx.tileSide < 0)
@@ -103,6 +102,7 @@ int runTool(const Command& command, int argc, char** argv, Job& job)
   ctx.cluster = job.cluster.get();
   try
   {
+    ctx.format = gdal::outputFormat(args.text("creation-options"), args.flag("cog"));
     command.run(args, ctx);
     if (ctx.cluster)
     {

@@ -44,8 +44,9 @@ Setup setUp(RunContext& ctx, const gdal::GdalRaster& raster, int64_t inMemoryByt
 gdal::ElevationCounts scanElevations(RunContext& ctx, const gdal::GdalElevationSource& source, const Setup& setup);
 
 // An output raster: on rank 0 a GeoTIFF of the input's grid whose sink converts the tools' values
-// (on the workers: the sink forwarding to it, `id` on both sides). finish() closes it (as a COG where
-// asked); a run that fails deletes its finished outputs (FinishedFiles).
+// (on the workers: the sink forwarding to it, `id` on both sides), written in the run's format.
+// finish() closes it (as a COG where asked); a run that fails deletes its finished outputs
+// (FinishedFiles).
 class FinishedFiles
 {
 public:
@@ -67,7 +68,7 @@ public:
     if (ctx.coordinator())
     {
       guardPath(path);
-      mWriter = std::make_unique<gdal::GeoTiffWriter>(path, like, type, noData);
+      mWriter = std::make_unique<gdal::GeoTiffWriter>(path, like, type, noData, ctx.format);
       auto sink = std::make_unique<gdal::GeoTiffSink<T>>(*mWriter, std::move(convert));
       if (ctx.cluster)
         ctx.cluster->addSink(id, *sink);
@@ -77,14 +78,10 @@ public:
       mSink = ctx.cluster->remoteSink<T>(id, like.width, like.height);
   }
   dem::tiled::RasterSink<T>& sink() { return *mSink; }
-  void finish(bool cog, FinishedFiles& finished)
+  void finish(FinishedFiles& finished)
   {
-    if (!mWriter)
-      return;
-    const std::string path = mWriter->finish();
-    finished.add(path);
-    if (cog)
-      gdal::makeCloudOptimized(path);
+    if (mWriter)
+      finished.add(mWriter->finish());
   }
 
 private:

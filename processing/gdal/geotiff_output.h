@@ -1,8 +1,8 @@
 // The DEM tools' outputs (and every other raster the provider writes): single-band GeoTIFFs, tiled,
 // integers compressed, BigTIFF when needed, written band of rows by band of rows or window by window
-// so that a raster never has to be whole in memory; then, where asked, made Cloud Optimized. A
-// writer that is destroyed before finish() deletes its file: a failed or canceled run leaves nothing
-// behind that looks like a result.
+// so that a raster never has to be whole in memory; then, where asked, made Cloud Optimized; the
+// user's GDAL creation options over the writer's own. A writer that is destroyed before finish()
+// deletes its file: a failed or canceled run leaves nothing behind that looks like a result.
 #pragma once
 
 #include <cmath>
@@ -17,6 +17,7 @@
 
 #include "dem/tiled/raster_io.h"
 #include "gdal/gdal_raster.h"
+#include "gdal/output_format.h"
 
 namespace gpugeo::gdal {
 
@@ -24,12 +25,15 @@ class GeoTiffWriter
 {
 public:
   // A raster of width x height cells of `type` with `geoTransform` (6 values) and the CRS `crsWkt`
-  // (empty: none). Throws InvalidInput for a path that does not end in .tif or .tiff, WriteFailed
-  // when the file cannot be created (the message says why).
+  // (empty: none), written in `format` (its options assumed checked: outputFormat()). Throws
+  // InvalidInput for a path that does not end in .tif or .tiff, WriteFailed when the file cannot be
+  // created (the message says why).
   GeoTiffWriter(const std::string& path, int64_t width, int64_t height, const double* geoTransform,
-                const std::string& crsWkt, GDALDataType type, std::optional<double> noData);
+                const std::string& crsWkt, GDALDataType type, std::optional<double> noData,
+                const OutputFormat& format = {});
   // One of the raster's size, geotransform and CRS.
-  GeoTiffWriter(const std::string& path, const GdalRaster& like, GDALDataType type, std::optional<double> noData);
+  GeoTiffWriter(const std::string& path, const GdalRaster& like, GDALDataType type, std::optional<double> noData,
+                const OutputFormat& format = {});
   ~GeoTiffWriter();
   GeoTiffWriter(const GeoTiffWriter&) = delete;
   GeoTiffWriter& operator=(const GeoTiffWriter&) = delete;
@@ -42,7 +46,8 @@ public:
   // gathers blocks that several windows share. The caller holds gdalTileMutex() where other
   // threads use GDAL (GeoTiffSink does).
   void writeWindow(int64_t x0, int64_t row0, int64_t width, int64_t rows, const void* data);
-  // Flushes and closes; returns the path. Throws WriteFailed on a write error (and deletes the file).
+  // Flushes and closes, then rewrites the file as a COG where the format asks for it; returns the
+  // path. Throws WriteFailed on a write error (and deletes the file).
   std::string finish();
   // Closes the file unfinished and deletes it.
   void discard();
@@ -67,6 +72,7 @@ private:
   GDALDatasetH mDataset = nullptr;
   GDALDataType mType;
   int64_t mWidth = 0;
+  OutputFormat mFormat;
 };
 
 // A GeoTiffWriter written window by window from the tiled DEM tools' threads: each window converted
@@ -107,10 +113,10 @@ std::function<void(const T*, int64_t, void*)> nanAsNoData(T noData)
 
 // Rewrites the finished GeoTIFF at `path` as a Cloud Optimized GeoTIFF through GDAL's COG driver
 // (blocks of 256, DEFLATE with a predictor on all cores, BigTIFF when needed, overviews: nearest
-// for integer rasters, average for floating ones), reading it block by block; the file is replaced
-// only once the copy is whole. Throws WriteFailed (the copy deleted) when GDAL cannot, Error when
-// this GDAL has no COG driver.
-void makeCloudOptimized(const std::string& path);
+// for integer rasters, average for floating ones; `creationOptions`, the COG driver's, over these),
+// reading it block by block; the file is replaced only once the copy is whole. Throws WriteFailed
+// (the copy deleted) when GDAL cannot, Error when this GDAL has no COG driver.
+void makeCloudOptimized(const std::string& path, const std::vector<std::string>& creationOptions = {});
 
 // Deletes a GeoTIFF (and its sidecar files) quietly; nothing where there is none.
 void deleteGeoTiff(const std::string& path);

@@ -42,6 +42,27 @@ if len(sys.argv) > 3:
 """
 
 
+def site_cells(size, count):
+    """The benchmark's sites: `count` distinct pixels of a size x size grid (rows, columns), seeded."""
+    rng = np.random.default_rng(size + count)
+    return np.divmod(rng.choice(size * size, size=count, replace=False), size)
+
+
+def write_site_layer(path, rows, cols, size):
+    """The sites at their pixels' centres as a GeoPackage point layer (EPSG:32633, 1-unit pixels, the
+    grid's top-left corner at (0, size))."""
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(32633)
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
+    layer = dataset.CreateLayer("sites", srs, ogr.wkbPoint)
+    layer.StartTransaction()
+    for c, r in zip(cols, rows):
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetGeometry(ogr.CreateGeometryFromWkt(f"POINT ({c + 0.5} {size - r - 0.5})"))
+        layer.CreateFeature(feature)
+    layer.CommitTransaction()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
@@ -54,25 +75,15 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="gpugeo-bench-")
     try:
-        rng = np.random.default_rng(size + count)
-        flat = rng.choice(size * size, size=count, replace=False)
-        rows, cols = np.divmod(flat, size)
+        rows, cols = site_cells(size, count)
         np.save(os.path.join(tmp, "sites.npy"), np.stack([rows, cols]))
         np.stack([cols + 0.5, rows + 0.5], axis=1).astype(np.float64).tofile(os.path.join(tmp, "sites.bin"))
         # The same sites as a point layer (1-unit pixels, top-left corner (0, size)) and as a raster
         # of targets for gdal_proximity.
         gpkg = os.path.join(tmp, "sites.gpkg")
+        write_site_layer(gpkg, rows, cols, size)
         srs = osr.SpatialReference()
         srs.ImportFromEPSG(32633)
-        dataset = ogr.GetDriverByName("GPKG").CreateDataSource(gpkg)
-        layer = dataset.CreateLayer("sites", srs, ogr.wkbPoint)
-        layer.StartTransaction()
-        for c, r in zip(cols, rows):
-            feature = ogr.Feature(layer.GetLayerDefn())
-            feature.SetGeometry(ogr.CreateGeometryFromWkt(f"POINT ({c + 0.5} {size - r - 0.5})"))
-            layer.CreateFeature(feature)
-        layer.CommitTransaction()
-        dataset = None
         targets = os.path.join(tmp, "targets.tif")
         raster = gdal.GetDriverByName("GTiff").Create(targets, size, size, 1, gdal.GDT_Byte, ["TILED=YES"])
         raster.SetGeoTransform((0, 1, 0, size, 0, -1))

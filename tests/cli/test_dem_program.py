@@ -225,6 +225,17 @@ def test_usage(program, folder):
     bad = run(program, ["isochrones", "--dem", "x.tif", "--travel-time", "t.tif", "--interval", "5",
                         "--excess-series", "1,-2"], check_rc=False)
     check(bad.returncode == 2 and "'-2'" in bad.stderr, "a negative excess (2)")
+    dem = os.path.join(folder, "usage_dem.tif")
+    make_dem(dem)
+    out = os.path.join(folder, "usage_fill.tif")
+    bad = run(program, ["filldepressions", "--dem", dem, "--output", out, "--creation-options", "COMPRESS=NOPE"],
+              check_rc=False)
+    check(bad.returncode == 1 and "COMPRESS" in bad.stderr and not os.path.exists(out),
+          "creation options GDAL does not take fail (1), nothing written")
+    good = run(program, ["filldepressions", "--dem", dem, "--output", out, "--cog", "--creation-options", "COMPRESS=LZW"])
+    structure = gdal.Info(out, format="json")["metadata"].get("IMAGE_STRUCTURE", {}) if good.returncode == 0 else {}
+    check(structure.get("COMPRESSION") == "LZW" and structure.get("LAYOUT") == "COG",
+          "--cog --creation-options COMPRESS=LZW: an LZW COG (%s)" % structure)
 
 
 def main():

@@ -306,3 +306,85 @@ TEST(GeoTiffOutputTest, CloudOptimizedRewriteKeepsTheCells)
     ASSERT_EQ(back[i], double(cells[i])) << "cell " << i;
   EXPECT_THROW(makeCloudOptimized(folder.file("missing.tif")), WriteFailed);
 }
+
+// The user's creation options: QGIS's "KEY=VALUE|KEY=VALUE" (or white space) parsed; what GDAL's
+// GeoTIFF driver does not know, or its COG driver with COG, refused with GDAL's words, and items
+// without a key or '='.
+TEST(GeoTiffOutputTest, CreationOptionsAreParsedAndCheckedAgainstTheirDriver)
+{
+  EXPECT_TRUE(outputFormat("", false).creationOptions.empty());
+  EXPECT_TRUE(outputFormat(" | ", true).creationOptions.empty());
+  EXPECT_TRUE(outputFormat("", true).cog);
+  const OutputFormat format = outputFormat("COMPRESS=ZSTD|PREDICTOR=2  ZSTD_LEVEL=3", false);
+  EXPECT_EQ(format.creationOptions, (std::vector<std::string>{"COMPRESS=ZSTD", "PREDICTOR=2", "ZSTD_LEVEL=3"}));
+  EXPECT_FALSE(format.cog);
+  for (const char* bad : {"FOO=BAR", "COMPRESS=NOPE", "COMPRESS", "=DEFLATE", "TILED=YES|BLOCKXSIZE"})
+    EXPECT_THROW(outputFormat(bad, false), InvalidInput) << bad;
+  try
+  {
+    outputFormat("COMPRESS=DEFLATE|NOT_AN_OPTION=1", false);
+    ADD_FAILURE() << "an unknown option was taken";
+  }
+  catch (const InvalidInput& e)
+  {
+    EXPECT_NE(std::string(e.what()).find("NOT_AN_OPTION"), std::string::npos) << e.what();
+  }
+  // The COG driver's options with COG: LEVEL is its, ZLEVEL the GeoTIFF driver's.
+  EXPECT_NO_THROW(outputFormat("COMPRESS=LZW|LEVEL=6", true));
+  EXPECT_THROW(outputFormat("ZLEVEL=6", true), InvalidInput);
+  EXPECT_THROW(outputFormat("LEVEL=6", false), InvalidInput);
+}
+
+// The options over the writer's own: another compression (with the predictor of the raster's type
+// where it takes one), none at all, a compressed large floating raster; the cells bit for bit in
+// every case; COG with the COG driver's options, made by finish().
+TEST(GeoTiffOutputTest, CreationOptionsGoOverTheWritersOwn)
+{
+  const TempFolder folder;
+  const GdalRaster like = input(folder, 1100, 1000);  // past kSmallRaster: floating rasters plain by default
+  std::vector<float> heights(size_t(1100 * 1000));
+  std::vector<int32_t> labels(heights.size());
+  for (size_t i = 0; i < heights.size(); ++i)
+  {
+    heights[i] = i % 97 == 0 ? kNaN : float(std::sin(double(i) * 1e-3) * 1000.0);
+    labels[i] = int32_t(i / 5000) - 3;
+  }
+  const auto write = [&](const std::string& name, GDALDataType type, const void* cells, const OutputFormat& format) {
+    GeoTiffWriter writer(folder.file(name), like, type, type == GDT_Float32 ? std::optional<double>() : -1.0, format);
+    writer.writeRows(0, 1000, cells);
+    return writer.finish();
+  };
+  const auto sameCells = [&](const std::string& path, GDALDataType type) {
+    const std::vector<double> back = readTiff(path);
+    ASSERT_EQ(back.size(), heights.size());
+    for (size_t i = 0; i < back.size(); ++i)
+    {
+      const double expected = type == GDT_Float32 ? double(heights[i]) : double(labels[i]);
+      if (std::isnan(expected))
+        ASSERT_TRUE(std::isnan(back[i])) << path << " cell " << i;
+      else
+        ASSERT_EQ(back[i], expected) << path << " cell " << i;
+    }
+  };
+  const std::string lzw = write("lzw.tif", GDT_Int32, labels.data(), outputFormat("COMPRESS=LZW", false));
+  EXPECT_EQ(layoutOf(lzw).compression, "LZW");
+  EXPECT_EQ(layoutOf(lzw).predictor, "2");
+  sameCells(lzw, GDT_Int32);
+  const std::string plain = write("plain.tif", GDT_Int32, labels.data(), outputFormat("COMPRESS=NONE", false));
+  EXPECT_EQ(layoutOf(plain).compression, "");
+  sameCells(plain, GDT_Int32);
+  const std::string floating =
+    write("zstd.tif", GDT_Float32, heights.data(), outputFormat("COMPRESS=ZSTD|BLOCKXSIZE=512|BLOCKYSIZE=512", false));
+  EXPECT_EQ(layoutOf(floating).compression, "ZSTD");
+  EXPECT_EQ(layoutOf(floating).predictor, "3");
+  EXPECT_EQ(layoutOf(floating).blockX, 512);
+  sameCells(floating, GDT_Float32);
+  const std::string cog = write("cog.tif", GDT_Float32, heights.data(), outputFormat("COMPRESS=LZW", true));
+  EXPECT_FALSE(std::filesystem::exists(folder.file("cog.tif.cog.tif")));
+  EXPECT_EQ(layoutOf(cog).layout, "COG");
+  EXPECT_EQ(layoutOf(cog).compression, "LZW");
+  sameCells(cog, GDT_Float32);
+  // A bad option that only the writing shows (PREDICTOR=3 on integers) fails the writer, leaving no file.
+  EXPECT_THROW(write("bad.tif", GDT_Int32, labels.data(), outputFormat("PREDICTOR=3", false)), WriteFailed);
+  EXPECT_FALSE(std::filesystem::exists(folder.file("bad.tif")));
+}

@@ -156,6 +156,7 @@ TEST_F(AlgorithmDefinitionsTest, IsochronesGroupsItsParametersByModel)
     }
     if (p->name() == QLatin1String("DEVICE") || p->name() == QLatin1String("MEMORY_BUDGET") ||
         p->name() == QLatin1String("TILED") || p->name() == QLatin1String("COG") ||
+        p->name() == QLatin1String("CREATION_OPTIONS") ||
         p->name().startsWith(QLatin1String("MPI_")))
       continue;
     const QString prefix = p->description().section(QLatin1Char(':'), 0, 0);

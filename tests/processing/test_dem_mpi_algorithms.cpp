@@ -202,3 +202,28 @@ TEST_F(DemMpiTest, ACancelEndsTheJobAndLeavesNothing)
   EXPECT_FALSE(QFile::exists(path("fill.tif")));
   EXPECT_TRUE(QDir(QgsProcessingUtils::tempFolder()).entryList({QStringLiteral("gpugeo-scratch-*")}, QDir::AllEntries).isEmpty());
 }
+
+// COG and CREATION_OPTIONS reach gpugeo_dem: the job's fill is a COG compressed as asked, with the
+// in-process run's values.
+TEST_F(DemMpiTest, TheOutputFormatTravelsToTheJob)
+{
+  if (!mpiUsable())
+    GTEST_SKIP() << "mpiexec or gpugeo_dem with MPI is missing";
+  const TestDem d = randomDem(120, 90, 4, 13);
+  writeTiff(path("dem.tif"), d);
+  ASSERT_TRUE(run(kFill, path("dem.tif"), {{QStringLiteral("OUTPUT"), path("fill_local.tif")}}).ok);
+  const RunResult result = run(kFill, path("dem.tif"),
+                               {{QStringLiteral("MPI_PROCESSES"), 2}, {QStringLiteral("MEMORY_BUDGET"), 1},
+                                {QStringLiteral("COG"), true}, {QStringLiteral("CREATION_OPTIONS"), QStringLiteral("COMPRESS=LZW")},
+                                {QStringLiteral("OUTPUT"), path("fill_job.tif")}});
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  EXPECT_TRUE(result.logContains(QStringLiteral("Running 2 processes under MPI"))) << result.log.join('\n').toStdString();
+  GDALDatasetH dataset = GDALOpen(path("fill_job.tif").toUtf8().constData(), GA_ReadOnly);
+  ASSERT_TRUE(dataset);
+  const char* layout = GDALGetMetadataItem(dataset, "LAYOUT", "IMAGE_STRUCTURE");
+  const char* compression = GDALGetMetadataItem(dataset, "COMPRESSION", "IMAGE_STRUCTURE");
+  EXPECT_STREQ(layout ? layout : "", "COG");
+  EXPECT_STREQ(compression ? compression : "", "LZW");
+  GDALClose(dataset);
+  EXPECT_TRUE(sameRaster<float>(path("fill_local.tif"), path("fill_job.tif"), GDT_Float32));
+}

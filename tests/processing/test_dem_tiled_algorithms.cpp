@@ -343,6 +343,18 @@ std::pair<QString, int> layoutOf(const QString& file)
   return out;
 }
 
+// GDAL's word on a file's compression ("" where it has none).
+QString compressionOf(const QString& file)
+{
+  GDALDatasetH dataset = GDALOpen(file.toUtf8().constData(), GA_ReadOnly);
+  if (!dataset)
+    return QStringLiteral("(does not open)");
+  const char* compression = GDALGetMetadataItem(dataset, "COMPRESSION", "IMAGE_STRUCTURE");
+  const QString out = QString::fromUtf8(compression ? compression : "");
+  GDALClose(dataset);
+  return out;
+}
+
 }  // namespace
 
 // COG: the outputs of the four tools, in memory and tile by tile, are Cloud Optimized GeoTIFFs with
@@ -389,4 +401,60 @@ TEST_F(DemAlgorithmsTest, CogOutputsHoldThePlainRunsValues)
                                       {QStringLiteral("TILED"), true}});
   ASSERT_TRUE(accumulation.ok) << accumulation.error.toStdString();
   EXPECT_EQ(layoutOf(path("cells_cog.tif")).first, QStringLiteral("COG"));
+}
+
+// CREATION_OPTIONS: the fill in memory, tile by tile and as a COG (the COG driver's options), and the
+// accumulation's two rasters, written as asked and holding the plain runs' values bit for bit; options
+// GDAL does not take refused before anything is written.
+TEST_F(DemAlgorithmsTest, CreationOptionsGoOverTheDefaults)
+{
+  const TestDem d = randomDem(300, 260, 13, 7);
+  writeTiff(path("dem.tif"), d);
+  ASSERT_TRUE(run(kFill, path("dem.tif"), {{QStringLiteral("OUTPUT"), path("plain.tif")}}).ok);
+  const std::vector<float> plain = read<float>(path("plain.tif"), GDT_Float32);
+  struct Case
+  {
+    QString name, options, compression;
+    bool tiled, cog;
+  };
+  for (const Case& c : {Case{QStringLiteral("zstd"), QStringLiteral("COMPRESS=ZSTD|ZSTD_LEVEL=5"), QStringLiteral("ZSTD"), false, false},
+                        Case{QStringLiteral("lzw_tiled"), QStringLiteral("COMPRESS=LZW PREDICTOR=3"), QStringLiteral("LZW"), true, false},
+                        Case{QStringLiteral("cog_lzw"), QStringLiteral("COMPRESS=LZW"), QStringLiteral("LZW"), true, true}})
+  {
+    SCOPED_TRACE(c.name.toStdString());
+    const QString output = path(c.name + ".tif");
+    const RunResult result = run(kFill, path("dem.tif"),
+                                 {{QStringLiteral("OUTPUT"), output},
+                                  {QStringLiteral("CREATION_OPTIONS"), c.options},
+                                  {QStringLiteral("TILED"), c.tiled},
+                                  {QStringLiteral("COG"), c.cog}});
+    ASSERT_TRUE(result.ok) << result.error.toStdString();
+    EXPECT_EQ(compressionOf(output), c.compression);
+    EXPECT_EQ(layoutOf(output).first, c.cog ? QStringLiteral("COG") : QString());
+    const std::vector<float> written = read<float>(output, GDT_Float32);
+    ASSERT_EQ(written.size(), plain.size());
+    EXPECT_EQ(std::memcmp(written.data(), plain.data(), plain.size() * sizeof(float)), 0);
+  }
+  ASSERT_TRUE(run(kDirection, path("plain.tif"), {{QStringLiteral("OUTPUT"), path("dir.tif")}}).ok);
+  const RunResult accumulation = run(kAccumulation, path("dir.tif"),
+                                     {{QStringLiteral("OUTPUT_CELLS"), path("cells.tif")},
+                                      {QStringLiteral("OUTPUT_AREA"), path("area.tif")},
+                                      {QStringLiteral("CREATION_OPTIONS"), QStringLiteral("COMPRESS=NONE")}});
+  ASSERT_TRUE(accumulation.ok) << accumulation.error.toStdString();
+  EXPECT_EQ(compressionOf(path("cells.tif")), QString());
+  EXPECT_EQ(compressionOf(path("area.tif")), QString());
+  for (const QString& bad : {QStringLiteral("COMPRESS=NOPE"), QStringLiteral("NOT_AN_OPTION=1"), QStringLiteral("COMPRESS")})
+  {
+    const RunResult refused = run(kFill, path("dem.tif"),
+                                  {{QStringLiteral("OUTPUT"), path("refused.tif")}, {QStringLiteral("CREATION_OPTIONS"), bad}});
+    EXPECT_FALSE(refused.ok) << bad.toStdString();
+    EXPECT_TRUE(refused.error.contains(QStringLiteral("reation option"))) << refused.error.toStdString();
+    EXPECT_FALSE(QFile::exists(path("refused.tif")));
+  }
+  // The GeoTIFF driver's ZLEVEL is not the COG driver's.
+  const RunResult cogRefused = run(kFill, path("dem.tif"),
+                                   {{QStringLiteral("OUTPUT"), path("refused.tif")}, {QStringLiteral("COG"), true},
+                                    {QStringLiteral("CREATION_OPTIONS"), QStringLiteral("ZLEVEL=9")}});
+  EXPECT_FALSE(cogRefused.ok);
+  EXPECT_TRUE(cogRefused.error.contains(QStringLiteral("COG"))) << cogRefused.error.toStdString();
 }

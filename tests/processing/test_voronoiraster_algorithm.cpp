@@ -207,6 +207,60 @@ TEST_F(VoronoiRasterAlgorithmTest, AutoGivesTheSameRasterAsCpu)
   EXPECT_EQ(readRaster<float>(path("dist0.tif"), GDT_Float32, w, h, t), readRaster<float>(path("dist1.tif"), GDT_Float32, w, h, t));
 }
 
+// COG and CREATION_OPTIONS: both rasters written as asked (the distances compressed too), the values
+// bit for bit those of the default run; options GDAL does not take refused, nothing written.
+TEST_F(VoronoiRasterAlgorithmTest, OutputFormatAsAsked)
+{
+  const auto sites = randomSites(300, 5, 0.0, 0.0, 1000.0, 700.0);
+  auto input = layer();
+  for (size_t i = 0; i < sites.size(); ++i)
+    addPoint(*input, sites[i].first, sites[i].second, int(i));
+  const auto runAs = [&](const QString& name, const QVariantMap& format) {
+    QVariantMap parameters{{QStringLiteral("DEVICE"), 1},
+                           {QStringLiteral("PIXEL_SIZE"), 0.5},
+                           {QStringLiteral("OUTPUT"), path(name + QStringLiteral("_alloc.tif"))},
+                           {QStringLiteral("OUTPUT_DISTANCE"), path(name + QStringLiteral("_dist.tif"))}};
+    for (auto it = format.begin(); it != format.end(); ++it)
+      parameters.insert(it.key(), it.value());
+    return run(input.get(), parameters);
+  };
+  const auto image = [](const QString& file, const char* item) {
+    GDALDatasetH dataset = GDALOpen(file.toUtf8().constData(), GA_ReadOnly);
+    if (!dataset)
+      return std::string("(does not open)");
+    const char* value = GDALGetMetadataItem(dataset, item, "IMAGE_STRUCTURE");
+    const std::string out = value ? value : "";
+    GDALClose(dataset);
+    return out;
+  };
+  ASSERT_TRUE(runAs(QStringLiteral("plain"), {}).ok);
+  EXPECT_EQ(image(path("plain_dist.tif"), "COMPRESSION"), "");  // large floating rasters plain by default
+  const RunResult zstd = runAs(QStringLiteral("zstd"), {{QStringLiteral("CREATION_OPTIONS"), QStringLiteral("COMPRESS=ZSTD")}});
+  ASSERT_TRUE(zstd.ok) << zstd.error.toStdString();
+  const RunResult cog = runAs(QStringLiteral("cog"), {{QStringLiteral("COG"), true}});
+  ASSERT_TRUE(cog.ok) << cog.error.toStdString();
+  for (const QString& name : {QStringLiteral("zstd"), QStringLiteral("cog")})
+  {
+    SCOPED_TRACE(name.toStdString());
+    for (const QString& raster : {QStringLiteral("_alloc.tif"), QStringLiteral("_dist.tif")})
+    {
+      EXPECT_EQ(image(path(name + raster), "COMPRESSION"), name == QStringLiteral("zstd") ? "ZSTD" : "DEFLATE");
+      EXPECT_EQ(image(path(name + raster), "LAYOUT"), name == QStringLiteral("cog") ? "COG" : "");
+    }
+    int w = 0, h = 0;
+    double t[6];
+    EXPECT_EQ(readRaster<int32_t>(path(name + "_alloc.tif"), GDT_Int32, w, h, t),
+              readRaster<int32_t>(path("plain_alloc.tif"), GDT_Int32, w, h, t));
+    EXPECT_EQ(readRaster<float>(path(name + "_dist.tif"), GDT_Float32, w, h, t),
+              readRaster<float>(path("plain_dist.tif"), GDT_Float32, w, h, t));
+  }
+  const RunResult refused = runAs(QStringLiteral("refused"), {{QStringLiteral("CREATION_OPTIONS"), QStringLiteral("PHOTO=1")}});
+  EXPECT_FALSE(refused.ok);
+  EXPECT_TRUE(refused.error.contains(QStringLiteral("PHOTO"))) << refused.error.toStdString();
+  EXPECT_FALSE(QFile::exists(path("refused_alloc.tif")));
+  EXPECT_FALSE(QFile::exists(path("refused_dist.tif")));
+}
+
 // Loaded into a project (as from the toolbox), the allocation raster gets one colour per label and
 // the distance raster a colour ramp from 0 to the largest distance.
 TEST_F(VoronoiRasterAlgorithmTest, OutputsLoadedIntoAProjectGetDefaultStyles)

@@ -12,6 +12,7 @@
 #include <cub/device/device_select.cuh>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -552,15 +553,15 @@ public:
         compute.stop(mStream);
         mTimes.add("compute", compute.milliseconds());
 
-        cuda::EventTimer download;
-        download.start(mStream);
-        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(site + done * mGrid.width, mSiteOut.data(), part * mGrid.width * sizeof(int32_t),
-                                          cudaMemcpyDeviceToHost, mStream));
+        // The stream is idle (compute.milliseconds() waited for it): the band goes down through the
+        // staged copies, spread over threads when it is large (core/staged_copy.h).
+        const auto downloadStart = std::chrono::steady_clock::now();
+        cuda::copyToHost(site + done * mGrid.width, mSiteOut.data(), std::size_t(part * mGrid.width) * sizeof(int32_t));
         if (distance)
-          GPUGEO_CUDA_CHECK(cudaMemcpyAsync(distance + done * mGrid.width, mDistanceOut.data(),
-                                            part * mGrid.width * sizeof(float), cudaMemcpyDeviceToHost, mStream));
-        download.stop(mStream);
-        mTimes.add("download", download.milliseconds());
+          cuda::copyToHost(distance + done * mGrid.width, mDistanceOut.data(),
+                           std::size_t(part * mGrid.width) * sizeof(float));
+        mTimes.add("download",
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - downloadStart).count());
       }
       catch (const DeviceOutOfMemory&)
       {

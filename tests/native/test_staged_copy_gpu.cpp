@@ -1,5 +1,6 @@
 // core/staged_copy.h: copies through pinned chunks arrive whole, whatever their size against the
-// chunks, from one thread or many at once. Skipped where no GPU can be used.
+// chunks, from one thread or many at once; a large download alone, spread over threads, arrives whole
+// and after the work that wrote it. Skipped where no GPU can be used.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -95,6 +96,27 @@ TEST(StagedCopyGpu, UploadThenKernelOrderIsKept)
   std::vector<uint8_t> back(n, 0);
   cuda::copyToHost(back.data(), b.data(), n);
   EXPECT_EQ(back, sent);
+}
+
+// A download alone of kSpreadAtLeast or more goes over several threads, in slices of whole chunks:
+// sizes around the slices' edges arrive whole, and a download that follows a kernel-like copy on the
+// caller's stream at once sees its bytes (the caller's stream is waited for first).
+TEST(StagedCopyGpu, ASpreadDownloadArrivesWholeAfterTheCallersWork)
+{
+  if (!probeGpu().usable)
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  const std::size_t threads = std::size_t(cuda::staging::spreadThreads());
+  for (const std::size_t n : {cuda::kSpreadAtLeast, cuda::kSpreadAtLeast + 1, threads * cuda::kStagedChunk * 9 - 1,
+                              threads * cuda::kStagedChunk * 9 + 4097})
+  {
+    const std::vector<uint8_t> sent = pattern(n, uint32_t(n % 1000));
+    cuda::DeviceBuffer<uint8_t> a(n), b(n);
+    cuda::copyToDevice(a.data(), sent.data(), n);
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice, cudaStreamPerThread));
+    std::vector<uint8_t> back(n, 0);
+    cuda::copyToHost(back.data(), b.data(), n);
+    EXPECT_TRUE(back == sent) << n << " bytes";
+  }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The GeoTIFF outputs: round trips of the DEM tools' outputs (float32 with NaN as nodata, uint8 codes,
 // int64 counts as Int32 and as Float64) written window by window from several threads, with the
 // input's non-square geotransform and CRS; the creation options geotiff_writer.cpp has always set
-// (blocks, DEFLATE with its predictor for integers and small floating rasters, none for large
+// (blocks, DEFLATE for integers (no predictor) and small floating rasters (the floating-point one), none for large
 // floating ones, BigTIFF only when needed); finish, discard and unfinished writers; the COG rewrite.
 #include <gtest/gtest.h>
 
@@ -191,7 +191,7 @@ TEST(GeoTiffOutputTest, CodesAndCountsAsTheDemToolsWriteThem)
     const Layout layout = layoutOf(folder.file("cells.tif"));
     EXPECT_EQ(layout.type, type);
     EXPECT_EQ(layout.compression, "DEFLATE");
-    EXPECT_EQ(layout.predictor, type == GDT_Int32 ? "2" : "3");
+    EXPECT_EQ(layout.predictor, type == GDT_Int32 ? "" : "3");  // integers without a predictor
   }
   const std::vector<double> back = readTiff(folder.file("directions.tif"));
   for (int64_t i = 0; i < n; ++i)
@@ -199,7 +199,7 @@ TEST(GeoTiffOutputTest, CodesAndCountsAsTheDemToolsWriteThem)
   const Layout layout = layoutOf(folder.file("directions.tif"));
   EXPECT_EQ(layout.type, GDT_Byte);
   EXPECT_EQ(layout.compression, "DEFLATE");
-  EXPECT_EQ(layout.predictor, "2");  // the horizontal predictor
+  EXPECT_EQ(layout.predictor, "");  // codes: no predictor
   EXPECT_EQ(layout.blockX, 256);
 }
 
@@ -335,8 +335,8 @@ TEST(GeoTiffOutputTest, CreationOptionsAreParsedAndCheckedAgainstTheirDriver)
   EXPECT_THROW(outputFormat("LEVEL=6", false), InvalidInput);
 }
 
-// The options over the writer's own: another compression (with the predictor of the raster's type
-// where it takes one), none at all, a compressed large floating raster; the cells bit for bit in
+// The options over the writer's own: another compression (floating rasters with their predictor where
+// it takes one, integers without), none at all, a compressed large floating raster; the cells bit for bit in
 // every case; COG with the COG driver's options, made by finish().
 TEST(GeoTiffOutputTest, CreationOptionsGoOverTheWritersOwn)
 {
@@ -368,7 +368,7 @@ TEST(GeoTiffOutputTest, CreationOptionsGoOverTheWritersOwn)
   };
   const std::string lzw = write("lzw.tif", GDT_Int32, labels.data(), outputFormat("COMPRESS=LZW", false));
   EXPECT_EQ(layoutOf(lzw).compression, "LZW");
-  EXPECT_EQ(layoutOf(lzw).predictor, "2");
+  EXPECT_EQ(layoutOf(lzw).predictor, "");
   sameCells(lzw, GDT_Int32);
   const std::string plain = write("plain.tif", GDT_Int32, labels.data(), outputFormat("COMPRESS=NONE", false));
   EXPECT_EQ(layoutOf(plain).compression, "");

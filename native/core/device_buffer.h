@@ -201,6 +201,14 @@ std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n, std::fu
   return h;
 }
 
+// A download of `d`'s first h.size() values into h, for copyToHost's list (copies that go together
+// are spread over threads together where they are large).
+template <typename T, typename A>
+Copy downloadTo(std::vector<T>& h, const BasicDeviceBuffer<T, A>& d)
+{
+  return {h.data(), d.data(), h.size() * sizeof(T)};
+}
+
 // The first n values of `d`, on the host.
 template <typename T, typename A>
 std::vector<T> download(const BasicDeviceBuffer<T, A>& d, std::size_t n)

@@ -1161,6 +1161,13 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
         o.onStage(s);
     };
     ChainResult out;
+    // The DEM goes up first, alone: the host arrays made below page-fault on other threads, and the
+    // memory traffic of both at once halved the upload (16.8 against 43 GB/s, 10,000² on the H200).
+    DeviceBuffer<float> z;
+    {
+      ScopedStage stage(times, "upload");
+      upload(z, grid.z, std::size_t(n));
+    }
     ScopedStage setup(times, "setup");
     // The host arrays that will come back, made while the device works.
     const std::size_t cells0 = o.keepAccumulation ? std::size_t(n) : 0, none = 0;
@@ -1177,14 +1184,13 @@ ChainResult isochroneChainCuda(const Grid& grid, const ChainOptions& o, const Ru
     {
       starting(ChainStage::Fill);
       ScopedStage stage(times, "fill");
-      DeviceBuffer<float> z;
-      upload(z, grid.z, std::size_t(n));
       filled = fillOnDevice(z, w, h, control);
       DeviceBuffer<unsigned long long> raised(1);
       GPUGEO_CUDA_CHECK(cudaMemset(raised.data(), 0, sizeof(unsigned long long)));
       raisedKernel<<<blocksFor(n), 256>>>(z.data(), filled.data(), n, raised.data());
       GPUGEO_CUDA_CHECK_LAUNCH();
       out.raisedCells = int64_t(readOne(raised.data()));
+      z.release();
     }
     DeviceBuffer<uint8_t> dirs(static_cast<std::size_t>(n));
     {

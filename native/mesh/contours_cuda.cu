@@ -47,6 +47,8 @@ unsigned blocksFor(int64_t items, int threads = kThreads)
 
 using cuda::cutKernel;
 using cuda::download;
+using cuda::downloadTo;
+using cuda::hostVector;
 using cuda::exclusiveScan;
 using cuda::orderHeads;
 using cuda::rank;
@@ -556,11 +558,16 @@ private:
                                                         second.dist.data(), point.data(), x.data(), y.data(),
                                                         z.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
-    const std::vector<int64_t> keys = download(keyOfSlot, std::size_t(chains));
-    out.partPoint = download(pointOffset, std::size_t(chains + 1));
-    out.x = download(x, std::size_t(points));
-    out.y = download(y, std::size_t(points));
-    out.z = download(z, std::size_t(points));
+    std::vector<int64_t> keys = hostVector<int64_t>(std::size_t(chains));
+    out.partPoint = hostVector<int64_t>(std::size_t(chains + 1));
+    out.x = hostVector<double>(std::size_t(points));
+    out.y = hostVector<double>(std::size_t(points));
+    out.z = hostVector<double>(std::size_t(points));
+    {
+      ScopedStage copy(mTimes, "download");
+      cuda::copyToHost({downloadTo(keys, keyOfSlot), downloadTo(out.partPoint, pointOffset), downloadTo(out.x, x),
+                        downloadTo(out.y, y), downloadTo(out.z, z)});
+    }
     for (int32_t k = 0; k <= nl; ++k)
       out.levelPart[std::size_t(k)] =
           std::lower_bound(keys.begin(), keys.end(), int64_t(k) * 2 * segments) - keys.begin();
@@ -639,12 +646,17 @@ private:
                                                       nodeOffset.data(), second.dist.data(), node.data(), point.data(),
                                                       keyOut.data(), x.data(), y.data(), z.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
-    const std::vector<int64_t> keys = download(keyOfSlot, std::size_t(ringCount));
-    raw.ringNode = download(nodeOffset, std::size_t(ringCount + 1));
-    raw.key = download(keyOut, std::size_t(nodes));
-    raw.x = download(x, std::size_t(nodes));
-    raw.y = download(y, std::size_t(nodes));
-    raw.z = download(z, std::size_t(nodes));
+    std::vector<int64_t> keys = hostVector<int64_t>(std::size_t(ringCount));
+    raw.ringNode = hostVector<int64_t>(std::size_t(ringCount + 1));
+    raw.key = hostVector<int64_t>(std::size_t(nodes));
+    raw.x = hostVector<double>(std::size_t(nodes));
+    raw.y = hostVector<double>(std::size_t(nodes));
+    raw.z = hostVector<double>(std::size_t(nodes));
+    {
+      ScopedStage copy(mTimes, "download");
+      cuda::copyToHost({downloadTo(keys, keyOfSlot), downloadTo(raw.ringNode, nodeOffset), downloadTo(raw.key, keyOut),
+                        downloadTo(raw.x, x), downloadTo(raw.y, y), downloadTo(raw.z, z)});
+    }
     for (int32_t k = 0; k <= nb; ++k)
       raw.bandRing[std::size_t(k)] = std::lower_bound(keys.begin(), keys.end(), int64_t(k) * count) - keys.begin();
     return raw;

@@ -19,6 +19,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/staged_copy.h"
 #include "core/union_find.cuh"
 #include "neighbours/neighbour_index.h"
 
@@ -425,12 +426,11 @@ std::vector<T> download(const DeviceBuffer<T>& buffer, int64_t count)
   return host;
 }
 
-// Copies a whole buffer to the host (nothing when `host` is null).
+// A whole buffer's download (nothing when `host` is null), for cuda::copyToHost's list.
 template <typename T>
-void copyToHost(T* host, const DeviceBuffer<T>& buffer)
+cuda::Copy toHost(T* host, const DeviceBuffer<T>& buffer)
 {
-  if (host && buffer.size() > 0)
-    GPUGEO_CUDA_CHECK(cudaMemcpy(host, buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
+  return {host, buffer.data(), buffer.bytes()};
 }
 
 template <int D>
@@ -521,10 +521,8 @@ public:
     if (control.isCanceled())
       throw Canceled();
     ScopedStage stage(mTimes, "download");
-    copyToHost(out.count, countOut);
-    copyToHost(out.nearest, nearestOut);
-    copyToHost(out.nearestDistance, nearestDistanceOut);
-    copyToHost(out.meanDistance, meanOut);
+    cuda::copyToHost({toHost(out.count, countOut), toHost(out.nearest, nearestOut),
+                      toHost(out.nearestDistance, nearestDistanceOut), toHost(out.meanDistance, meanOut)});
   }
 
   int64_t countPairs(const Query& query, const RunControl& control) override
@@ -608,10 +606,8 @@ public:
     if (control.isCanceled())
       throw Canceled();
     ScopedStage copy(mTimes, "download");
-    GPUGEO_CUDA_CHECK(cudaMemcpy(out.a, a.data(), a.bytes(), cudaMemcpyDeviceToHost));
-    GPUGEO_CUDA_CHECK(cudaMemcpy(out.b, bResult, b.bytes(), cudaMemcpyDeviceToHost));
-    if (out.distance)
-      GPUGEO_CUDA_CHECK(cudaMemcpy(out.distance, distanceResult, distance.bytes(), cudaMemcpyDeviceToHost));
+    cuda::copyToHost({{out.a, a.data(), a.bytes()}, {out.b, bResult, b.bytes()},
+                      {out.distance, distanceResult, out.distance ? distance.bytes() : 0}});
     return total;
   }
 
@@ -649,11 +645,8 @@ public:
       throw Canceled();
     ScopedStage stage(mTimes, "download");
     c.size.resize(static_cast<std::size_t>(clusters));
-    copyToHost(c.cluster.data(), cluster);
-    copyToHost(c.core.data(), coreByInput);
-    if (clusters > 0)
-      GPUGEO_CUDA_CHECK(cudaMemcpy(c.size.data(), size.data(), static_cast<std::size_t>(clusters) * sizeof(int64_t),
-                                   cudaMemcpyDeviceToHost));
+    cuda::copyToHost({toHost(c.cluster.data(), cluster), toHost(c.core.data(), coreByInput),
+                      {c.size.data(), size.data(), static_cast<std::size_t>(clusters) * sizeof(int64_t)}});
     return c;
   }
 
@@ -704,9 +697,9 @@ private:
     DeviceBuffer<double> raw(static_cast<std::size_t>(n) * D);
     {
       ScopedStage stage(mTimes, "upload");
-      const double* axis[3] = {points.x, points.y, points.z};
-      for (int a = 0; a < D; ++a)
-        GPUGEO_CUDA_CHECK(cudaMemcpy(raw.data() + a * n, axis[a], static_cast<std::size_t>(n) * sizeof(double), cudaMemcpyHostToDevice));
+      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(double);
+      cuda::copyToDevice({{raw.data(), points.x, bytes}, {raw.data() + n, points.y, bytes},
+                          {D == 3 ? raw.data() + 2 * n : nullptr, points.z, D == 3 ? bytes : 0}});
     }
     ScopedStage stage(mTimes, "index");
     // The local frame: per-axis minima and maxima, origin, quantiser.

@@ -19,7 +19,7 @@ public:
     ScopedStage stage(mTimes, "prepare");
     mSites = prepareSites(sites, mThreads, control);
     mMethod = resolveMethod(options.method, false, sites.count);
-    mStats.uniqueSites = int64_t(mSites.treeSites.size());
+    mStats.uniqueSites = mSites.treeCount;
   }
 
   void labelQtm(int level, uint64_t first, int64_t count, int32_t* site, float* distanceKm,

@@ -7,7 +7,9 @@
 
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/staged_copy.h"
 #include "sphere/detail/labeller_base.h"
+#include "sphere/detail/site_tree_cuda.h"
 
 namespace gpugeo::sphere::detail {
 
@@ -263,44 +265,10 @@ public:
       throw DeviceUnavailable(gpu.reason);
     mDevice = gpu.device;
     mDeviceName = gpu.name;
-    {
-      ScopedStage stage(mTimes, "prepare");
-      mSites = prepareSites(sites, options.threads, control);
-    }
     mMethod = resolveMethod(options.method, true, sites.count);
-    mStats.uniqueSites = int64_t(mSites.treeSites.size());
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
-    // One pinned staging buffer and one copy: the site arrays are small, so separate pageable
-    // copies would cost more in latency than in bytes.
-    const bool brute = mMethod != NearestMethod::Indexed;
-    std::size_t offsets[4];
-    std::size_t total = 0;
-    const std::size_t sizes[4] = {brute ? mSites.vectors.size() * sizeof(Vec3) : 0, mSites.treeSites.size() * sizeof(Vec3),
-                                  mSites.boxes.size() * sizeof(Box), mSites.treeOriginal.size() * sizeof(int32_t)};
-    for (int k = 0; k < 4; ++k)
-    {
-      offsets[k] = total;
-      total += (sizes[k] + 255) / 256 * 256;
-    }
-    cuda::PinnedBuffer<char> staging;
-    {
-      ScopedStage stage(mTimes, "prepare");
-      staging.resize(total);
-      std::memcpy(staging.data() + offsets[0], mSites.vectors.data(), sizes[0]);
-      std::memcpy(staging.data() + offsets[1], mSites.treeSites.data(), sizes[1]);
-      std::memcpy(staging.data() + offsets[2], mSites.boxes.data(), sizes[2]);
-      std::memcpy(staging.data() + offsets[3], mSites.treeOriginal.data(), sizes[3]);
-    }
-    mBlob.resize(total);
-    cuda::EventTimer upload;
-    upload.start(nullptr);
-    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mBlob.data(), staging.data(), total, cudaMemcpyHostToDevice, nullptr));
-    upload.stop(nullptr);
-    mTimes.add("upload", upload.milliseconds());
-    mVectors = reinterpret_cast<const Vec3*>(mBlob.data() + offsets[0]);
-    mTreeSites = reinterpret_cast<const Vec3*>(mBlob.data() + offsets[1]);
-    mBoxes = reinterpret_cast<const Box*>(mBlob.data() + offsets[2]);
-    mTreeOriginal = reinterpret_cast<const int32_t*>(mBlob.data() + offsets[3]);
+    buildDeviceSiteTree(sites, options.threads, control, mSites, mTree, mTimes);
+    mStats.uniqueSites = mSites.treeCount;
   }
 
   void labelQtm(int level, uint64_t first, int64_t count, int32_t* site, float* distanceKm,
@@ -376,15 +344,15 @@ private:
     float* dist = distanceKm ? mDistanceOut.data() : nullptr;
     cuda::EventTimer compute;
     compute.start(nullptr);
-    const int32_t siteCount = int32_t(mSites.vectors.size());
+    const int32_t siteCount = int32_t(mTree.vectors.size());
     switch (mMethod)
     {
       case NearestMethod::BruteGlobal:
-        bruteGlobalKernel<<<blocksFor(slots), kThreads>>>(q, mVectors, siteCount, mSiteOut.data(), dist);
+        bruteGlobalKernel<<<blocksFor(slots), kThreads>>>(q, mTree.vectors.data(), siteCount, mSiteOut.data(), dist);
         GPUGEO_CUDA_CHECK_LAUNCH();
         break;
       case NearestMethod::BruteShared:
-        bruteSharedKernel<<<blocksFor(slots), kThreads>>>(q, mVectors, siteCount, mSiteOut.data(), dist);
+        bruteSharedKernel<<<blocksFor(slots), kThreads>>>(q, mTree.vectors.data(), siteCount, mSiteOut.data(), dist);
         GPUGEO_CUDA_CHECK_LAUNCH();
         break;
       case NearestMethod::BruteConstant:
@@ -395,7 +363,7 @@ private:
         for (int32_t base = 0; base < siteCount; base += kConstantSites)
         {
           const int32_t n = std::min(kConstantSites, siteCount - base);
-          GPUGEO_CUDA_CHECK(cudaMemcpyToSymbolAsync(cSites, mVectors + base, std::size_t(n) * sizeof(Vec3), 0,
+          GPUGEO_CUDA_CHECK(cudaMemcpyToSymbolAsync(cSites, mTree.vectors.data() + base, std::size_t(n) * sizeof(Vec3), 0,
                                                     cudaMemcpyDeviceToDevice, nullptr));
           const bool last = base + n >= siteCount;
           if (mMethod == NearestMethod::BruteConstant)
@@ -410,7 +378,7 @@ private:
       }
       default:
       {
-        const SiteTreeView tree = mSites.view(mTreeSites, mTreeOriginal, mBoxes);
+        const SiteTreeView tree = mSites.view(mTree.sites.data(), mTree.original.data(), mTree.boxes.data());
         mCandidates.resize(std::size_t(blocks) * kBlockCandidates);
         mCounts.resize(std::size_t(blocks));
         mTotals.resize(2);
@@ -430,20 +398,16 @@ private:
     mTimes.add("compute", compute.milliseconds());
     cuda::EventTimer download;
     download.start(nullptr);
-    GPUGEO_CUDA_CHECK(cudaMemcpy(site, mSiteOut.data(), std::size_t(points) * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    cuda::copyToHost(site, mSiteOut.data(), std::size_t(points) * sizeof(int32_t));
     if (distanceKm)
-      GPUGEO_CUDA_CHECK(cudaMemcpy(distanceKm, dist, std::size_t(points) * sizeof(float), cudaMemcpyDeviceToHost));
+      cuda::copyToHost(distanceKm, dist, std::size_t(points) * sizeof(float));
     download.stop(nullptr);
     mTimes.add("download", download.milliseconds());
   }
 
   int mDevice = 0;
   std::string mDeviceName;
-  cuda::DeviceBuffer<char> mBlob;
-  const Vec3* mVectors = nullptr;
-  const Vec3* mTreeSites = nullptr;
-  const Box* mBoxes = nullptr;
-  const int32_t* mTreeOriginal = nullptr;
+  DeviceSiteTree mTree;
   cuda::DeviceBuffer<int32_t> mCandidates, mCounts, mSiteOut, mBestSite;
   cuda::DeviceBuffer<float> mDistanceOut;
   cuda::DeviceBuffer<double> mBestD2;

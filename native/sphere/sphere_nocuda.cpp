@@ -1,9 +1,15 @@
 #include "core/errors.h"
 #include "sphere/detail/labeller_base.h"
+#include "sphere/detail/site_prep.h"
 
 namespace gpugeo::sphere::detail {
 
 std::unique_ptr<SphereLabeller> makeCudaSphereLabeller(const SiteSet&, const SphereOptions&, const RunControl&)
+{
+  throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
+}
+
+PreparedSites prepareSitesOnDevice(const SiteSet&, int, const RunControl&)
 {
   throw DeviceUnavailable("this build of GPU Geoprocessing has no CUDA backend");
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -14,8 +15,8 @@ int64_t countInvalidSites(const SiteSet& sites)
 {
   int64_t bad = 0;
   for (int64_t i = 0; i < sites.count; ++i)
-    if (!std::isfinite(sites.lon[i]) || !std::isfinite(sites.lat[i]) || std::fabs(sites.lat[i]) > 90.0 ||
-        std::fabs(sites.lon[i]) > kMaxLongitude)
+    if (!(std::isfinite(sites.lon[i]) && std::isfinite(sites.lat[i]) && std::fabs(sites.lat[i]) <= 90.0 &&
+          std::fabs(sites.lon[i]) <= kMaxLongitude))
       ++bad;
   return bad;
 }
@@ -34,13 +35,27 @@ const char* methodName(NearestMethod method)
   return "?";
 }
 
+namespace {
+
+bool validSite(double lon, double lat)
+{
+  return std::isfinite(lon) && std::isfinite(lat) && std::fabs(lat) <= 90.0 && std::fabs(lon) <= kMaxLongitude;
+}
+
+[[noreturn]] void throwInvalidSites(int64_t bad, int64_t count)
+{
+  throw InvalidInput(std::to_string(bad) + " of " + std::to_string(count) +
+                     " points have a NaN or infinite coordinate, a latitude outside -90..90 or a longitude outside "
+                     "-720..720 degrees; fix or remove them");
+}
+
+}  // namespace
+
 void requireValidSites(const SiteSet& sites)
 {
   const int64_t bad = countInvalidSites(sites);
   if (bad > 0)
-    throw InvalidInput(std::to_string(bad) + " of " + std::to_string(sites.count) +
-                       " points have a NaN or infinite coordinate, a latitude outside -90..90 or a longitude outside "
-                       "-720..720 degrees; fix or remove them");
+    throwInvalidSites(bad, sites.count);
 }
 
 }  // namespace gpugeo::sphere
@@ -49,39 +64,49 @@ namespace gpugeo::sphere::detail {
 
 namespace {
 
-uint64_t spreadBits(uint64_t v)
+// A site's place in the tree's order: (Morton key, coordinate bits, input index).
+struct TreeKey
 {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffull;
-  v = (v | v << 16) & 0x1f0000ff0000ffull;
-  v = (v | v << 8) & 0x100f00f00f00f00full;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ull;
-  v = (v | v << 2) & 0x1249249249249249ull;
-  return v;
-}
+  uint64_t morton, x, y, z;
+  int32_t index;
 
-uint64_t mortonKey(const Vec3& v)
-{
-  const auto q = [](double c) {
-    const double scaled = std::floor((c + 1.0) * 0.5 * double(1 << 21));
-    return uint64_t(std::clamp(scaled, 0.0, double((1 << 21) - 1)));
-  };
-  return spreadBits(q(v.x)) | spreadBits(q(v.y)) << 1 | spreadBits(q(v.z)) << 2;
-}
-
-bool sameVector(const Vec3& a, const Vec3& b)
-{
-  return a.x == b.x && a.y == b.y && a.z == b.z;
-}
+  bool sameSite(const TreeKey& o) const { return morton == o.morton && x == o.x && y == o.y && z == o.z; }
+  bool operator<(const TreeKey& o) const
+  {
+    if (morton != o.morton) return morton < o.morton;
+    if (x != o.x) return x < o.x;
+    if (y != o.y) return y < o.y;
+    if (z != o.z) return z < o.z;
+    return index < o.index;
+  }
+};
 
 }  // namespace
+
+void PreparedSites::shapeTree(int32_t count)
+{
+  treeCount = count;
+  levels = 0;
+  boxCount = 0;
+  int32_t size = (count + kLeafSites - 1) / kLeafSites;
+  while (true)
+  {
+    levelOffset[levels] = boxCount;
+    levelSize[levels] = size;
+    boxCount += size;
+    ++levels;
+    if (size <= 1)
+      break;
+    size = (size + kFanout - 1) / kFanout;
+  }
+}
 
 SiteTreeView PreparedSites::view(const Vec3* sites, const int32_t* original, const Box* boxArray) const
 {
   SiteTreeView v;
   v.sites = sites;
   v.original = original;
-  v.count = int32_t(treeSites.size());
+  v.count = treeCount;
   v.levels = levels;
   for (int l = 0; l < levels; ++l)
   {
@@ -92,94 +117,89 @@ SiteTreeView PreparedSites::view(const Vec3* sites, const int32_t* original, con
   return v;
 }
 
-PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& control)
+void siteVectorsInto(const SiteSet& sites, Vec3* vectors, int threads, const RunControl& control)
 {
-  threads = threads > 0 ? threads : defaultThreadCount();
   if (sites.count < 1)
     throw InvalidInput("there are no sites");
   if (sites.count > kMaxSites)
     throw InvalidInput("too many sites: " + std::to_string(sites.count) + " (at most " + std::to_string(kMaxSites) + ")");
-  requireValidSites(sites);
+  std::atomic<int64_t> bad{0};
+  parallelFor(sites.count, 16384, threads > 0 ? threads : defaultThreadCount(), [&](int64_t b, int64_t e) {
+    int64_t badHere = 0;
+    for (int64_t i = b; i < e; ++i)
+    {
+      if (!validSite(sites.lon[i], sites.lat[i]))
+      {
+        ++badHere;
+        continue;
+      }
+      const auto u = unitVector(sites.lon[i], sites.lat[i]);
+      vectors[i] = {u[0], u[1], u[2]};
+    }
+    bad += badHere;
+  }, &control);
+  if (bad > 0)
+    throwInvalidSites(bad, sites.count);
+}
 
+std::vector<Vec3> siteVectors(const SiteSet& sites, int threads, const RunControl& control)
+{
+  if (sites.count < 1 || sites.count > kMaxSites)
+    siteVectorsInto(sites, nullptr, threads, control);  // throws
+  std::vector<Vec3> vectors(static_cast<std::size_t>(sites.count));
+  siteVectorsInto(sites, vectors.data(), threads, control);
+  return vectors;
+}
+
+PreparedSites prepareSites(const SiteSet& sites, int threads, const RunControl& control)
+{
+  threads = threads > 0 ? threads : defaultThreadCount();
   PreparedSites prep;
+  prep.vectors = siteVectors(sites, threads, control);
   const int64_t n = sites.count;
-  prep.vectors.resize(std::size_t(n));
-  std::vector<std::pair<uint64_t, int32_t>> keyed;
-  keyed.resize(std::size_t(n));
+  std::vector<TreeKey> keyed(static_cast<std::size_t>(n));
   parallelFor(n, 16384, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
     {
-      const auto u = unitVector(sites.lon[i], sites.lat[i]);
-      const Vec3 v{u[0], u[1], u[2]};
-      prep.vectors[std::size_t(i)] = v;
-      keyed[std::size_t(i)] = {mortonKey(v), int32_t(i)};
+      const Vec3& v = prep.vectors[std::size_t(i)];
+      keyed[std::size_t(i)] = {mortonKey(v), coordinateBits(v.x), coordinateBits(v.y), coordinateBits(v.z), int32_t(i)};
     }
   }, &control);
   parallelSort(keyed, threads, control);
 
-  // Exact duplicates can never win (an identical vector with a lower index always does): drop them.
-  // They share a key, and within a run of equal keys the lowest index comes first.
-  constexpr std::size_t kDistinctChecked = 16;
-  std::vector<Vec3> runDistinct;
+  // Exact duplicates can never win (an identical vector with a lower index always does): only the
+  // first of each run of equal sites, the lowest index, goes into the tree.
   for (std::size_t i = 0; i < keyed.size(); ++i)
-  {
-    if (i == 0 || keyed[i].first != keyed[i - 1].first)
-      runDistinct.clear();
-    const Vec3& v = prep.vectors[std::size_t(keyed[i].second)];
-    bool duplicate = false;
-    for (const Vec3& seen : runDistinct)
-      if (sameVector(seen, v))
-      {
-        duplicate = true;
-        break;
-      }
-    if (duplicate)
-      continue;
-    if (runDistinct.size() < kDistinctChecked)
-      runDistinct.push_back(v);
-    prep.treeSites.push_back(v);
-    prep.treeOriginal.push_back(keyed[i].second);
-  }
+    if (i == 0 || !keyed[i].sameSite(keyed[i - 1]))
+    {
+      prep.treeSites.push_back(prep.vectors[std::size_t(keyed[i].index)]);
+      prep.treeOriginal.push_back(keyed[i].index);
+    }
 
   const int32_t count = int32_t(prep.treeSites.size());
-  int32_t size = (count + kLeafSites - 1) / kLeafSites;
-  prep.levelSize[0] = size;
-  prep.levelOffset[0] = 0;
-  prep.boxes.resize(std::size_t(size));
-  for (int32_t leaf = 0; leaf < size; ++leaf)
-  {
-    Box b{{1e300, 1e300, 1e300}, {-1e300, -1e300, -1e300}};
-    for (int32_t i = leaf * kLeafSites; i < std::min(count, (leaf + 1) * kLeafSites); ++i)
+  prep.shapeTree(count);
+  prep.boxes.resize(std::size_t(prep.boxCount));
+  parallelFor(prep.levelSize[0], 4096, threads, [&](int64_t b, int64_t e) {
+    for (int64_t leaf = b; leaf < e; ++leaf)
     {
-      const double c[3] = {prep.treeSites[std::size_t(i)].x, prep.treeSites[std::size_t(i)].y, prep.treeSites[std::size_t(i)].z};
-      for (int k = 0; k < 3; ++k)
+      Box box = emptyBox();
+      for (int64_t i = leaf * kLeafSites; i < std::min<int64_t>(count, (leaf + 1) * kLeafSites); ++i)
+        growBox(box, prep.treeSites[std::size_t(i)]);
+      prep.boxes[std::size_t(leaf)] = box;
+    }
+  }, &control);
+  for (int l = 1; l < prep.levels; ++l)
+  {
+    const int32_t below = prep.levelOffset[l - 1], belowSize = prep.levelSize[l - 1], at = prep.levelOffset[l];
+    parallelFor(prep.levelSize[l], 4096, threads, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p)
       {
-        b.lo[k] = std::min(b.lo[k], c[k]);
-        b.hi[k] = std::max(b.hi[k], c[k]);
+        Box box = emptyBox();
+        for (int64_t c = p * kFanout; c < std::min<int64_t>(belowSize, (p + 1) * kFanout); ++c)
+          growBox(box, prep.boxes[std::size_t(below + c)]);
+        prep.boxes[std::size_t(at + p)] = box;
       }
-    }
-    prep.boxes[std::size_t(leaf)] = b;
-  }
-  prep.levels = 1;
-  while (size > 1)
-  {
-    const int32_t below = prep.levelOffset[prep.levels - 1];
-    const int32_t parents = (size + kFanout - 1) / kFanout;
-    prep.levelOffset[prep.levels] = int32_t(prep.boxes.size());
-    prep.levelSize[prep.levels] = parents;
-    for (int32_t p = 0; p < parents; ++p)
-    {
-      Box b{{1e300, 1e300, 1e300}, {-1e300, -1e300, -1e300}};
-      for (int32_t c = p * kFanout; c < std::min(size, (p + 1) * kFanout); ++c)
-        for (int k = 0; k < 3; ++k)
-        {
-          b.lo[k] = std::min(b.lo[k], prep.boxes[std::size_t(below + c)].lo[k]);
-          b.hi[k] = std::max(b.hi[k], prep.boxes[std::size_t(below + c)].hi[k]);
-        }
-      prep.boxes.push_back(b);
-    }
-    size = parents;
-    ++prep.levels;
+    }, &control);
   }
   return prep;
 }

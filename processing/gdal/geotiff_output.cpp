@@ -288,7 +288,7 @@ void makeCloudOptimized(const std::string& path, const std::vector<std::string>&
   if (compress.empty())
     compress = "DEFLATE";
   options.SetNameValue("COMPRESS", compress.c_str());
-  if (takesPredictor(compress))
+  if (takesPredictor(compress) && floating)  // integers: as the plain GeoTIFF, no predictor (smaller, faster)
     options.SetNameValue("PREDICTOR", "YES");
   options.SetNameValue("NUM_THREADS", "ALL_CPUS");
   options.SetNameValue("BIGTIFF", "IF_SAFER");

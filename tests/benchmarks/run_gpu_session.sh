@@ -22,6 +22,25 @@ for bench in "$@"; do
     sphere) python3 tests/benchmarks/bench_sphere_gpu.py build-gpu/tests/benchmarks/bench_sphere --out "$OUT/bench_sphere.json" 2>&1 | tee "$OUT/bench_sphere.log" ;;
     sphere-quick) python3 tests/benchmarks/bench_sphere_gpu.py build-gpu/tests/benchmarks/bench_sphere --quick 2>&1 | tee "$OUT/bench_sphere.log" ;;
     neighbours) python3 tests/benchmarks/bench_neighbours_gpu.py build-gpu/tests/benchmarks/bench_neighbours 2>&1 | tee "$OUT/bench_neighbours.log" ;;
+    # Issue 22's transfers: every family's uploads and downloads against its device time, the caller's
+    # memory pageable (and pinned where the benchmark offers it); the spread copies alone.
+    transfers) { B=build-gpu/tests/benchmarks
+                 for spec in "12 1000000 pinned" "12 1000000 pageable" "9 50000 pinned"; do set -- $spec
+                   echo "sphere level=$1 sites=$2 out=$3"
+                   $B/bench_sphere --level $1 --sites $2 --backend gpu --method indexed --reps 5 --out $3; done
+                 for n in 1000000 10000000; do for mode in summary pairs; do for mem in "" "--pageable"; do
+                   echo "neighbours n=$n mode=$mode ${mem:-pinned}"
+                   $B/bench_neighbours --points $n --neighbours 8 --mode $mode --backend gpu --reps 5 $mem; done; done; done
+                 echo "dbscan 1M pageable"
+                 $B/bench_neighbours --points 1000000 --neighbours 8 --mode dbscan --backend gpu --reps 5 --pageable
+                 for spec in "8192 1000" "16384 10000"; do set -- $spec
+                   $B/bench_voronoi --width $1 --height $1 --sites $2 --backend gpu --reps 5; done
+                 $B/bench_dem --width 2511 --height 2550 --chain
+                 $B/bench_dem --width 10000 --height 10000 --reps 3 --chain
+                 for g in 1000 3163; do for mem in "" "--pageable"; do
+                   echo "mesh grid $g ${mem:-pinned}"; $B/bench_meshcontours --grid $g --what both $mem; done; done
+                 for mib in 8 16 32 64 256; do $B/bench_staged_copy --mib $mib --reps 4; done
+               } 2>&1 | tee "$OUT/bench_transfers.log" ;;
     neighbours-quick) python3 tests/benchmarks/bench_neighbours_gpu.py build-gpu/tests/benchmarks/bench_neighbours --quick 2>&1 | tee "$OUT/bench_neighbours.log" ;;
     mesh) for g in 1000 3163; do for what in both lines bands; do ./build-gpu/tests/benchmarks/bench_meshcontours --grid $g --what $what --paper; done;
             ./build-gpu/tests/benchmarks/bench_meshcontours --grid $g --backend cpu --reps 3; done 2>&1 | tee "$OUT/bench_mesh.log" ;;

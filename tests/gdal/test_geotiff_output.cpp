@@ -295,6 +295,7 @@ TEST(GeoTiffOutputTest, CloudOptimizedRewriteKeepsTheCells)
   const Layout layout = layoutOf(folder.file("cog.tif"));
   EXPECT_EQ(layout.layout, "COG");
   EXPECT_EQ(layout.compression, "DEFLATE");
+  EXPECT_EQ(layout.predictor, "");  // integers without the predictor, as the plain GeoTIFF
   EXPECT_EQ(layout.blockX, GeoTiffWriter::kBlockSizeForCog);
   EXPECT_GE(layout.overviews, 1);
   ASSERT_TRUE(layout.noData.has_value());
@@ -305,6 +306,14 @@ TEST(GeoTiffOutputTest, CloudOptimizedRewriteKeepsTheCells)
   for (size_t i = 0; i < cells.size(); ++i)
     ASSERT_EQ(back[i], double(cells[i])) << "cell " << i;
   EXPECT_THROW(makeCloudOptimized(folder.file("missing.tif")), WriteFailed);
+  // Floating rasters keep the floating-point predictor.
+  std::vector<float> heights(cells.begin(), cells.end());
+  {
+    GeoTiffWriter writer(folder.file("cog_float.tif"), like, GDT_Float32, -1.0);
+    writer.writeRows(0, 500, heights.data());
+    makeCloudOptimized(writer.finish());
+  }
+  EXPECT_EQ(layoutOf(folder.file("cog_float.tif")).predictor, "3");
 }
 
 // The user's creation options: QGIS's "KEY=VALUE|KEY=VALUE" (or white space) parsed; what GDAL's

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "sphere/detail/site_prep.h"
 #include "sphere/qtm.h"
 #include "sphere/sphere_nearest.h"
 #include "sphere/sphere_reference.h"
@@ -147,6 +148,28 @@ TEST(SphereCpu, AllIdenticalSitesGiveTheLowestIndex)
     for (int32_t s : l.site)
       ASSERT_EQ(s, 0);
   }
+}
+
+// Every exact duplicate leaves the tree, however many distinct sites share its Morton cell (40
+// distinct sites centimetres apart, each three times, interleaved; -0 and +0 are one coordinate).
+TEST(SphereCpu, EveryExactDuplicateLeavesTheTree)
+{
+  SiteCase c{"duplicates in one Morton cell", {}, {}};
+  for (int copy = 0; copy < 3; ++copy)
+    for (int i = 0; i < 40; ++i)
+    {
+      c.lon.push_back(10.0 + 1e-9 * i);
+      c.lat.push_back(-5.0 - 1e-9 * (i % 7));
+    }
+  c.lon.insert(c.lon.end(), {0.0, -0.0});
+  c.lat.insert(c.lat.end(), {-0.0, 0.0});
+  const detail::PreparedSites prep = detail::prepareSites(c.sites(), 2, RunControl{});
+  EXPECT_EQ(prep.treeCount, 41);
+  for (int32_t original : prep.treeOriginal)
+    EXPECT_TRUE(original < 40 || original == 120) << original;
+  const Labels l = qtmLabels(c, 6, NearestMethod::Indexed);
+  const Labels brute = qtmLabels(c, 6, NearestMethod::BruteGlobal);
+  EXPECT_EQ(l.site, brute.site);
 }
 
 TEST(SphereCpu, StatsCountBlocksAndCandidates)

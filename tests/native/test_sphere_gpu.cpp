@@ -1,8 +1,12 @@
 // Spherical labelling on the GPU against the CPU: every method, bit for bit. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+
 #include "core/backend.h"
 #include "core/errors.h"
+#include "sphere/detail/site_prep.h"
 #include "sphere/qtm.h"
 #include "sphere/sphere_nearest.h"
 #include "sphere_cases.h"
@@ -48,6 +52,54 @@ TEST(SphereGpu, QtmEveryMethodEqualsTheCpu)
           EXPECT_EQ(labeller->stats(), cpuLabeller->stats()) << c.name << " level " << level;
       }
     }
+}
+
+// The tree built on the device is the host's, array for array and bit for bit: on the standard
+// cases, on a tight cluster where every site shares a Morton key and exact duplicates (and -0 against
+// +0) are interleaved, and on 200,000 random sites with duplicates.
+TEST(SphereGpu, TheDeviceTreeIsTheHostTree)
+{
+  REQUIRE_GPU();
+  auto cases = cases::standardCases();
+  cases::SiteCase dup;
+  dup.name = "tight cluster with interleaved duplicates and signed zeros";
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> tiny(-1e-8, 1e-8);
+  for (int i = 0; i < 3000; ++i)
+  {
+    if (i % 3 == 2)
+    {
+      const std::size_t earlier = std::size_t(rng() % dup.lon.size());
+      dup.lon.push_back(dup.lon[earlier]);
+      dup.lat.push_back(dup.lat[earlier]);
+    }
+    else
+    {
+      dup.lon.push_back(-20.0 + tiny(rng));
+      dup.lat.push_back(40.0 + tiny(rng));
+    }
+  }
+  dup.lon.insert(dup.lon.end(), {0.0, -0.0, 0.0, -0.0, 90.0});
+  dup.lat.insert(dup.lat.end(), {0.0, 0.0, -0.0, -0.0, -0.0});
+  cases.push_back(dup);
+  cases.push_back(cases::randomSites("random", 200000, 23));
+  for (const auto& c : cases)
+  {
+    const detail::PreparedSites host = detail::prepareSites(c.sites(), 0, RunControl{});
+    const detail::PreparedSites device = detail::prepareSitesOnDevice(c.sites(), 0, RunControl{});
+    ASSERT_EQ(device.treeCount, host.treeCount) << c.name;
+    ASSERT_EQ(device.treeOriginal, host.treeOriginal) << c.name;
+    ASSERT_EQ(0, std::memcmp(device.treeSites.data(), host.treeSites.data(), host.treeSites.size() * sizeof(detail::Vec3)))
+      << c.name;
+    ASSERT_EQ(device.boxCount, host.boxCount) << c.name;
+    ASSERT_EQ(0, std::memcmp(device.boxes.data(), host.boxes.data(), host.boxes.size() * sizeof(detail::Box))) << c.name;
+    ASSERT_EQ(device.levels, host.levels) << c.name;
+    for (int l = 0; l < host.levels; ++l)
+    {
+      EXPECT_EQ(device.levelOffset[l], host.levelOffset[l]) << c.name;
+      EXPECT_EQ(device.levelSize[l], host.levelSize[l]) << c.name;
+    }
+  }
 }
 
 TEST(SphereGpu, QtmRangesAtLevel13)

@@ -3,6 +3,7 @@
 // and after the work that wrote it. Skipped where no GPU can be used.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -98,7 +99,7 @@ TEST(StagedCopyGpu, UploadThenKernelOrderIsKept)
   EXPECT_EQ(back, sent);
 }
 
-// A download alone of kSpreadAtLeast or more goes over several threads, in slices of whole chunks:
+// A download alone of kSpreadAtLeast or more goes over several threads, in slices of whole MiB:
 // sizes around the slices' edges arrive whole, and a download that follows a kernel-like copy on the
 // caller's stream at once sees its bytes (the caller's stream is waited for first).
 TEST(StagedCopyGpu, ASpreadDownloadArrivesWholeAfterTheCallersWork)
@@ -117,6 +118,37 @@ TEST(StagedCopyGpu, ASpreadDownloadArrivesWholeAfterTheCallersWork)
     cuda::copyToHost(back.data(), b.data(), n);
     EXPECT_TRUE(back == sent) << n << " bytes";
   }
+}
+
+// The list form: several downloads laid end to end and spread together (slices cross from one copy
+// to the next at odd offsets), with a null destination skipped, a small copy, and a page-locked
+// destination that goes straight.
+TEST(StagedCopyGpu, AListOfDownloadsArrivesWhole)
+{
+  if (!probeGpu().usable)
+    GTEST_SKIP() << "no usable GPU: " << probeGpu().reason;
+  const std::size_t sizes[] = {cuda::kSpreadAtLeast / 3 + 7, 4093, cuda::kSpreadAtLeast + 12345, 3 * cuda::kStagedChunk + 1};
+  std::vector<std::vector<uint8_t>> sent, back;
+  std::vector<cuda::DeviceBuffer<uint8_t>> device;
+  for (std::size_t k = 0; k < 4; ++k)
+  {
+    sent.push_back(pattern(sizes[k], uint32_t(40 + k)));
+    back.emplace_back(sizes[k], 0);
+    device.emplace_back(sizes[k]);
+    cuda::copyToDevice(device[k].data(), sent[k].data(), sizes[k]);
+  }
+  cuda::PinnedBuffer<uint8_t> pinned;
+  pinned.resize(sizes[3]);
+  cuda::copyToHost({{back[0].data(), device[0].data(), sizes[0]},
+                    {nullptr, device[1].data(), sizes[1]},
+                    {back[1].data(), device[1].data(), sizes[1]},
+                    {back[2].data(), device[2].data(), sizes[2]},
+                    {pinned.data(), device[3].data(), sizes[3]}});
+  for (std::size_t k = 0; k < 3; ++k)
+    EXPECT_TRUE(back[k] == sent[k]) << "copy " << k;
+  EXPECT_TRUE(std::equal(sent[3].begin(), sent[3].end(), pinned.data()));
+  EXPECT_TRUE(cuda::staging::pageLocked(pinned.data()));
+  EXPECT_FALSE(cuda::staging::pageLocked(back[0].data()));
 }
 
 }  // namespace

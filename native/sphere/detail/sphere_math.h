@@ -134,6 +134,75 @@ struct Box
   double hi[3];
 };
 
+// ---- Building the tree (the same bits on the host and the device) ----
+
+GPUGEO_HD uint64_t mortonSpread21(uint64_t v)
+{
+  v &= 0x1fffff;
+  v = (v | v << 32) & 0x1f00000000ffffull;
+  v = (v | v << 16) & 0x1f0000ff0000ffull;
+  v = (v | v << 8) & 0x100f00f00f00f00full;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ull;
+  v = (v | v << 2) & 0x1249249249249249ull;
+  return v;
+}
+
+// A coordinate in -1..1 as one of 2^21 steps.
+GPUGEO_HD uint64_t mortonStep(double c)
+{
+  constexpr double steps = double(1 << 21);
+#ifdef __CUDA_ARCH__
+  const double scaled = ::floor(exact::mul(exact::add(c, 1.0), 0.5 * steps));
+#else
+  const double scaled = std::floor(exact::mul(exact::add(c, 1.0), 0.5 * steps));
+#endif
+  return scaled <= 0.0 ? 0 : scaled >= steps - 1.0 ? uint64_t(steps - 1.0) : uint64_t(scaled);
+}
+
+// The site's position on the 3D Morton curve (63 bits).
+GPUGEO_HD uint64_t mortonKey(const Vec3& v)
+{
+  return mortonSpread21(mortonStep(v.x)) | mortonSpread21(mortonStep(v.y)) << 1 | mortonSpread21(mortonStep(v.z)) << 2;
+}
+
+// A coordinate's bits with -0 read as +0, so that equal coordinates have equal bits (the tree's
+// order puts exact duplicates next to each other: Morton key, then these bits of x, y and z).
+GPUGEO_HD uint64_t coordinateBits(double c)
+{
+  const double v = exact::add(c, 0.0);
+#ifdef __CUDA_ARCH__
+  return uint64_t(__double_as_longlong(v));
+#else
+  uint64_t bits;
+  __builtin_memcpy(&bits, &v, sizeof bits);
+  return bits;
+#endif
+}
+
+GPUGEO_HD Box emptyBox()
+{
+  return {{1e300, 1e300, 1e300}, {-1e300, -1e300, -1e300}};
+}
+
+GPUGEO_HD void growBox(Box& b, const Vec3& v)
+{
+  const double c[3] = {v.x, v.y, v.z};
+  for (int k = 0; k < 3; ++k)
+  {
+    b.lo[k] = c[k] < b.lo[k] ? c[k] : b.lo[k];
+    b.hi[k] = b.hi[k] < c[k] ? c[k] : b.hi[k];
+  }
+}
+
+GPUGEO_HD void growBox(Box& b, const Box& child)
+{
+  for (int k = 0; k < 3; ++k)
+  {
+    b.lo[k] = child.lo[k] < b.lo[k] ? child.lo[k] : b.lo[k];
+    b.hi[k] = b.hi[k] < child.hi[k] ? child.hi[k] : b.hi[k];
+  }
+}
+
 // A lower bound of the squared distance from p to the box, scaled down so that its rounding can
 // never make it exceed the true squared distance of a site in the box.
 GPUGEO_HD double boxLowerBound(const Box& b, const Vec3& p)

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/parallel.h"
 #include "sphere/sphere_nearest.h"
 
 namespace gpugeo::sphere {
@@ -1510,16 +1511,15 @@ HullResult delaunay(const Geometry& g, Mesh& mesh, const RunControl& control)
 
 // The Voronoi polygon of every site from the mesh, consecutive coincident vertices merged.
 void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& rings, std::vector<double>& areas,
-                 const RunControl& control)
+                 int threads, const RunControl& control)
 {
   const int32_t k = g.count();
   const size_t nt = mesh.tri.size();
   std::vector<V3> centre(nt);
-  for (size_t t = 0; t < nt; ++t)
-  {
-    pollCancel(control, static_cast<int64_t>(t));
-    centre[t] = g.normal(mesh.tri[t][0], mesh.tri[t][1], mesh.tri[t][2]);
-  }
+  parallelFor(int64_t(nt), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      centre[size_t(t)] = g.normal(mesh.tri[size_t(t)][0], mesh.tri[size_t(t)][1], mesh.tri[size_t(t)][2]);
+  }, &control);
   // Adjacent triangles whose centres lie within kMergeChord (co-circular sites: cube faces, grids)
   // share one Voronoi vertex: every triangle of such a group takes the centre of its lowest-indexed
   // triangle, so that all the regions around it see bitwise the same vertex.
@@ -1541,56 +1541,58 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
     centre[t] = centre[static_cast<size_t>(find(static_cast<int32_t>(t)))];
   rings.assign(static_cast<size_t>(k), {});
   areas.assign(static_cast<size_t>(k), 0.0);
-  SphereRing raw;
-  for (int32_t s = 0; s < k; ++s)
-  {
-    pollCancel(control, s);
-    raw.vert.clear();
-    raw.normal.clear();
-    raw.neighbor.clear();
-    const int32_t t0 = mesh.vertexTri[static_cast<size_t>(s)];
-    int32_t t = t0;
-    do
+  // Each site's ring from the triangles around it (read only): the sites in parallel.
+  parallelFor(k, 1024, threads, [&](int64_t begin, int64_t end) {
+    SphereRing raw;
+    for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
-      const int i = mesh.slot(t, s);
-      const int32_t c = mesh.tri[static_cast<size_t>(t)][static_cast<size_t>((i + 2) % 3)];
-      raw.vert.push_back(centre[static_cast<size_t>(t)]);
-      raw.normal.push_back(g.diff(s, c));
-      raw.neighbor.push_back(c);
-      t = mesh.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
-      if (raw.vert.size() > mesh.tri.size())
-        throw Error("spherical Voronoi: internal error: the triangles around a site do not close");
-    } while (t != t0);
-
-    // Merge runs of equal vertices: a run keeps its vertex and the edge leaving its last member.
-    auto same = [](V3 a, V3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
-    const size_t n = raw.vert.size();
-    size_t start = 0;  // a vertex that differs from its predecessor, so no run wraps around
-    while (start < n && same(raw.vert[start], raw.vert[(start + n - 1) % n]))
-      ++start;
-    SphereRing& ring = rings[static_cast<size_t>(s)];
-    if (start == n)
-      continue;  // every vertex the same point: no area left (degenerate beyond float64)
-    for (size_t j = 0; j < n; ++j)
-    {
-      const size_t idx = (start + j) % n;
-      if (j > 0 && same(raw.vert[idx], ring.vert.back()))
+      raw.vert.clear();
+      raw.normal.clear();
+      raw.neighbor.clear();
+      const int32_t t0 = mesh.vertexTri[static_cast<size_t>(s)];
+      int32_t t = t0;
+      do
       {
-        ring.normal.back() = raw.normal[idx];
-        ring.neighbor.back() = raw.neighbor[idx];
+        const int i = mesh.slot(t, s);
+        const int32_t c = mesh.tri[static_cast<size_t>(t)][static_cast<size_t>((i + 2) % 3)];
+        raw.vert.push_back(centre[static_cast<size_t>(t)]);
+        raw.normal.push_back(g.diff(s, c));
+        raw.neighbor.push_back(c);
+        t = mesh.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
+        if (raw.vert.size() > mesh.tri.size())
+          throw Error("spherical Voronoi: internal error: the triangles around a site do not close");
+      } while (t != t0);
+
+      // Merge runs of equal vertices: a run keeps its vertex and the edge leaving its last member.
+      auto same = [](V3 a, V3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
+      const size_t n = raw.vert.size();
+      size_t start = 0;  // a vertex that differs from its predecessor, so no run wraps around
+      while (start < n && same(raw.vert[start], raw.vert[(start + n - 1) % n]))
+        ++start;
+      SphereRing& ring = rings[static_cast<size_t>(s)];
+      if (start == n)
+        continue;  // every vertex the same point: no area left (degenerate beyond float64)
+      for (size_t j = 0; j < n; ++j)
+      {
+        const size_t idx = (start + j) % n;
+        if (j > 0 && same(raw.vert[idx], ring.vert.back()))
+        {
+          ring.normal.back() = raw.normal[idx];
+          ring.neighbor.back() = raw.neighbor[idx];
+          continue;
+        }
+        ring.vert.push_back(raw.vert[idx]);
+        ring.normal.push_back(raw.normal[idx]);
+        ring.neighbor.push_back(raw.neighbor[idx]);
+      }
+      if (ring.vert.size() < 2 || (ring.vert.size() == 2 && dot(ring.vert[0], ring.vert[1]) > -0.5))
+      {
+        ring = {};
         continue;
       }
-      ring.vert.push_back(raw.vert[idx]);
-      ring.normal.push_back(raw.normal[idx]);
-      ring.neighbor.push_back(raw.neighbor[idx]);
+      areas[static_cast<size_t>(s)] = ringArea(g.p(s), ring);
     }
-    if (ring.vert.size() < 2 || (ring.vert.size() == 2 && dot(ring.vert[0], ring.vert[1]) > -0.5))
-    {
-      ring = {};
-      continue;
-    }
-    areas[static_cast<size_t>(s)] = ringArea(g.p(s), ring);
-  }
+  }, &control);
 }
 
 void validate(const double* lonDeg, const double* latDeg, int64_t n, const SphericalVoronoiOptions& options)
@@ -1614,12 +1616,12 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
   std::vector<SphericalRegion> result(static_cast<size_t>(n));
 
   // Unit vectors, and exact duplicates: the lowest index of each group of equal vectors is unique.
+  const int threads = options.threads > 0 ? options.threads : defaultThreadCount();
   std::vector<Site> all(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-  {
-    pollCancel(control, i);
-    all[static_cast<size_t>(i)] = makeSite(lonDeg[i], latDeg[i], i);
-  }
+  parallelFor(n, 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      all[static_cast<size_t>(i)] = makeSite(lonDeg[i], latDeg[i], i);
+  }, &control);
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   auto key = [&](int64_t i) {
@@ -1669,28 +1671,30 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
     Mesh mesh;
     flat = delaunay(g, mesh, control) == HullResult::Flat;
     if (!flat)
-      meshRegions(g, mesh, rings, areas, control);
+      meshRegions(g, mesh, rings, areas, threads, control);
   }
   if (flat)
     lunes(g, plane, rings, areas, control);
 
+  // Each region's polygons from its own ring and its neighbours' (read only): the regions in parallel.
   const double stepRad = options.densifyStepDeg * kRadPerDeg;
-  for (int32_t s = 0; s < g.count(); ++s)
-  {
-    pollCancel(control, s);
-    const SphereRing& ring = rings[static_cast<size_t>(s)];
-    SphericalRegion& r = result[static_cast<size_t>(g.site(s).input)];
-    r.areaSteradians = areas[static_cast<size_t>(s)];
-    r.vertices.reserve(ring.vert.size());
-    r.neighbors.reserve(ring.vert.size());
-    for (size_t i = 0; i < ring.vert.size(); ++i)
+  parallelFor(g.count(), 256, threads, [&](int64_t begin, int64_t end) {
+    for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
-      r.vertices.push_back({ring.vert[i].x, ring.vert[i].y, ring.vert[i].z});
-      r.neighbors.push_back(g.site(ring.neighbor[i]).input);
+      const SphereRing& ring = rings[static_cast<size_t>(s)];
+      SphericalRegion& r = result[static_cast<size_t>(g.site(s).input)];
+      r.areaSteradians = areas[static_cast<size_t>(s)];
+      r.vertices.reserve(ring.vert.size());
+      r.neighbors.reserve(ring.vert.size());
+      for (size_t i = 0; i < ring.vert.size(); ++i)
+      {
+        r.vertices.push_back({ring.vert[i].x, ring.vert[i].y, ring.vert[i].z});
+        r.neighbors.push_back(g.site(ring.neighbor[i]).input);
+      }
+      if (!ring.vert.empty())
+        r.parts = ringToLonLat(densifyRegion(g, rings, s, stepRad));
     }
-    if (!ring.vert.empty())
-      r.parts = ringToLonLat(densifyRegion(g, rings, s, stepRad));
-  }
+  }, &control);
   return result;
 }
 

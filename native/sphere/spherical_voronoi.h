@@ -80,8 +80,9 @@
 // Limits: the Delaunay decisions are exact only down to the 1e-12 tie tolerance; sites less than
 // about 1e-9 rad apart within about 1e-9 rad of a pole can give a region too thin to draw as a valid
 // lon/lat polygon (it then has a self-touching ring, or no polygon; its area is still right). Qhull
-// is the slow part (some 10 s per million sites on a small machine; the whole call about 25 s,
-// single-threaded) and its call cannot be canceled. A tiny densifyStepDeg gives very large output.
+// is the slow part (some 10 s per million sites on a small machine) and its call cannot be canceled;
+// the per-site steps (unit vectors, regions and areas, step 6) run on options.threads threads, each
+// site's result the same bits whatever the count. A tiny densifyStepDeg gives very large output.
 #pragma once
 
 #include <array>
@@ -127,6 +128,9 @@ struct SphericalVoronoiOptions
   // Great-circle edges are densified so that no piece is longer than this angle, in degrees
   // (> 0, <= 10), nor spans more than this much longitude.
   double densifyStepDeg = 1.0;
+  // CPU threads for the per-site steps (unit vectors, regions, polygons); 0: defaultThreadCount().
+  // The hull itself (Qhull) and its repair run on one.
+  int threads = 0;
 };
 
 // The spherical Voronoi regions of n sites given in degrees (EPSG:4326 order lon, lat). Result i is

@@ -400,6 +400,41 @@ TEST(SphericalVoronoi, RandomSites)
     }
 }
 
+// The per-site steps run on several threads: the regions, areas, neighbours and polygons are bit
+// for bit those of one thread, with duplicates and sites on the poles and the antimeridian mixed in.
+TEST(SphericalVoronoi, ThreadsGiveTheSameRegions)
+{
+  Sites s = randomSites(3000, 17);
+  for (int i = 0; i < 30; ++i)
+    s.add(s.lon[size_t(i * 7)], s.lat[size_t(i * 7)]);
+  s.add(0.0, 90.0);
+  s.add(180.0, 12.5);
+  s.add(-180.0, -40.0);
+  std::vector<std::vector<SphericalRegion>> runs;
+  for (int threads : {1, 2, 3})
+  {
+    SphericalVoronoiOptions options;
+    options.densifyStepDeg = 0.5;
+    options.threads = threads;
+    runs.push_back(sphericalVoronoi(s.lon.data(), s.lat.data(), s.size(), options, RunControl{}));
+  }
+  for (size_t k = 1; k < runs.size(); ++k)
+    for (size_t i = 0; i < runs[0].size(); ++i)
+    {
+      const SphericalRegion &a = runs[0][i], &b = runs[k][i];
+      ASSERT_EQ(a.duplicateOf, b.duplicateOf) << i;
+      ASSERT_EQ(a.areaSteradians, b.areaSteradians) << i;
+      ASSERT_EQ(a.vertices, b.vertices) << i;
+      ASSERT_EQ(a.neighbors, b.neighbors) << i;
+      ASSERT_EQ(a.parts.size(), b.parts.size()) << i;
+      for (size_t p = 0; p < a.parts.size(); ++p)
+      {
+        ASSERT_EQ(a.parts[p].outer.lon, b.parts[p].outer.lon) << i;
+        ASSERT_EQ(a.parts[p].outer.lat, b.parts[p].outer.lat) << i;
+      }
+    }
+}
+
 TEST(SphericalVoronoi, CoarseAndFineDensification)
 {
   for (double step : {10.0, 0.1})

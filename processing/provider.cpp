@@ -20,7 +20,7 @@
 #include "meshcontours_algorithm.h"
 #include "pointneighbours_algorithm.h"
 #include "qtmvoronoi_algorithm.h"
-#ifdef GPUGEO_WITH_QHULL
+#ifdef GPUGEO_WITH_CGAL
 #include "spherevoronoi_algorithm.h"
 #endif
 #include "voronoiraster_algorithm.h"
@@ -105,7 +105,7 @@ void Provider::loadAlgorithms()
 {
   addAlgorithm(new VoronoiRasterAlgorithm());
   addAlgorithm(new QtmVoronoiAlgorithm());
-#ifdef GPUGEO_WITH_QHULL
+#ifdef GPUGEO_WITH_CGAL
   addAlgorithm(new SphereVoronoiAlgorithm());
 #endif
   addAlgorithm(new PointNeighboursAlgorithm());

@@ -44,7 +44,7 @@ QString SphereVoronoiAlgorithm::displayName() const
 
 QStringList SphereVoronoiAlgorithm::tags() const
 {
-  return QObject::tr("voronoi,thiessen,sphere,spherical,global,great circle,delaunay,convex hull,qhull,nearest,"
+  return QObject::tr("voronoi,thiessen,sphere,spherical,global,great circle,delaunay,convex hull,nearest,"
                      "allocation,service area,antimeridian,pole")
     .split(',');
 }
@@ -100,14 +100,14 @@ QString SphereVoronoiAlgorithm::shortHelpString() const
     "<p><b>Method</b>: the spherical Delaunay triangulation of points on a sphere is the convex hull of their unit "
     "vectors, and the Voronoi diagram is its dual (Brown 1979, <i>Voronoi diagrams from convex hulls</i>, "
     "Information Processing Letters 9(5); Caroli et al. 2010, <i>Robust and efficient Delaunay triangulations of "
-    "points on or close to a sphere</i>, SEA 2010). The hull comes from Qhull (Barber, Dobkin &amp; Huhdanpaa "
-    "1996), checked and repaired where its round-off merged or left out points closer than about 20 cm among "
-    "others far away.</p>"
+    "points on or close to a sphere</i>, SEA 2010). The hull comes from CGAL's Delaunay triangulation on the "
+    "sphere (the method of that paper, exact predicates), checked and repaired where points closer than about "
+    "0.7 m were left out.</p>"
     "<p><b>Limits</b>: ties are decided exactly down to a relative tolerance of 10<sup>-12</sup>; points less "
     "than about 10<sup>-9</sup> radian (6 mm) apart within that distance of a pole can give a region too thin to "
-    "draw as a valid polygon (its area is still right). It runs on the CPU, single-threaded: a million points take about half a "
-    "minute and 1.2 GB of memory, most of it in Qhull, whose call cannot be canceled; at most 10 million "
-    "points are accepted. A tiny densification step gives a very large output.</p>") +
+    "draw as a valid polygon (its area is still right). It runs on the CPU, the regions on all cores: a million "
+    "points take about 15 s and 1.2 GB of memory on 2 cores; the hull's call cannot be canceled. At most 10 "
+    "million points are accepted. A tiny densification step gives a very large output.</p>") +
          rangesHelp(*this);
 }
 
@@ -159,7 +159,7 @@ QVariantMap SphereVoronoiAlgorithm::execute(const QVariantMap& parameters, QgsPr
 
   steps.setCurrentStep(1);
   feedback->setProgressText(QObject::tr("Computing the spherical Delaunay triangulation and its Voronoi regions"));
-  feedback->pushInfo(QObject::tr("Backend: CPU (Qhull's convex hull; this algorithm has no GPU path)."));
+  feedback->pushInfo(QObject::tr("Backend: CPU (CGAL's Delaunay triangulation on the sphere; this algorithm has no GPU path yet)."));
   std::vector<sphere::SphericalRegion> regions;
   {
     ScopedStage stage(times, "compute");

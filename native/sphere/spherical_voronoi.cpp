@@ -1,8 +1,6 @@
 // Spherical Voronoi polygons: see spherical_voronoi.h for the method and the guarantees.
 #include "sphere/spherical_voronoi.h"
 
-#include <libqhull_r/qhull_ra.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/parallel.h"
+#include "sphere/detail/sphere_hull.h"
 #include "sphere/sphere_nearest.h"
 
 namespace gpugeo::sphere {
@@ -33,7 +32,7 @@ constexpr double kFlipRel = 1e-12;
 constexpr double kMergeChord = 1e-13;
 // A ring point whose distance from the polar axis is at most this is the pole itself.
 constexpr double kPoleSnap = 1e-12;
-// The most unique sites: Qhull counts points in int, and the mesh uses int32 triangle indices.
+// The most unique sites: the mesh uses int32 triangle indices.
 constexpr int64_t kMaxUniqueSites = int64_t(1) << 29;
 
 void pollCancel(const RunControl& control, int64_t i)
@@ -1013,7 +1012,7 @@ void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, s
 }
 
 // ---------------------------------------------------------------------------------------------
-// The Delaunay mesh: Qhull's hull, repaired with this module's predicates
+// The Delaunay mesh: the hull, repaired with this module's predicates
 
 struct Mesh
 {
@@ -1033,139 +1032,104 @@ struct Mesh
   }
 };
 
-// Owns one Qhull run; the error stream is a temporary file so that a failure's message can be
-// reported (and Qhull's own warnings do not reach the user's console).
-class QhullRun
-{
-public:
-  QhullRun()
-  {
-    err_ = std::tmpfile();
-    qh_zero(&qh_, err_ ? err_ : stderr);
-  }
-  ~QhullRun()
-  {
-    int curlong = 0, totlong = 0;
-    qh_freeqhull(&qh_, !qh_ALL);
-    qh_memfreeshort(&qh_, &curlong, &totlong);
-    if (err_)
-      std::fclose(err_);
-  }
-  QhullRun(const QhullRun&) = delete;
-  QhullRun& operator=(const QhullRun&) = delete;
-
-  int run(std::vector<double>& coords, int numPoints)
-  {
-    char options[] = "qhull Qt Qc";
-    return qh_new_qhull(&qh_, 3, numPoints, coords.data(), False, options, nullptr, err_ ? err_ : stderr);
-  }
-
-  std::string errorText()
-  {
-    if (!err_)
-      return "(see standard error)";
-    std::fflush(err_);
-    std::rewind(err_);
-    std::string text(2000, '\0');
-    text.resize(std::fread(&text[0], 1, text.size(), err_));
-    const size_t end = text.find("\n\n");
-    return end == std::string::npos ? text : text.substr(0, end);
-  }
-
-  qhT* qh() { return &qh_; }
-
-private:
-  qhT qh_;
-  FILE* err_ = nullptr;
-};
-
-// Neighbour links from matching each directed edge (a, b) with its twin (b, a).
-void linkNeighbors(Mesh& mesh)
-{
-  const size_t nt = mesh.tri.size();
-  std::vector<std::pair<uint64_t, int64_t>> edges;  // key (a, b) -> 3 t + i, i opposite the edge
-  edges.reserve(3 * nt);
-  for (size_t t = 0; t < nt; ++t)
-    for (int i = 0; i < 3; ++i)
-    {
-      const uint64_t a = static_cast<uint32_t>(mesh.tri[t][static_cast<size_t>((i + 1) % 3)]);
-      const uint64_t b = static_cast<uint32_t>(mesh.tri[t][static_cast<size_t>((i + 2) % 3)]);
-      edges.push_back({(a << 32) | b, static_cast<int64_t>(3 * t + static_cast<size_t>(i))});
-    }
-  std::sort(edges.begin(), edges.end());
-  for (size_t e = 1; e < edges.size(); ++e)
-    if (edges[e].first == edges[e - 1].first)
-      throw Error("spherical Voronoi: internal error: the hull from Qhull is not a closed oriented surface");
-  mesh.nbr.assign(nt, {-1, -1, -1});
-  for (const auto& [key, ti] : edges)
-  {
-    const uint64_t twin = (key << 32) | (key >> 32);
-    const auto it = std::lower_bound(edges.begin(), edges.end(), std::make_pair(twin, int64_t(-1)));
-    if (it == edges.end() || it->first != twin)
-      throw Error("spherical Voronoi: internal error: the hull from Qhull is not a closed oriented surface");
-    mesh.nbr[static_cast<size_t>(ti / 3)][static_cast<size_t>(ti % 3)] = static_cast<int32_t>(it->second / 3);
-  }
-}
-
 enum class HullResult
 {
   Ok,
   Flat
 };
 
-// The convex hull of the sites, triangulated and oriented counter-clockwise from outside. hint[i]:
-// for a site Qhull left out as coplanar, a triangle near it (else -1).
-HullResult qhullMesh(const Geometry& g, Mesh& mesh, std::vector<int32_t>& hint, const RunControl& control)
+// xyz replaced by the unit vectors of the sites under the map x -> S(x): stereographic projection
+// from -p0 (p0 = site c) onto the plane tangent at p0 (coordinates from the accurate differences),
+// scaled so that the `spread` sites nearest c land within radius 1, and projected back. Sites at
+// -p0 stay there.
+void magnify(const Geometry& g, int32_t c, int64_t spread, std::vector<double>& xyz)
 {
   const int32_t k = g.count();
-  std::vector<double> coords(3 * static_cast<size_t>(k));
+  const V3 p0 = g.p(c);
+  const V3 e1 = perpendicular(p0);
+  const V3 e2 = cross(p0, e1);
+  std::vector<XY> plane(static_cast<size_t>(k));
+  std::vector<char> antipode(static_cast<size_t>(k), 0);
+  std::vector<double> radii;
+  radii.reserve(static_cast<size_t>(k));
   for (int32_t i = 0; i < k; ++i)
   {
-    pollCancel(control, i);
-    const V3 d = g.diff(i, 0);
-    coords[3 * static_cast<size_t>(i)] = d.x;
-    coords[3 * static_cast<size_t>(i) + 1] = d.y;
-    coords[3 * static_cast<size_t>(i) + 2] = d.z;
-  }
-  QhullRun run;
-  const int code = run.run(coords, k);
-  if (code == qh_ERRsingular)
-    return HullResult::Flat;
-  if (code != 0)
-    throw Error("spherical Voronoi: Qhull failed (code " + std::to_string(code) + "): " + run.errorText());
-  qhT* qh = run.qh();
-  hint.assign(static_cast<size_t>(k), -1);
-  facetT* facet;
-  FORALLfacets
-  {
-    if (facet->visible)
+    const V3 d = g.diff(i, c);
+    const double denominator = 2.0 + dot(d, p0);  // 1 + p_i . p0
+    if (!(denominator > 1e-300))
+    {
+      antipode[static_cast<size_t>(i)] = 1;
       continue;
-    std::array<int32_t, 3> v{};
-    int n = 0;
-    vertexT *vertex, **vertexp;
-    FOREACHvertex_(facet->vertices)
-    {
-      if (n < 3)
-        v[static_cast<size_t>(n)] = static_cast<int32_t>(qh_pointid(qh, vertex->point));
-      ++n;
     }
-    if (n != 3)
-      throw Error("spherical Voronoi: internal error: Qhull returned a facet that is not a triangle");
-    // With top orientation, Qhull's vertex order is clockwise about the outward normal
-    // (qh_ORIENTclock is 0: inward normals in the Geomview convention).
-    if (facet->toporient)
-      std::swap(v[0], v[1]);
-    const int32_t t = static_cast<int32_t>(mesh.tri.size());
-    mesh.tri.push_back(v);
-    pointT *point, **pointp;
-    FOREACHpoint_(facet->coplanarset)
-    {
-      const int id = qh_pointid(qh, point);
-      if (id >= 0 && id < k)
-        hint[static_cast<size_t>(id)] = t;
-    }
+    const XY q{2.0 * dot(d, e1) / denominator, 2.0 * dot(d, e2) / denominator};
+    plane[static_cast<size_t>(i)] = q;
+    radii.push_back(std::hypot(q.x, q.y));
   }
-  linkNeighbors(mesh);
+  const size_t nth = std::min(radii.size(), static_cast<size_t>(std::max<int64_t>(spread, 1))) - 1;
+  std::nth_element(radii.begin(), radii.begin() + static_cast<std::ptrdiff_t>(nth), radii.end());
+  const double radius = radii.empty() ? 0.0 : radii[nth];
+  const double scale = radius > 0 ? 1.0 / radius : 1.0;
+  for (int32_t i = 0; i < k; ++i)
+  {
+    V3 p = -1.0 * p0;
+    if (!antipode[static_cast<size_t>(i)])
+    {
+      const double x = scale * plane[static_cast<size_t>(i)].x, y = scale * plane[static_cast<size_t>(i)].y;
+      const double r2 = x * x + y * y;
+      p = normalized((4.0 - r2) / (4.0 + r2) * p0 + (4.0 / (4.0 + r2)) * (x * e1 + y * e2));
+    }
+    xyz[3 * static_cast<size_t>(i)] = p.x;
+    xyz[3 * static_cast<size_t>(i) + 1] = p.y;
+    xyz[3 * static_cast<size_t>(i) + 2] = p.z;
+  }
+}
+
+// The convex hull of the sites (detail/sphere_hull.h), triangulated and oriented counter-clockwise
+// from outside. hint[i]: for a site the hull left out (on the ray of another), a triangle near it
+// (else -1).
+HullResult hullMesh(const Geometry& g, Mesh& mesh, std::vector<int32_t>& hint, const RunControl& control)
+{
+  const int32_t k = g.count();
+  std::vector<double> xyz(3 * static_cast<size_t>(k));
+  // Relative to site 0 (differences to full relative precision, step 1).
+  for (int32_t i = 0; i < k; ++i)
+  {
+    const V3 d = g.diff(i, 0);
+    xyz[3 * static_cast<size_t>(i)] = d.x;
+    xyz[3 * static_cast<size_t>(i) + 1] = d.y;
+    xyz[3 * static_cast<size_t>(i) + 2] = d.z;
+  }
+  if (control.isCanceled())
+    throw Canceled();
+  const V3 p0 = g.p(0);
+  const double centre[3] = {-p0.x, -p0.y, -p0.z};
+  detail::SphereHull hull = detail::sphereHull(xyz.data(), k, centre);
+  // CGAL keeps no two points closer than 2^-23 rad (its double-precision bound; the repair below
+  // inserts the sites it leaves out, one by one). When nearly all sites lie closer than that (a
+  // cluster a metre across), or many do, the sites are magnified about one of them by a conformal
+  // map, which keeps circles circles and so the Delaunay triangulation: the stereographic projection
+  // from its antipode, scaled so that as many sites as were left out land within radius 1, and back
+  // (the far sites then crowd near the antipode, and are the ones left out).
+  const auto leftOut = [](const detail::SphereHull& h) {
+    return std::count_if(h.hint.begin(), h.hint.end(), [](int32_t t) { return t >= 0; });
+  };
+  const int64_t many = std::max<int64_t>(1000, k / 100);
+  if (hull.flat || leftOut(hull) > many)
+  {
+    const int32_t c = hull.flat ? 0
+                                : int32_t(std::find_if(hull.hint.begin(), hull.hint.end(), [](int32_t t) { return t >= 0; }) -
+                                          hull.hint.begin());
+    magnify(g, c, hull.flat ? k : leftOut(hull) + 1, xyz);
+    const double origin[3] = {0, 0, 0};
+    detail::SphereHull magnified = detail::sphereHull(xyz.data(), k, origin);
+    if (hull.flat || (!magnified.flat && leftOut(magnified) < leftOut(hull)))
+      hull = std::move(magnified);
+    if (hull.flat)
+      return HullResult::Flat;
+  }
+  mesh.tri = std::move(hull.tri);
+  mesh.nbr = std::move(hull.nbr);
+  hint = std::move(hull.hint);
   return HullResult::Ok;
 }
 
@@ -1488,11 +1452,11 @@ private:
   }
 };
 
-// Builds the Delaunay mesh; Flat when Qhull finds the sites coplanar after all.
+// Builds the Delaunay mesh; Flat when the hull finds the sites on one plane through the centre.
 HullResult delaunay(const Geometry& g, Mesh& mesh, const RunControl& control)
 {
   std::vector<int32_t> hint;
-  if (qhullMesh(g, mesh, hint, control) == HullResult::Flat)
+  if (hullMesh(g, mesh, hint, control) == HullResult::Flat)
     return HullResult::Flat;
   if (control.isCanceled())
     throw Canceled();

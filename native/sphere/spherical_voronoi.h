@@ -15,18 +15,20 @@
 //    keeps sites millimetres apart correct.
 // 2. One unique site: its region is the whole sphere (the rectangle lon [-180, 180] x lat [-90, 90]).
 // 3. All unique sites on one plane (always so for two or three; for more, no site is farther from the
-//    plane through site 0 and two well-spread sites than 1e-12 times the sites' spread, or Qhull
-//    finds the hull flat): every bisector then contains the plane's normal axis a, so the regions are
+//    plane through site 0 and two well-spread sites than 1e-12 times the sites' spread, or the hull
+//    finds them flat): every bisector then contains the plane's normal axis a, so the regions are
 //    lunes between a and -a. The sites are sorted by azimuth around a; a site's lune is bounded by the
 //    half great circles of its bisectors with its two azimuth neighbours, its area is 2w for the
 //    lune's dihedral angle w. Two sites give two hemispheres.
 // 4. Otherwise the spherical Delaunay triangulation is the convex hull of the unit vectors (Brown
 //    1979, "Voronoi diagrams from convex hulls", IPL 9; Caroli et al. 2010, "Robust and efficient
-//    Delaunay triangulations of points on or close to a sphere", SEA 2010). The hull comes from Qhull
-//    (options "Qt Qc": triangulated, coplanar points kept), run on the vectors translated by site 0
-//    so that its round-off scales with the sites' spread. Qhull merges facets within its round-off and
-//    leaves out sites within it of a facet (sites closer than about 3e-8 rad, 20 cm on the Earth,
-//    among sites far away), so the mesh is then repaired with this module's own predicate: is a site
+//    Delaunay triangulations of points on or close to a sphere", SEA 2010). The hull comes from that
+//    paper's method in CGAL (detail/sphere_hull.h: exact predicates on the points' rays), given the
+//    sites relative to site 0 (step 1's accurate differences) and the centre in that frame. CGAL
+//    leaves out a site closer than 2^-23 rad (0.76 m on the Earth) to one it has; when it leaves out
+//    nearly all or many, the sites are first magnified about a left-out one by a conformal map (the
+//    stereographic projection from its antipode, scaled, and back), which keeps circles circles and
+//    so the triangulation. The mesh is then repaired with this module's own predicate: is a site
 //    inside a triangle's circumscribed cap? That is the in-circle determinant after a stereographic
 //    projection centred on the site, taken relative to the closest pair of the four points (and with
 //    a second close pair subtracted row from row), from projected differences that inherit the full
@@ -79,9 +81,9 @@
 // degree, 7.5e-7 rad for 0.1 degree).
 // Limits: the Delaunay decisions are exact only down to the 1e-12 tie tolerance; sites less than
 // about 1e-9 rad apart within about 1e-9 rad of a pole can give a region too thin to draw as a valid
-// lon/lat polygon (it then has a self-touching ring, or no polygon; its area is still right). Qhull
-// is the slow part (some 10 s per million sites on a small machine) and its call cannot be canceled;
-// the per-site steps (unit vectors, regions and areas, step 6) run on options.threads threads, each
+// lon/lat polygon (it then has a self-touching ring, or no polygon; its area is still right). The
+// hull takes some 1.3 s per million sites on one core and its call cannot be canceled; the per-site
+// steps (unit vectors, regions and areas, step 6) run on options.threads threads, each
 // site's result the same bits whatever the count. A tiny densifyStepDeg gives very large output.
 #pragma once
 
@@ -129,13 +131,13 @@ struct SphericalVoronoiOptions
   // (> 0, <= 10), nor spans more than this much longitude.
   double densifyStepDeg = 1.0;
   // CPU threads for the per-site steps (unit vectors, regions, polygons); 0: defaultThreadCount().
-  // The hull itself (Qhull) and its repair run on one.
+  // The hull itself (CGAL) and its repair run on one.
   int threads = 0;
 };
 
 // The spherical Voronoi regions of n sites given in degrees (EPSG:4326 order lon, lat). Result i is
 // site i's region. Throws InvalidInput when n < 1, a coordinate is not finite, |lat| > 90 or the
-// step is outside (0, 10]; Canceled when control asks to stop; Error if Qhull fails.
+// step is outside (0, 10]; Canceled when control asks to stop; Error on an internal failure.
 std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double* latDeg, int64_t n,
                                               const SphericalVoronoiOptions& options,
                                               const gpugeo::RunControl& control);

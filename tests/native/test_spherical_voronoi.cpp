@@ -716,6 +716,24 @@ TEST(SphericalVoronoi, TinyCluster)
   }
 }
 
+// A cluster of 1,500 sites some 30 cm across among 300 far ones: the hull leaves the cluster out
+// (closer than its 2^-23 rad bound), so it is built again magnified about the cluster, and then
+// leaves out far sites instead, which the repair inserts.
+TEST(SphericalVoronoi, DenseClusterAmongFarSites)
+{
+  Sites s = randomSites(300, 21);
+  std::mt19937_64 rng(22);
+  std::uniform_real_distribution<double> jitter(-1.5e-6, 1.5e-6);
+  for (int i = 0; i < 1500; ++i)
+    s.add(-60.25 + jitter(rng), 33.5 + jitter(rng));
+  const auto r = run(s);
+  checkAll(s, r, "dense cluster among far sites");
+  double total = 0;
+  for (const auto& region : r)
+    total += region.areaSteradians;
+  EXPECT_NEAR(total, 4 * kPi, 1e-12);
+}
+
 TEST(SphericalVoronoi, AllSitesIdentical)
 {
   Sites s;

@@ -337,8 +337,16 @@ private:
 struct SphereRing
 {
   std::vector<V3> vert;
-  std::vector<V3> normal;
+  std::vector<V3> normal;         // normal[i] = diff(site, neighbor[i]): edge i's bisector plane
   std::vector<int32_t> neighbor;  // unique-site index
+  std::vector<V3> unit;           // normalized(normal[i]), made once (setUnitNormals)
+
+  void setUnitNormals()
+  {
+    unit.resize(normal.size());
+    for (size_t i = 0; i < normal.size(); ++i)
+      unit[i] = normalized(normal[i]);
+  }
 };
 
 // The arc from u to v on the great circle of unit normal m, leaving u towards the side the region
@@ -379,7 +387,7 @@ double ringArea(V3 s, const SphereRing& ring)
     {
       const V3 u = ring.vert[i];
       const V3 v = ring.vert[(i + 1) % k];
-      const Arc arc = makeArc(u, v, normalized(ring.normal[i]));
+      const Arc arc = makeArc(u, v, ring.unit[i]);
       const int pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / (0.5 * kPi))));
       V3 a = u;
       for (int j = 1; j <= pieces; ++j)
@@ -400,8 +408,8 @@ double ringArea(V3 s, const SphereRing& ring)
   double turning = 0;
   for (size_t i = 0; i < k; ++i)
   {
-    const V3 m0 = normalized(ring.normal[i]);
-    const V3 m1 = normalized(ring.normal[(i + 1) % k]);
+    const V3 m0 = ring.unit[i];
+    const V3 m1 = ring.unit[(i + 1) % k];
     const double c = dot(cross(m0, m1), ring.vert[(i + 1) % k]);
     const double d = dot(m0, m1);
     turning += d < 0 ? std::atan2(std::fabs(c), d) : std::atan2(c, d);
@@ -546,51 +554,141 @@ void densifyEdge(EdgeRefinement& e, V3 u, V3 v, double stepRad, std::vector<V3>&
 }
 
 // Site s's ring, densified edge by edge (see EdgeRefinement).
-std::vector<RingPoint> densifyRegion(const Geometry& g, const std::vector<SphereRing>& rings, int32_t s,
-                                     double stepRad)
+// Edge j of site s's ring (to neighbour t): its inner points in the ring's direction (appended to
+// `inner`), and m, its unit normal seen from s. The points depend on the edge alone: they are
+// computed from the lower site's side, the higher site's being their reverse.
+void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, int32_t s, size_t j, double stepRad,
+                     std::vector<V3>& inner, V3& m)
+{
+  const SphereRing& ring = rings[static_cast<size_t>(s)];
+  const size_t k = ring.vert.size();
+  const int32_t t = ring.neighbor[j];
+  const int32_t lo = std::min(s, t), hi = std::max(s, t);
+  const V3 u = ring.vert[j];
+  const V3 v = ring.vert[(j + 1) % k];
+  // The edge's bisector normal from the lower site's side, diff(lo, hi), as its ring holds it.
+  V3 mc, mUnit;
+  const SphereRing& low = rings[static_cast<size_t>(lo)];
+  const size_t q = s == lo ? j : static_cast<size_t>(std::find(low.neighbor.begin(), low.neighbor.end(), hi) -
+                                                     low.neighbor.begin());
+  if (q < low.neighbor.size())
+  {
+    mc = low.normal[q];
+    mUnit = low.unit[q];
+  }
+  else
+  {
+    mc = g.diff(lo, hi);
+    mUnit = normalized(mc);
+  }
+  const double tanStep = std::tan(stepRad);
+  EdgeRefinement e;
+  e.arc = s == lo ? makeArc(u, v, mUnit) : makeArc(v, u, mUnit);
+  e.tanStep2 = tanStep * tanStep;
+  e.halfSpacing = 0.5 * std::sqrt(dot(mc, mc));
+  e.floor = std::min(1e-9, 1e-3 * std::max(e.halfSpacing, 1e-12));
+  e.budget = int64_t(1) << 14;
+  const V3 foot = normalized(g.p(lo) + g.p(hi));
+  e.foot = std::atan2(dot(foot, e.arc.w), dot(foot, e.arc.u));
+  if (e.foot < 0)
+    e.foot += kTwoPi;
+  for (const int32_t side : {lo, hi})
+  {
+    const SphereRing& r = rings[static_cast<size_t>(side)];
+    for (size_t i = 0; i < r.neighbor.size(); ++i)
+      if (r.neighbor[i] != lo + hi - side)  // not this edge (nor, for two hemispheres, its other half)
+        e.others.push_back(r.unit[i]);
+  }
+  const size_t first = inner.size();
+  if (s == lo)
+    densifyEdge(e, u, v, stepRad, inner);
+  else
+  {
+    densifyEdge(e, v, u, stepRad, inner);
+    std::reverse(inner.begin() + static_cast<std::ptrdiff_t>(first), inner.end());
+  }
+  m = s == lo ? mUnit : -mUnit;
+}
+
+constexpr size_t kNoEdge = static_cast<size_t>(-1);
+
+// Where edge j of site s's ring is computed once: its index in the lower site's ring, where that
+// ring holds the edge exactly once (else kNoEdge: the edge is computed by each side, as for two
+// hemispheres).
+size_t lowerEdge(const std::vector<SphereRing>& rings, int32_t s, size_t j)
+{
+  const int32_t t = rings[static_cast<size_t>(s)].neighbor[j];
+  const int32_t lo = std::min(s, t), other = s == lo ? t : s;
+  const std::vector<int32_t>& n = rings[static_cast<size_t>(lo)].neighbor;
+  if (std::count(n.begin(), n.end(), other) != 1)
+    return kNoEdge;
+  return static_cast<size_t>(std::find(n.begin(), n.end(), other) - n.begin());
+}
+
+// The inner points of the edges each site computes for both sides (lowerEdge), flat with offsets.
+struct EdgePoints
+{
+  std::vector<V3> points;
+  std::vector<uint32_t> start;  // edge j: points[start[j], start[j + 1])
+};
+
+std::vector<EdgePoints> densifyEdges(const Geometry& g, const std::vector<SphereRing>& rings, double stepRad,
+                                     int threads, const RunControl& control)
+{
+  std::vector<EdgePoints> edges(rings.size());
+  parallelFor(static_cast<int64_t>(rings.size()), 256, threads, [&](int64_t begin, int64_t end) {
+    for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
+    {
+      const SphereRing& ring = rings[static_cast<size_t>(s)];
+      EdgePoints& mine = edges[static_cast<size_t>(s)];
+      mine.start.assign(1, 0);
+      for (size_t j = 0; j < ring.vert.size(); ++j)
+      {
+        if (ring.neighbor[j] > s && lowerEdge(rings, s, j) == j)
+        {
+          V3 m;
+          densifyRingEdge(g, rings, s, j, stepRad, mine.points, m);
+        }
+        mine.start.push_back(static_cast<uint32_t>(mine.points.size()));
+      }
+    }
+  }, &control);
+  return edges;
+}
+
+// Site s's ring with every edge densified (densifyEdge): the points from `edges` where computed
+// there, else computed here.
+std::vector<RingPoint> densifyRegion(const Geometry& g, const std::vector<SphereRing>& rings,
+                                     const std::vector<EdgePoints>& edges, int32_t s, double stepRad)
 {
   std::vector<RingPoint> out;
   std::vector<V3> inner;
   const SphereRing& ring = rings[static_cast<size_t>(s)];
-  const size_t k = ring.vert.size();
-  const double tanStep = std::tan(stepRad);
-  for (size_t j = 0; j < k; ++j)
+  for (size_t j = 0; j < ring.vert.size(); ++j)
   {
     const int32_t t = ring.neighbor[j];
-    const int32_t lo = std::min(s, t), hi = std::max(s, t);
-    const V3 u = ring.vert[j];
-    const V3 v = ring.vert[(j + 1) % k];
-    const V3 mc = g.diff(lo, hi);
-    const V3 mUnit = normalized(mc);
-    EdgeRefinement e;
-    e.arc = s == lo ? makeArc(u, v, mUnit) : makeArc(v, u, mUnit);
-    e.tanStep2 = tanStep * tanStep;
-    e.halfSpacing = 0.5 * std::sqrt(dot(mc, mc));
-    e.floor = std::min(1e-9, 1e-3 * std::max(e.halfSpacing, 1e-12));
-    e.budget = int64_t(1) << 14;
-    const V3 foot = normalized(g.p(lo) + g.p(hi));
-    e.foot = std::atan2(dot(foot, e.arc.w), dot(foot, e.arc.u));
-    if (e.foot < 0)
-      e.foot += kTwoPi;
-    for (const int32_t side : {lo, hi})
+    const int32_t lo = std::min(s, t);
+    const size_t q = lowerEdge(rings, s, j);
+    if (q == kNoEdge)
     {
-      const SphereRing& r = rings[static_cast<size_t>(side)];
-      for (size_t q = 0; q < r.neighbor.size(); ++q)
-        if (r.neighbor[q] != lo + hi - side)  // not this edge (nor, for two hemispheres, its other half)
-          e.others.push_back(normalized(r.normal[q]));
+      inner.clear();
+      V3 m;
+      densifyRingEdge(g, rings, s, j, stepRad, inner, m);
+      out.push_back({ring.vert[j], m});
+      for (const V3& p : inner)
+        out.push_back({p, m});
+      continue;
     }
-    inner.clear();
+    const EdgePoints& at = edges[static_cast<size_t>(lo)];
+    const V3 mLow = rings[static_cast<size_t>(lo)].unit[q];
+    const V3 m = s == lo ? mLow : -mLow;
+    out.push_back({ring.vert[j], m});
     if (s == lo)
-      densifyEdge(e, u, v, stepRad, inner);
+      for (uint32_t i = at.start[q]; i < at.start[q + 1]; ++i)
+        out.push_back({at.points[i], m});
     else
-    {
-      densifyEdge(e, v, u, stepRad, inner);
-      std::reverse(inner.begin(), inner.end());
-    }
-    const V3 m = s == lo ? mUnit : -mUnit;
-    out.push_back({u, m});
-    for (const V3& p : inner)
-      out.push_back({p, m});
+      for (uint32_t i = at.start[q + 1]; i > at.start[q]; --i)
+        out.push_back({at.points[i - 1], m});
   }
   return out;
 }
@@ -970,7 +1068,8 @@ void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, s
     for (int32_t s = 0; s < 2; ++s)
     {
       const V3 m = g.diff(s, 1 - s);
-      rings[static_cast<size_t>(s)] = {{-a, a}, {m, m}, {1 - s, 1 - s}};
+      rings[static_cast<size_t>(s)] = {{-a, a}, {m, m}, {1 - s, 1 - s}, {}};
+      rings[static_cast<size_t>(s)].setUnitNormals();
       areas[static_cast<size_t>(s)] = kTwoPi;
     }
     return;
@@ -1006,7 +1105,8 @@ void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, s
     const double w = 0.5 * (gap(prev, s) + gap(s, next));
     // From -a up the bisector with the next site to a, back down the one with the previous site:
     // counter-clockwise around the lune seen from outside.
-    rings[static_cast<size_t>(s)] = {{-a, a}, {g.diff(s, next), g.diff(s, prev)}, {next, prev}};
+    rings[static_cast<size_t>(s)] = {{-a, a}, {g.diff(s, next), g.diff(s, prev)}, {next, prev}, {}};
+    rings[static_cast<size_t>(s)].setUnitNormals();
     areas[static_cast<size_t>(s)] = 2.0 * w;
   }
 }
@@ -1554,6 +1654,7 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
         ring = {};
         continue;
       }
+      ring.setUnitNormals();
       areas[static_cast<size_t>(s)] = ringArea(g.p(s), ring);
     }
   }, &control);
@@ -1640,8 +1741,10 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
   if (flat)
     lunes(g, plane, rings, areas, control);
 
-  // Each region's polygons from its own ring and its neighbours' (read only): the regions in parallel.
+  // Each edge's points once, then each region's polygons from its own ring and its neighbours' (read
+  // only): the regions in parallel.
   const double stepRad = options.densifyStepDeg * kRadPerDeg;
+  const std::vector<EdgePoints> edges = densifyEdges(g, rings, stepRad, threads, control);
   parallelFor(g.count(), 256, threads, [&](int64_t begin, int64_t end) {
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
@@ -1656,7 +1759,7 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
         r.neighbors.push_back(g.site(ring.neighbor[i]).input);
       }
       if (!ring.vert.empty())
-        r.parts = ringToLonLat(densifyRegion(g, rings, s, stepRad));
+        r.parts = ringToLonLat(densifyRegion(g, rings, edges, s, stepRad));
     }
   }, &control);
   return result;

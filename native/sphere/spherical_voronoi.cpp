@@ -2,6 +2,7 @@
 #include "sphere/spherical_voronoi.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "core/errors.h"
 #include "core/parallel.h"
 #include "sphere/detail/sphere_hull.h"
+#include "sphere/detail/sphere_math.h"
 #include "sphere/sphere_nearest.h"
 
 namespace gpugeo::sphere {
@@ -178,11 +180,11 @@ public:
   // Unit normal of triangle (a, b, c), outward when it is counter-clockwise seen from outside. The
   // cross product is taken at the vertex opposite the longest edge (the largest angle): at a vertex
   // with a tiny angle (two long, nearly parallel edges) it would lose precision.
-  V3 normal(int32_t a, int32_t b, int32_t c) const
+  V3 normal(int32_t a, int32_t b, int32_t c) const { return normalFromEdges(diff(b, a), diff(c, b), diff(a, c)); }
+
+  // The same from the triangle's edge vectors b - a, c - b and a - c.
+  static V3 normalFromEdges(V3 ab, V3 bc, V3 ca)
   {
-    const V3 ab = diff(b, a);
-    const V3 bc = diff(c, b);
-    const V3 ca = diff(a, c);
     const double lab = dot(ab, ab), lbc = dot(bc, bc), lca = dot(ca, ca);
     if (lbc >= lab && lbc >= lca)
       return normalized(cross(normalized(ab), -normalized(ca)));
@@ -387,8 +389,15 @@ double ringArea(V3 s, const SphereRing& ring)
     {
       const V3 u = ring.vert[i];
       const V3 v = ring.vert[(i + 1) % k];
-      const Arc arc = makeArc(u, v, ring.unit[i]);
-      const int pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / (0.5 * kPi))));
+      // An edge whose ends are clearly less than 90 degrees apart is one piece (its arc is the short
+      // one, or a zero-length edge fallen behind), without finding its arc.
+      Arc arc;
+      int pieces = 1;
+      if (!(dot(u, v) > 1e-9))
+      {
+        arc = makeArc(u, v, ring.unit[i]);
+        pieces = std::max(1, static_cast<int>(std::ceil(arc.sweep / (0.5 * kPi))));
+      }
       V3 a = u;
       for (int j = 1; j <= pieces; ++j)
       {
@@ -459,6 +468,7 @@ struct EdgeRefinement
   double foot = 0;         // arc parameter of the bisector's point nearest to the two sites
   double halfSpacing = 0;  // their distance from it there (chord)
   std::vector<V3> others;  // unit normals of the other edges' great circles of both regions
+  std::vector<std::pair<double, V3>> breaks;  // densifyEdge's scratch
 };
 
 // How far the lon/lat chord of the piece [a, b] (middle p) may stray from its arc: a fifth of the
@@ -518,7 +528,8 @@ void densifyEdge(EdgeRefinement& e, V3 u, V3 v, double stepRad, std::vector<V3>&
   const double finest = std::max(e.halfSpacing, 1e-12);
   const int pieces = std::max(1, static_cast<int>(std::ceil(sweep / stepRad)));
   const double first = sweep / pieces;
-  std::vector<std::pair<double, V3>> breaks;  // (arc parameter, point), the end last
+  std::vector<std::pair<double, V3>>& breaks = e.breaks;  // (arc parameter, point), the end last
+  breaks.clear();
   for (double h = 0.5 * first; h > finest; h *= 0.5)
     breaks.push_back({h, e.arc.at(h)});
   std::reverse(breaks.begin(), breaks.end());
@@ -553,12 +564,50 @@ void densifyEdge(EdgeRefinement& e, V3 u, V3 v, double stepRad, std::vector<V3>&
   }
 }
 
-// Site s's ring, densified edge by edge (see EdgeRefinement).
+constexpr size_t kNoEdge = static_cast<size_t>(-1);
+
+// Where edge j of site s's ring is computed once: its index in the lower site's ring, where that
+// ring holds the edge exactly once (else kNoEdge: the edge is computed by each side, as for two
+// hemispheres).
+size_t lowerEdge(const std::vector<SphereRing>& rings, int32_t s, size_t j)
+{
+  const int32_t t = rings[static_cast<size_t>(s)].neighbor[j];
+  const int32_t lo = std::min(s, t), other = s == lo ? t : s;
+  const std::vector<int32_t>& n = rings[static_cast<size_t>(lo)].neighbor;
+  if (std::count(n.begin(), n.end(), other) != 1)
+    return kNoEdge;
+  return static_cast<size_t>(std::find(n.begin(), n.end(), other) - n.begin());
+}
+
+// lowerEdge of every edge of every ring, made once on all cores: edge j of site s at start[s] + j.
+struct LowerEdges
+{
+  std::vector<size_t> start;
+  std::vector<size_t> lower;
+  size_t at(int32_t s, size_t j) const { return lower[start[static_cast<size_t>(s)] + j]; }
+};
+
+LowerEdges lowerEdges(const std::vector<SphereRing>& rings, int threads, const RunControl& control)
+{
+  LowerEdges l;
+  l.start.resize(rings.size() + 1, 0);
+  for (size_t s = 0; s < rings.size(); ++s)
+    l.start[s + 1] = l.start[s] + rings[s].neighbor.size();
+  l.lower.resize(l.start.back());
+  parallelFor(static_cast<int64_t>(rings.size()), 1024, threads, [&](int64_t begin, int64_t end) {
+    for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
+      for (size_t j = 0; j < rings[static_cast<size_t>(s)].neighbor.size(); ++j)
+        l.lower[l.start[static_cast<size_t>(s)] + j] = lowerEdge(rings, s, j);
+  }, &control);
+  return l;
+}
+
 // Edge j of site s's ring (to neighbour t): its inner points in the ring's direction (appended to
 // `inner`), and m, its unit normal seen from s. The points depend on the edge alone: they are
-// computed from the lower site's side, the higher site's being their reverse.
-void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, int32_t s, size_t j, double stepRad,
-                     std::vector<V3>& inner, V3& m)
+// computed from the lower site's side, the higher site's being their reverse. q: the edge's index in
+// the lower site's ring (lowerEdge), or kNoEdge. e: scratch, with tanStep2 set.
+void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, int32_t s, size_t j, size_t q,
+                     double stepRad, EdgeRefinement& e, std::vector<V3>& inner, V3& m)
 {
   const SphereRing& ring = rings[static_cast<size_t>(s)];
   const size_t k = ring.vert.size();
@@ -569,8 +618,9 @@ void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, in
   // The edge's bisector normal from the lower site's side, diff(lo, hi), as its ring holds it.
   V3 mc, mUnit;
   const SphereRing& low = rings[static_cast<size_t>(lo)];
-  const size_t q = s == lo ? j : static_cast<size_t>(std::find(low.neighbor.begin(), low.neighbor.end(), hi) -
-                                                     low.neighbor.begin());
+  if (q == kNoEdge)
+    q = s == lo ? j : static_cast<size_t>(std::find(low.neighbor.begin(), low.neighbor.end(), hi) -
+                                          low.neighbor.begin());
   if (q < low.neighbor.size())
   {
     mc = low.normal[q];
@@ -581,10 +631,7 @@ void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, in
     mc = g.diff(lo, hi);
     mUnit = normalized(mc);
   }
-  const double tanStep = std::tan(stepRad);
-  EdgeRefinement e;
   e.arc = s == lo ? makeArc(u, v, mUnit) : makeArc(v, u, mUnit);
-  e.tanStep2 = tanStep * tanStep;
   e.halfSpacing = 0.5 * std::sqrt(dot(mc, mc));
   e.floor = std::min(1e-9, 1e-3 * std::max(e.halfSpacing, 1e-12));
   e.budget = int64_t(1) << 14;
@@ -592,6 +639,7 @@ void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, in
   e.foot = std::atan2(dot(foot, e.arc.w), dot(foot, e.arc.u));
   if (e.foot < 0)
     e.foot += kTwoPi;
+  e.others.clear();
   for (const int32_t side : {lo, hi})
   {
     const SphereRing& r = rings[static_cast<size_t>(side)];
@@ -610,20 +658,18 @@ void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, in
   m = s == lo ? mUnit : -mUnit;
 }
 
-constexpr size_t kNoEdge = static_cast<size_t>(-1);
-
-// Where edge j of site s's ring is computed once: its index in the lower site's ring, where that
-// ring holds the edge exactly once (else kNoEdge: the edge is computed by each side, as for two
-// hemispheres).
-size_t lowerEdge(const std::vector<SphereRing>& rings, int32_t s, size_t j)
+// A thread's scratch for densifying: kept across sites so that no edge or region allocates.
+struct DensifyScratch
 {
-  const int32_t t = rings[static_cast<size_t>(s)].neighbor[j];
-  const int32_t lo = std::min(s, t), other = s == lo ? t : s;
-  const std::vector<int32_t>& n = rings[static_cast<size_t>(lo)].neighbor;
-  if (std::count(n.begin(), n.end(), other) != 1)
-    return kNoEdge;
-  return static_cast<size_t>(std::find(n.begin(), n.end(), other) - n.begin());
-}
+  EdgeRefinement edge;
+  std::vector<V3> inner;
+  std::vector<RingPoint> ring;
+  explicit DensifyScratch(double stepRad)
+  {
+    const double tanStep = std::tan(stepRad);
+    edge.tanStep2 = tanStep * tanStep;
+  }
+};
 
 // The inner points of the edges each site computes for both sides (lowerEdge), flat with offsets.
 struct EdgePoints
@@ -632,22 +678,25 @@ struct EdgePoints
   std::vector<uint32_t> start;  // edge j: points[start[j], start[j + 1])
 };
 
-std::vector<EdgePoints> densifyEdges(const Geometry& g, const std::vector<SphereRing>& rings, double stepRad,
-                                     int threads, const RunControl& control)
+std::vector<EdgePoints> densifyEdges(const Geometry& g, const std::vector<SphereRing>& rings,
+                                     const LowerEdges& lower, double stepRad, int threads,
+                                     const RunControl& control)
 {
   std::vector<EdgePoints> edges(rings.size());
   parallelFor(static_cast<int64_t>(rings.size()), 256, threads, [&](int64_t begin, int64_t end) {
+    DensifyScratch scratch(stepRad);
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
       const SphereRing& ring = rings[static_cast<size_t>(s)];
       EdgePoints& mine = edges[static_cast<size_t>(s)];
-      mine.start.assign(1, 0);
+      mine.start.reserve(ring.vert.size() + 1);
+      mine.start.push_back(0);
       for (size_t j = 0; j < ring.vert.size(); ++j)
       {
-        if (ring.neighbor[j] > s && lowerEdge(rings, s, j) == j)
+        if (ring.neighbor[j] > s && lower.at(s, j) == j)
         {
           V3 m;
-          densifyRingEdge(g, rings, s, j, stepRad, mine.points, m);
+          densifyRingEdge(g, rings, s, j, j, stepRad, scratch.edge, mine.points, m);
         }
         mine.start.push_back(static_cast<uint32_t>(mine.points.size()));
       }
@@ -656,26 +705,27 @@ std::vector<EdgePoints> densifyEdges(const Geometry& g, const std::vector<Sphere
   return edges;
 }
 
-// Site s's ring with every edge densified (densifyEdge): the points from `edges` where computed
-// there, else computed here.
-std::vector<RingPoint> densifyRegion(const Geometry& g, const std::vector<SphereRing>& rings,
-                                     const std::vector<EdgePoints>& edges, int32_t s, double stepRad)
+// Site s's ring with every edge densified (densifyEdge) into scratch.ring: the points from `edges`
+// where computed there, else computed here.
+const std::vector<RingPoint>& densifyRegion(const Geometry& g, const std::vector<SphereRing>& rings,
+                                            const LowerEdges& lower, const std::vector<EdgePoints>& edges,
+                                            int32_t s, double stepRad, DensifyScratch& scratch)
 {
-  std::vector<RingPoint> out;
-  std::vector<V3> inner;
+  std::vector<RingPoint>& out = scratch.ring;
+  out.clear();
   const SphereRing& ring = rings[static_cast<size_t>(s)];
   for (size_t j = 0; j < ring.vert.size(); ++j)
   {
     const int32_t t = ring.neighbor[j];
     const int32_t lo = std::min(s, t);
-    const size_t q = lowerEdge(rings, s, j);
+    const size_t q = lower.at(s, j);
     if (q == kNoEdge)
     {
-      inner.clear();
+      scratch.inner.clear();
       V3 m;
-      densifyRingEdge(g, rings, s, j, stepRad, inner, m);
+      densifyRingEdge(g, rings, s, j, kNoEdge, stepRad, scratch.edge, scratch.inner, m);
       out.push_back({ring.vert[j], m});
-      for (const V3& p : inner)
+      for (const V3& p : scratch.inner)
         out.push_back({p, m});
       continue;
     }
@@ -705,10 +755,9 @@ double shoelace(const std::vector<XY>& r)
 
 // Clamps a ring into the lon/lat rectangle, drops consecutive duplicates and closes it; appends it
 // to out when it still has an area.
-void emitPolygon(const std::vector<XY>& ring, std::vector<LonLatPolygon>& out)
+void emitPolygon(const std::vector<XY>& ring, std::vector<LonLatPolygon>& out, std::vector<XY>& r)
 {
-  std::vector<XY> r;
-  r.reserve(ring.size());
+  r.clear();
   for (const XY& p : ring)
   {
     const XY q{std::clamp(p.x, -180.0, 180.0), std::clamp(p.y, -90.0, 90.0)};
@@ -801,7 +850,8 @@ std::vector<ClipPoint> clipVertical(const std::vector<ClipPoint>& in, const std:
 // A pole-containing ring (winding +1: north, -1: south), monotonic over 360 degrees of longitude:
 // re-started where it crosses the antimeridian, shifted into [-180, 180] and closed along the pole's
 // latitude, one polygon.
-void emitPolarRing(const std::vector<Unwrapped>& ring, int winding, std::vector<LonLatPolygon>& out)
+void emitPolarRing(const std::vector<Unwrapped>& ring, int winding, std::vector<LonLatPolygon>& out,
+                   std::vector<XY>& scratch)
 {
   const size_t n = ring.size();
   auto at = [&](size_t i) {
@@ -822,7 +872,7 @@ void emitPolarRing(const std::vector<Unwrapped>& ring, int winding, std::vector<
                          : winding > 0  ? antimeridianLat(at(i - 1), at(i))
                                         : antimeridianLat(at(i), at(i - 1));
   const double startX = -X;
-  std::vector<XY> r{{startX, startLat}};
+  std::vector<XY> r{{startX, startLat}};  // once a region at most: the poles
   for (size_t j = i; j < i + n; ++j)
   {
     const Unwrapped p = at(j);
@@ -834,14 +884,24 @@ void emitPolarRing(const std::vector<Unwrapped>& ring, int winding, std::vector<
   r.push_back({X, startLat});
   r.push_back({X, pole});
   r.push_back({startX, pole});
-  emitPolygon(r, out);
+  emitPolygon(r, out, scratch);
 }
 
-std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
+// A thread's scratch for ringToLonLat: kept across regions so that a region allocates only its output.
+struct LonLatScratch
+{
+  std::vector<RingPoint> pts;
+  std::vector<double> lon, lat;
+  std::vector<Unwrapped> u;
+  std::vector<ClipPoint> shifted;
+  std::vector<XY> ring, emitted;
+};
+
+std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw, LonLatScratch& scratch)
 {
   // Drop consecutive duplicates (and consecutive points at the same pole).
-  std::vector<RingPoint> pts;
-  pts.reserve(raw.size());
+  std::vector<RingPoint>& pts = scratch.pts;
+  pts.clear();
   for (const RingPoint& q : raw)
   {
     if (!pts.empty())
@@ -874,7 +934,10 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   if (s0 == n)
     return {};
 
-  std::vector<double> lon(n), lat(n);
+  std::vector<double>& lon = scratch.lon;
+  std::vector<double>& lat = scratch.lat;
+  lon.resize(n);
+  lat.resize(n);
   for (size_t i = 0; i < n; ++i)
   {
     const V3 p = pts[i].p;
@@ -883,8 +946,8 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   }
   auto wrap180 = [](double d) { return d > 180.0 ? d - 360.0 : d < -180.0 ? d + 360.0 : d; };
 
-  std::vector<Unwrapped> u;
-  u.reserve(n + 4);
+  std::vector<Unwrapped>& u = scratch.u;
+  u.clear();
   size_t prev = s0;
   int64_t prevK = 0;
   u.push_back({lon[s0], 0, lat[s0]});
@@ -946,7 +1009,7 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   std::vector<LonLatPolygon> out;
   if (winding == 1 || winding == -1)
   {
-    emitPolarRing(u, static_cast<int>(winding), out);
+    emitPolarRing(u, static_cast<int>(winding), out, scratch.emitted);
     return out;
   }
   if (winding != 0)
@@ -959,8 +1022,9 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
   }
   // The ring spans less than 360 degrees: cut it at the antimeridian into the windows it reaches,
   // each shifted by whole turns into [-180, 180].
-  std::vector<ClipPoint> shifted(u.size());
-  std::vector<XY> ring;
+  std::vector<ClipPoint>& shifted = scratch.shifted;
+  shifted.resize(u.size());
+  std::vector<XY>& ring = scratch.ring;
   for (int64_t turns = minK - 1; turns <= maxK + 1; ++turns)
   {
     double minX = std::numeric_limits<double>::infinity(), maxX = -minX;
@@ -979,7 +1043,7 @@ std::vector<LonLatPolygon> ringToLonLat(const std::vector<RingPoint>& raw)
     else
       for (const ClipPoint& q : clipVertical(clipVertical(shifted, u, -180.0, false), u, 180.0, true))
         ring.push_back(q.xy);
-    emitPolygon(ring, out);
+    emitPolygon(ring, out, scratch.emitted);
   }
   return out;
 }
@@ -1003,9 +1067,22 @@ struct Plane
   int32_t i2 = 0;
 };
 
+// Every site's accurate difference from site 0 (step 1), made once on all cores: the plane test and
+// the hull both take the sites relative to site 0.
+std::vector<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl& control)
+{
+  std::vector<V3> d(static_cast<size_t>(g.count()));
+  parallelFor(g.count(), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      d[static_cast<size_t>(i)] = g.diff(static_cast<int32_t>(i), 0);
+  }, &control);
+  return d;
+}
+
 // The plane through site 0, the site farthest from it and the site farthest from their line; the
-// sites are coplanar when none is farther from it than kCoplanarRel times the spread.
-Plane findPlane(const Geometry& g, const RunControl& control)
+// sites are coplanar when none is farther from it than kCoplanarRel times the spread. d0: the sites'
+// differences from site 0 (diffsFromFirst).
+Plane findPlane(const Geometry& g, const std::vector<V3>& d0, const RunControl& control)
 {
   Plane pl;
   const int32_t k = g.count();
@@ -1013,7 +1090,7 @@ Plane findPlane(const Geometry& g, const RunControl& control)
   for (int32_t i = 1; i < k; ++i)
   {
     pollCancel(control, i);
-    const V3 d = g.diff(i, 0);
+    const V3 d = d0[static_cast<size_t>(i)];
     const double l = dot(d, d);
     if (l > best)
     {
@@ -1022,7 +1099,7 @@ Plane findPlane(const Geometry& g, const RunControl& control)
     }
   }
   const double spread = std::sqrt(best);
-  const V3 e1 = normalized(g.diff(pl.i1, 0));
+  const V3 e1 = normalized(d0[static_cast<size_t>(pl.i1)]);
   best = -1;
   pl.i2 = pl.i1;
   for (int32_t i = 1; i < k; ++i)
@@ -1030,7 +1107,7 @@ Plane findPlane(const Geometry& g, const RunControl& control)
     pollCancel(control, i);
     if (i == pl.i1)
       continue;
-    const V3 c = cross(e1, normalized(g.diff(i, 0)));
+    const V3 c = cross(e1, normalized(d0[static_cast<size_t>(i)]));
     const double l = dot(c, c);
     if (l > best)
     {
@@ -1044,13 +1121,12 @@ Plane findPlane(const Geometry& g, const RunControl& control)
     pl.coplanar = true;
     return pl;
   }
-  double dev = 0;
-  for (int32_t i = 1; i < k; ++i)
+  pl.coplanar = true;
+  for (int32_t i = 1; i < k && pl.coplanar; ++i)
   {
     pollCancel(control, i);
-    dev = std::max(dev, std::fabs(dot(g.diff(i, 0), pl.axis)));
+    pl.coplanar = std::fabs(dot(d0[static_cast<size_t>(i)], pl.axis)) <= kCoplanarRel * spread;
   }
-  pl.coplanar = dev <= kCoplanarRel * spread;
   return pl;
 }
 
@@ -1187,14 +1263,15 @@ void magnify(const Geometry& g, int32_t c, int64_t spread, std::vector<double>& 
 // The convex hull of the sites (detail/sphere_hull.h), triangulated and oriented counter-clockwise
 // from outside. hint[i]: for a site the hull left out (on the ray of another), a triangle near it
 // (else -1).
-HullResult hullMesh(const Geometry& g, Mesh& mesh, std::vector<int32_t>& hint, const RunControl& control)
+HullResult hullMesh(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, std::vector<int32_t>& hint,
+                    const RunControl& control)
 {
   const int32_t k = g.count();
   std::vector<double> xyz(3 * static_cast<size_t>(k));
   // Relative to site 0 (differences to full relative precision, step 1).
   for (int32_t i = 0; i < k; ++i)
   {
-    const V3 d = g.diff(i, 0);
+    const V3 d = d0[static_cast<size_t>(i)];
     xyz[3 * static_cast<size_t>(i)] = d.x;
     xyz[3 * static_cast<size_t>(i) + 1] = d.y;
     xyz[3 * static_cast<size_t>(i) + 2] = d.z;
@@ -1242,6 +1319,28 @@ public:
     for (size_t t = 0; t < mesh_.tri.size(); ++t)
       for (int32_t v : mesh_.tri[t])
         mesh_.vertexTri[static_cast<size_t>(v)] = static_cast<int32_t>(t);
+  }
+
+  // Whether any edge of the mesh is reflex (flipAll would flip it), the edges checked on all cores.
+  // Mostly none is: the hull's own predicates are exact.
+  bool anyToFlip(int threads) const
+  {
+    std::atomic<bool> any{false};
+    parallelFor(static_cast<int64_t>(mesh_.tri.size()), 4096, threads, [&](int64_t begin, int64_t end) {
+      for (int32_t t = int32_t(begin); t < int32_t(end) && !any.load(std::memory_order_relaxed); ++t)
+        for (int i = 0; i < 3; ++i)
+        {
+          const int32_t c = vtx(t, i), a = vtx(t, i + 1), b = vtx(t, i + 2);
+          const int32_t u = mesh_.nbr[static_cast<size_t>(t)][static_cast<size_t>(i)];
+          const int j = mesh_.slotOfNeighbor(u, t);
+          if (j < 0)
+            continue;
+          const int32_t d = vtx(u, j);
+          if (vtx(u, j + 1) == b && vtx(u, j + 2) == a && c != d && g_.holds(c, a, b, d, kFlipRel))
+            any = true;
+        }
+    }, &control_);
+    return any;
   }
 
   // Flips every reflex edge until none is left (each flip adds a tetrahedron to the hull's volume, so
@@ -1553,15 +1652,16 @@ private:
 };
 
 // Builds the Delaunay mesh; Flat when the hull finds the sites on one plane through the centre.
-HullResult delaunay(const Geometry& g, Mesh& mesh, const RunControl& control)
+HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, int threads, const RunControl& control)
 {
   std::vector<int32_t> hint;
-  if (hullMesh(g, mesh, hint, control) == HullResult::Flat)
+  if (hullMesh(g, d0, mesh, hint, control) == HullResult::Flat)
     return HullResult::Flat;
   if (control.isCanceled())
     throw Canceled();
   MeshRepair repair(g, mesh, control);
-  repair.flipAll();
+  if (repair.anyToFlip(threads))
+    repair.flipAll();
   bool inserted = false;
   for (int32_t i = 0; i < g.count(); ++i)
     if (mesh.vertexTri[static_cast<size_t>(i)] < 0 && (inserted = true))
@@ -1573,16 +1673,51 @@ HullResult delaunay(const Geometry& g, Mesh& mesh, const RunControl& control)
   return HullResult::Ok;
 }
 
+// Every mesh edge's accurate difference (step 1), made once and shared by the two triangles on it and
+// the two regions it separates: edge[3 t + i] = p(b) - p(a) for triangle t's edge from
+// a = tri[t][i + 1] to b = tri[t][i + 2] (the edge opposite slot i); the triangle across it holds the
+// negation.
+std::vector<V3> edgeDiffs(const Geometry& g, const Mesh& mesh, int threads, const RunControl& control)
+{
+  const size_t nt = mesh.tri.size();
+  std::vector<V3> edge(3 * nt);
+  auto from = [&](size_t t, int i) { return mesh.tri[t][static_cast<size_t>((i + 1) % 3)]; };
+  auto to = [&](size_t t, int i) { return mesh.tri[t][static_cast<size_t>((i + 2) % 3)]; };
+  parallelFor(int64_t(nt), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (size_t t = size_t(begin); t < size_t(end); ++t)
+      for (int i = 0; i < 3; ++i)
+        if (int64_t(t) < mesh.nbr[t][static_cast<size_t>(i)])
+          edge[3 * t + static_cast<size_t>(i)] = g.diff(to(t, i), from(t, i));
+  }, &control);
+  parallelFor(int64_t(nt), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (size_t t = size_t(begin); t < size_t(end); ++t)
+      for (int i = 0; i < 3; ++i)
+      {
+        const size_t u = static_cast<size_t>(mesh.nbr[t][static_cast<size_t>(i)]);
+        if (u >= t)
+          continue;
+        int j = 0;
+        while (j < 3 && !(from(u, j) == to(t, i) && to(u, j) == from(t, i)))
+          ++j;
+        if (j == 3)
+          throw Error("spherical Voronoi: internal error: broken triangle neighbours");
+        edge[3 * t + static_cast<size_t>(i)] = -edge[3 * u + static_cast<size_t>(j)];
+      }
+  }, &control);
+  return edge;
+}
+
 // The Voronoi polygon of every site from the mesh, consecutive coincident vertices merged.
 void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& rings, std::vector<double>& areas,
                  int threads, const RunControl& control)
 {
   const int32_t k = g.count();
   const size_t nt = mesh.tri.size();
+  const std::vector<V3> edge = edgeDiffs(g, mesh, threads, control);
   std::vector<V3> centre(nt);
   parallelFor(int64_t(nt), 4096, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t)
-      centre[size_t(t)] = g.normal(mesh.tri[size_t(t)][0], mesh.tri[size_t(t)][1], mesh.tri[size_t(t)][2]);
+    for (size_t t = size_t(begin); t < size_t(end); ++t)
+      centre[t] = Geometry::normalFromEdges(edge[3 * t + 2], edge[3 * t], edge[3 * t + 1]);
   }, &control);
   // Adjacent triangles whose centres lie within kMergeChord (co-circular sites: cube faces, grids)
   // share one Voronoi vertex: every triangle of such a group takes the centre of its lowest-indexed
@@ -1620,7 +1755,7 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
         const int i = mesh.slot(t, s);
         const int32_t c = mesh.tri[static_cast<size_t>(t)][static_cast<size_t>((i + 2) % 3)];
         raw.vert.push_back(centre[static_cast<size_t>(t)]);
-        raw.normal.push_back(g.diff(s, c));
+        raw.normal.push_back(edge[3 * static_cast<size_t>(t) + static_cast<size_t>((i + 1) % 3)]);  // s - c
         raw.neighbor.push_back(c);
         t = mesh.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
         if (raw.vert.size() > mesh.tri.size())
@@ -1636,6 +1771,9 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
       SphereRing& ring = rings[static_cast<size_t>(s)];
       if (start == n)
         continue;  // every vertex the same point: no area left (degenerate beyond float64)
+      ring.vert.reserve(n);
+      ring.normal.reserve(n);
+      ring.neighbor.reserve(n);
       for (size_t j = 0; j < n; ++j)
       {
         const size_t idx = (start + j) % n;
@@ -1658,6 +1796,26 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
       areas[static_cast<size_t>(s)] = ringArea(g.p(s), ring);
     }
   }, &control);
+}
+
+// The unique sites put in Morton order of their unit vectors (ties by input index): sites near each
+// other on the sphere then sit near each other in memory, which every per-site step reads across
+// (a region reads its neighbours' rings and edges). The order is a function of the sites alone.
+void spatialOrder(std::vector<Site>& sites, int threads, const RunControl& control)
+{
+  std::vector<std::pair<uint64_t, int64_t>> key(sites.size());
+  parallelFor(static_cast<int64_t>(sites.size()), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (size_t i = size_t(begin); i < size_t(end); ++i)
+    {
+      const V3 p = sites[i].p;
+      key[i] = {detail::mortonKey(detail::Vec3{p.x, p.y, p.z}), static_cast<int64_t>(i)};
+    }
+  }, &control);
+  std::sort(key.begin(), key.end());
+  std::vector<Site> ordered(sites.size());
+  for (size_t i = 0; i < key.size(); ++i)
+    ordered[i] = sites[static_cast<size_t>(key[i].second)];
+  sites = std::move(ordered);
 }
 
 void validate(const double* lonDeg, const double* latDeg, int64_t n, const SphericalVoronoiOptions& options)
@@ -1687,33 +1845,39 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
     for (int64_t i = begin; i < end; ++i)
       all[static_cast<size_t>(i)] = makeSite(lonDeg[i], latDeg[i], i);
   }, &control);
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  auto key = [&](int64_t i) {
-    const V3& p = all[static_cast<size_t>(i)].p;
-    return std::make_tuple(p.x, p.y, p.z);
+  // Sorted by vector (-0 equal to +0), then index: each run of equal vectors starts with its lowest
+  // index. The keys are copied next to their index so that the sort reads memory in order.
+  struct Keyed
+  {
+    V3 p;
+    int64_t i;
   };
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+  std::vector<Keyed> keyed(static_cast<size_t>(n));
+  parallelFor(n, 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      keyed[static_cast<size_t>(i)] = {all[static_cast<size_t>(i)].p, i};
+  }, &control);
+  auto key = [](const Keyed& k) { return std::make_tuple(k.p.x, k.p.y, k.p.z); };
+  std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
     const auto ka = key(a), kb = key(b);
-    return ka < kb || (ka == kb && a < b);
+    return ka < kb || (ka == kb && a.i < b.i);
   });
   std::vector<Site> unique;
-  for (size_t r = 0; r < order.size(); ++r)
-  {
-    const int64_t i = order[r];
-    if (r > 0 && key(order[r - 1]) == key(i))
+  for (size_t r = 1; r < keyed.size(); ++r)
+    if (key(keyed[r - 1]) == key(keyed[r]))
     {
-      int64_t first = order[r - 1];
+      int64_t first = keyed[r - 1].i;
       while (result[static_cast<size_t>(first)].duplicateOf >= 0)
         first = result[static_cast<size_t>(first)].duplicateOf;
-      result[static_cast<size_t>(i)].duplicateOf = first;
+      result[static_cast<size_t>(keyed[r].i)].duplicateOf = first;
     }
-  }
+  keyed = {};
   for (int64_t i = 0; i < n; ++i)
     if (result[static_cast<size_t>(i)].duplicateOf < 0)
       unique.push_back(all[static_cast<size_t>(i)]);
   all.clear();
   all.shrink_to_fit();
+  spatialOrder(unique, threads, control);
   if (static_cast<int64_t>(unique.size()) > kMaxUniqueSites)
     throw InvalidInput("spherical Voronoi: too many distinct sites (" + std::to_string(unique.size()) +
                        ", at most " + std::to_string(kMaxUniqueSites) + ")");
@@ -1729,12 +1893,13 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
   const Geometry g(std::move(unique));
   std::vector<SphereRing> rings;
   std::vector<double> areas;
-  const Plane plane = findPlane(g, control);
+  const std::vector<V3> d0 = diffsFromFirst(g, threads, control);
+  const Plane plane = findPlane(g, d0, control);
   bool flat = plane.coplanar;
   if (!flat)
   {
     Mesh mesh;
-    flat = delaunay(g, mesh, control) == HullResult::Flat;
+    flat = delaunay(g, d0, mesh, threads, control) == HullResult::Flat;
     if (!flat)
       meshRegions(g, mesh, rings, areas, threads, control);
   }
@@ -1744,8 +1909,11 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
   // Each edge's points once, then each region's polygons from its own ring and its neighbours' (read
   // only): the regions in parallel.
   const double stepRad = options.densifyStepDeg * kRadPerDeg;
-  const std::vector<EdgePoints> edges = densifyEdges(g, rings, stepRad, threads, control);
+  const LowerEdges lower = lowerEdges(rings, threads, control);
+  const std::vector<EdgePoints> edges = densifyEdges(g, rings, lower, stepRad, threads, control);
   parallelFor(g.count(), 256, threads, [&](int64_t begin, int64_t end) {
+    DensifyScratch scratch(stepRad);
+    LonLatScratch lonLat;
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
       const SphereRing& ring = rings[static_cast<size_t>(s)];
@@ -1759,7 +1927,7 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
         r.neighbors.push_back(g.site(ring.neighbor[i]).input);
       }
       if (!ring.vert.empty())
-        r.parts = ringToLonLat(densifyRegion(g, rings, edges, s, stepRad));
+        r.parts = ringToLonLat(densifyRegion(g, rings, lower, edges, s, stepRad, scratch), lonLat);
     }
   }, &control);
   return result;

@@ -1798,26 +1798,6 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
   }, &control);
 }
 
-// The unique sites put in Morton order of their unit vectors (ties by input index): sites near each
-// other on the sphere then sit near each other in memory, which every per-site step reads across
-// (a region reads its neighbours' rings and edges). The order is a function of the sites alone.
-void spatialOrder(std::vector<Site>& sites, int threads, const RunControl& control)
-{
-  std::vector<std::pair<uint64_t, int64_t>> key(sites.size());
-  parallelFor(static_cast<int64_t>(sites.size()), 4096, threads, [&](int64_t begin, int64_t end) {
-    for (size_t i = size_t(begin); i < size_t(end); ++i)
-    {
-      const V3 p = sites[i].p;
-      key[i] = {detail::mortonKey(detail::Vec3{p.x, p.y, p.z}), static_cast<int64_t>(i)};
-    }
-  }, &control);
-  std::sort(key.begin(), key.end());
-  std::vector<Site> ordered(sites.size());
-  for (size_t i = 0; i < key.size(); ++i)
-    ordered[i] = sites[static_cast<size_t>(key[i].second)];
-  sites = std::move(ordered);
-}
-
 void validate(const double* lonDeg, const double* latDeg, int64_t n, const SphericalVoronoiOptions& options)
 {
   if (n < 1)
@@ -1845,39 +1825,44 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
     for (int64_t i = begin; i < end; ++i)
       all[static_cast<size_t>(i)] = makeSite(lonDeg[i], latDeg[i], i);
   }, &control);
-  // Sorted by vector (-0 equal to +0), then index: each run of equal vectors starts with its lowest
-  // index. The keys are copied next to their index so that the sort reads memory in order.
+  // The unique sites in Morton order of their unit vectors, so that sites near each other on the
+  // sphere sit near each other in memory (every per-site step reads a site's neighbours): sorted by
+  // Morton key, then vector (-0 equal to +0), then index. Equal vectors have equal keys, so each run
+  // of them is together, its lowest index first: that one is unique, the others its duplicates.
   struct Keyed
   {
+    uint64_t morton;
     V3 p;
     int64_t i;
   };
   std::vector<Keyed> keyed(static_cast<size_t>(n));
   parallelFor(n, 4096, threads, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      keyed[static_cast<size_t>(i)] = {all[static_cast<size_t>(i)].p, i};
+    {
+      const V3 p = all[static_cast<size_t>(i)].p;
+      keyed[static_cast<size_t>(i)] = {detail::mortonKey(detail::Vec3{p.x, p.y, p.z}), p, i};
+    }
   }, &control);
-  auto key = [](const Keyed& k) { return std::make_tuple(k.p.x, k.p.y, k.p.z); };
+  auto key = [](const Keyed& k) { return std::make_tuple(k.morton, k.p.x, k.p.y, k.p.z); };
   std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
     const auto ka = key(a), kb = key(b);
     return ka < kb || (ka == kb && a.i < b.i);
   });
   std::vector<Site> unique;
-  for (size_t r = 1; r < keyed.size(); ++r)
-    if (key(keyed[r - 1]) == key(keyed[r]))
+  int64_t first = -1;
+  for (size_t r = 0; r < keyed.size(); ++r)
+  {
+    if (r > 0 && key(keyed[r - 1]) == key(keyed[r]))
     {
-      int64_t first = keyed[r - 1].i;
-      while (result[static_cast<size_t>(first)].duplicateOf >= 0)
-        first = result[static_cast<size_t>(first)].duplicateOf;
       result[static_cast<size_t>(keyed[r].i)].duplicateOf = first;
+      continue;
     }
+    first = keyed[r].i;
+    unique.push_back(all[static_cast<size_t>(first)]);
+  }
   keyed = {};
-  for (int64_t i = 0; i < n; ++i)
-    if (result[static_cast<size_t>(i)].duplicateOf < 0)
-      unique.push_back(all[static_cast<size_t>(i)]);
   all.clear();
   all.shrink_to_fit();
-  spatialOrder(unique, threads, control);
   if (static_cast<int64_t>(unique.size()) > kMaxUniqueSites)
     throw InvalidInput("spherical Voronoi: too many distinct sites (" + std::to_string(unique.size()) +
                        ", at most " + std::to_string(kMaxUniqueSites) + ")");

@@ -455,10 +455,215 @@ private:
   }
 };
 
+// The triangles in canonical order: each rotated to start at its lowest site, then sorted by their
+// sites (owner by owner: a counting sort by the lowest site, then each owner's few sorted); the
+// neighbour links follow. The order depends on the triangles alone, not on how they were found.
+void canonicalize(Mesh& mesh, int threads, const RunControl& control)
+{
+  const size_t nt = mesh.tri.size();
+  int32_t sites = 0;
+  for (size_t t = 0; t < nt; ++t)
+  {
+    auto& x = mesh.tri[t];
+    auto& y = mesh.nbr[t];
+    const int r = x[0] < x[1] ? (x[0] < x[2] ? 0 : 2) : (x[1] < x[2] ? 1 : 2);
+    x = {x[static_cast<size_t>(r)], x[static_cast<size_t>((r + 1) % 3)], x[static_cast<size_t>((r + 2) % 3)]};
+    y = {y[static_cast<size_t>(r)], y[static_cast<size_t>((r + 1) % 3)], y[static_cast<size_t>((r + 2) % 3)]};
+    sites = std::max(sites, x[2] + 1);
+    sites = std::max(sites, x[1] + 1);
+  }
+  std::vector<size_t> first(static_cast<size_t>(sites) + 1, 0);
+  for (size_t t = 0; t < nt; ++t)
+    ++first[static_cast<size_t>(mesh.tri[t][0]) + 1];
+  for (size_t i = 1; i < first.size(); ++i)
+    first[i] += first[i - 1];
+  std::vector<int32_t> order(nt);
+  {
+    std::vector<size_t> next(first.begin(), first.end() - 1);
+    for (size_t t = 0; t < nt; ++t)
+      order[next[static_cast<size_t>(mesh.tri[t][0])]++] = static_cast<int32_t>(t);
+  }
+  parallelFor(sites, 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o)
+      std::sort(order.begin() + static_cast<std::ptrdiff_t>(first[size_t(o)]),
+                order.begin() + static_cast<std::ptrdiff_t>(first[size_t(o) + 1]), [&](int32_t x, int32_t y) {
+                  return mesh.tri[size_t(x)] < mesh.tri[size_t(y)];
+                });
+  }, &control);
+  std::vector<int32_t> where(nt);
+  for (size_t t = 0; t < nt; ++t)
+    where[static_cast<size_t>(order[t])] = static_cast<int32_t>(t);
+  std::vector<std::array<int32_t, 3>> tri(nt), nbr(nt);
+  parallelFor(int64_t(nt), 65536, threads, [&](int64_t begin, int64_t end) {
+    for (size_t t = size_t(begin); t < size_t(end); ++t)
+    {
+      const size_t old = static_cast<size_t>(order[t]);
+      tri[t] = mesh.tri[old];
+      for (size_t j = 0; j < 3; ++j)
+        nbr[t][j] = where[static_cast<size_t>(mesh.nbr[old][j])];
+    }
+  }, &control);
+  mesh.tri = std::move(tri);
+  mesh.nbr = std::move(nbr);
+}
+
+// Each site's triangle to start its ring from: its lowest-indexed one.
+void setVertexTriangles(Mesh& mesh, int32_t sites)
+{
+  mesh.vertexTri.assign(static_cast<size_t>(sites), -1);
+  for (size_t t = mesh.tri.size(); t-- > 0;)
+    for (const int32_t v : mesh.tri[t])
+      mesh.vertexTri[static_cast<size_t>(v)] = static_cast<int32_t>(t);
+}
+
+// The mesh from the GPU's cells: site i's triangles (i, n_k, n_k+1) for consecutive neighbours,
+// each kept by its lowest site, in canonical order. False (with the reason) unless the cycles make a
+// closed triangulation, each triangle in all three of its sites' cycles, 2 n - 4 of them, every one
+// facing out.
+bool meshFromCells(const Geometry& g, const SphereCells& cells, Mesh& mesh, int threads, const RunControl& control,
+                   std::string& why)
+{
+  const int32_t k = g.count();
+  const auto cycle = [&](int32_t s) {
+    return std::make_pair(cells.neighbor.data() + cells.start[size_t(s)],
+                          cells.neighbor.data() + cells.start[size_t(s) + 1]);
+  };
+  // The site after u in w's cycle, or -1.
+  const auto after = [&](int32_t w, int32_t u) {
+    const auto [b, e] = cycle(w);
+    for (const int32_t* x = b; x != e; ++x)
+      if (*x == u)
+        return x + 1 == e ? *b : x[1];
+    return int32_t(-1);
+  };
+  if (cells.start.size() != size_t(k) + 1 || cells.start.back() != 6 * (int64_t(k) - 2))
+  {
+    why = "the cells' edges do not add up to a closed triangulation";
+    return false;
+  }
+  std::vector<int64_t> owned(size_t(k) + 1, 0);
+  std::atomic<bool> bad{false};
+  parallelFor(k, 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int32_t i = int32_t(begin); i < int32_t(end); ++i)
+    {
+      const auto [b, e] = cycle(i);
+      const int64_t m = e - b;
+      if (m < 3)
+        bad = true;
+      for (int64_t q = 0; q < m; ++q)
+        owned[size_t(i) + 1] += i < b[q] && i < b[(q + 1) % m];
+    }
+  }, &control);
+  for (size_t i = 1; i < owned.size(); ++i)
+    owned[i] += owned[i - 1];
+  if (bad || owned.back() != 2 * (int64_t(k) - 2))
+  {
+    why = "the cells' triangles do not add up to a closed triangulation";
+    return false;
+  }
+  mesh.tri.assign(size_t(owned.back()), {});
+  mesh.nbr.assign(size_t(owned.back()), {});
+  parallelFor(k, 4096, threads, [&](int64_t begin, int64_t end) {
+    for (int32_t i = int32_t(begin); i < int32_t(end); ++i)
+    {
+      const auto [b, e] = cycle(i);
+      const int64_t m = e - b;
+      int64_t at = owned[size_t(i)];
+      for (int64_t q = 0; q < m; ++q)
+      {
+        const int32_t j = b[q], l = b[(q + 1) % m];
+        if (i < j && i < l)
+          mesh.tri[size_t(at++)] = {i, j, l};
+        // In all three cycles, and facing out (seen from outside, counter-clockwise).
+        if (i < j && i < l && (after(j, l) != i || after(l, i) != j ||
+                               !(dot(cross(g.p(j) - g.p(i), g.p(l) - g.p(i)), g.p(i)) > 0)))
+          bad = true;
+      }
+      std::sort(mesh.tri.begin() + static_cast<std::ptrdiff_t>(owned[size_t(i)]),
+                mesh.tri.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  }, &control);
+  if (bad)
+  {
+    why = "the cells disagree about a triangle";
+    return false;
+  }
+  // The triangle across edge u -> w of a triangle: (w, u, the site after u in w's cycle).
+  const auto find = [&](int32_t a, int32_t b, int32_t c) {
+    const int32_t o = std::min({a, b, c});
+    const std::array<int32_t, 3> key = o == a ? std::array<int32_t, 3>{a, b, c}
+                                       : o == b ? std::array<int32_t, 3>{b, c, a}
+                                                : std::array<int32_t, 3>{c, a, b};
+    const auto from = mesh.tri.begin() + static_cast<std::ptrdiff_t>(owned[size_t(o)]);
+    const auto to = mesh.tri.begin() + static_cast<std::ptrdiff_t>(owned[size_t(o) + 1]);
+    const auto it = std::lower_bound(from, to, key);
+    return it != to && *it == key ? int32_t(it - mesh.tri.begin()) : int32_t(-1);
+  };
+  parallelFor(int64_t(mesh.tri.size()), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (size_t t = size_t(begin); t < size_t(end); ++t)
+      for (size_t i = 0; i < 3; ++i)
+      {
+        const int32_t u = mesh.tri[t][(i + 1) % 3], w = mesh.tri[t][(i + 2) % 3];
+        const int32_t across = find(w, u, after(w, u));
+        if (across < 0)
+          bad = true;
+        mesh.nbr[t][i] = across;
+      }
+  }, &control);
+  if (bad)
+  {
+    why = "the cells' triangles do not join up";
+    return false;
+  }
+  return true;
+}
+
+// Whether every edge of the mesh is clearly Delaunay both ways (Geometry::clearlyOutside): then the
+// mesh is the one Delaunay triangulation of the sites.
+bool clearlyDelaunay(const Geometry& g, const Mesh& mesh, int threads, const RunControl& control)
+{
+  std::atomic<bool> bad{false};
+  parallelFor(int64_t(mesh.tri.size()), 4096, threads, [&](int64_t begin, int64_t end) {
+    for (size_t t = size_t(begin); t < size_t(end) && !bad.load(std::memory_order_relaxed); ++t)
+      for (size_t i = 0; i < 3; ++i)
+      {
+        const size_t u = static_cast<size_t>(mesh.nbr[t][i]);
+        if (u < t)
+          continue;
+        const int32_t c = mesh.tri[t][i], a = mesh.tri[t][(i + 1) % 3], b = mesh.tri[t][(i + 2) % 3];
+        size_t j = 0;
+        while (j < 3 && static_cast<size_t>(mesh.nbr[u][j]) != t)
+          ++j;
+        if (j == 3 || !g.clearlyOutside(c, a, b, mesh.tri[u][j]) || !g.clearlyOutside(mesh.tri[u][j], b, a, c))
+          bad = true;
+      }
+  }, &control);
+  return !bad;
+}
+
 }  // namespace
 
-HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, int threads, const RunControl& control)
+HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, const SphereCells* cells, Mesh& mesh, int threads,
+                    const RunControl& control, std::string* cellsRefused)
 {
+  if (cells && cells->complete)
+  {
+    std::string why;
+    if (meshFromCells(g, *cells, mesh, threads, control, why))
+    {
+      if (clearlyDelaunay(g, mesh, threads, control))
+      {
+        setVertexTriangles(mesh, g.count());
+        return HullResult::Ok;
+      }
+      why = "an edge of the cells' mesh is too close to a tie to be sure of";
+    }
+    if (cellsRefused)
+      *cellsRefused = why;
+    mesh = {};
+  }
+  else if (cells && cellsRefused)
+    *cellsRefused = cells->failure;
   std::vector<int32_t> hint;
   if (hullMesh(g, d0, mesh, hint, control) == HullResult::Flat)
     return HullResult::Flat;
@@ -475,6 +680,8 @@ HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, in
     repair.flipAll();  // insertion legalizes around each new site; this catches what a thin hull left
   if (mesh.tri.size() != 2 * static_cast<size_t>(g.count()) - 4)
     throw Error("spherical Voronoi: internal error: the Delaunay mesh does not cover every site");
+  canonicalize(mesh, threads, control);
+  setVertexTriangles(mesh, g.count());
   return HullResult::Ok;
 }
 

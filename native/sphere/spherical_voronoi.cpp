@@ -10,7 +10,10 @@
 
 #include "core/errors.h"
 #include "core/parallel.h"
+#include "core/parallel_sort.h"
+#include "core/stage_times.h"
 #include "sphere/detail/sphere_math.h"
+#include "sphere/detail/spherical_cells.h"
 #include "sphere/detail/spherical_geometry.h"
 #include "sphere/detail/spherical_lonlat.h"
 #include "sphere/detail/spherical_mesh.h"
@@ -37,88 +40,109 @@ void validate(const double* lonDeg, const double* latDeg, int64_t n, const Spher
   requireValidSites(SiteSet{lonDeg, latDeg, n});
 }
 
-}  // namespace
-
-std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double* latDeg, int64_t n,
-                                              const SphericalVoronoiOptions& options, const RunControl& control)
+// A site's place in the unique sites' order: its Morton key, then its vector (-0 equal to +0), then
+// its index.
+struct Keyed
 {
-  validate(lonDeg, latDeg, n, options);
-  std::vector<SphericalRegion> result(static_cast<size_t>(n));
-
-  // Unit vectors, and exact duplicates: the lowest index of each group of equal vectors is unique.
-  const int threads = options.threads > 0 ? options.threads : defaultThreadCount();
-  std::vector<Site> all(static_cast<size_t>(n));
-  parallelFor(n, 4096, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      all[static_cast<size_t>(i)] = makeSite(lonDeg[i], latDeg[i], i);
-  }, &control);
-  // The unique sites in Morton order of their unit vectors, so that sites near each other on the
-  // sphere sit near each other in memory (every per-site step reads a site's neighbours): sorted by
-  // Morton key, then vector (-0 equal to +0), then index. Equal vectors have equal keys, so each run
-  // of them is together, its lowest index first: that one is unique, the others its duplicates.
-  struct Keyed
+  uint64_t morton;
+  V3 p;
+  int64_t i;
+  bool operator<(const Keyed& o) const
   {
-    uint64_t morton;
-    V3 p;
-    int64_t i;
-  };
+    return std::tie(morton, p.x, p.y, p.z, i) < std::tie(o.morton, o.p.x, o.p.y, o.p.z, o.i);
+  }
+  bool sameSite(const Keyed& o) const { return morton == o.morton && p.x == o.p.x && p.y == o.p.y && p.z == o.p.z; }
+};
+
+struct UniqueSites
+{
+  std::vector<Site> sites;
+  std::vector<uint64_t> morton;  // their Morton keys, ascending
+};
+
+// The unique sites in Morton order of their unit vectors, so that sites near each other on the
+// sphere sit near each other in memory (every per-site step reads a site's neighbours). Equal vectors
+// have equal keys, so each run of them sorts together, its lowest index first: that one is unique,
+// the others get duplicateOf in result.
+UniqueSites uniqueSites(const double* lonDeg, const double* latDeg, int64_t n, int threads,
+                        const RunControl& control, std::vector<SphericalRegion>& result)
+{
+  std::vector<Site> all(static_cast<size_t>(n));
   std::vector<Keyed> keyed(static_cast<size_t>(n));
   parallelFor(n, 4096, threads, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
     {
-      const V3 p = all[static_cast<size_t>(i)].p;
-      keyed[static_cast<size_t>(i)] = {detail::mortonKey(detail::Vec3{p.x, p.y, p.z}), p, i};
+      const Site s = makeSite(lonDeg[i], latDeg[i], i);
+      all[static_cast<size_t>(i)] = s;
+      keyed[static_cast<size_t>(i)] = {detail::mortonKey(detail::Vec3{s.p.x, s.p.y, s.p.z}), s.p, i};
     }
   }, &control);
-  auto key = [](const Keyed& k) { return std::make_tuple(k.morton, k.p.x, k.p.y, k.p.z); };
-  std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
-    const auto ka = key(a), kb = key(b);
-    return ka < kb || (ka == kb && a.i < b.i);
-  });
-  std::vector<Site> unique;
+  parallelSort(keyed, threads, control);
+  UniqueSites u;
   int64_t first = -1;
   for (size_t r = 0; r < keyed.size(); ++r)
   {
-    if (r > 0 && key(keyed[r - 1]) == key(keyed[r]))
+    if (r > 0 && keyed[r - 1].sameSite(keyed[r]))
     {
       result[static_cast<size_t>(keyed[r].i)].duplicateOf = first;
       continue;
     }
     first = keyed[r].i;
-    unique.push_back(all[static_cast<size_t>(first)]);
+    u.sites.push_back(all[static_cast<size_t>(first)]);
+    u.morton.push_back(keyed[r].morton);
   }
-  keyed = {};
-  all.clear();
-  all.shrink_to_fit();
-  if (static_cast<int64_t>(unique.size()) > kMaxUniqueSites)
-    throw InvalidInput("spherical Voronoi: too many distinct sites (" + std::to_string(unique.size()) +
+  if (static_cast<int64_t>(u.sites.size()) > kMaxUniqueSites)
+    throw InvalidInput("spherical Voronoi: too many distinct sites (" + std::to_string(u.sites.size()) +
                        ", at most " + std::to_string(kMaxUniqueSites) + ")");
+  return u;
+}
 
-  if (unique.size() == 1)
-  {
-    SphericalRegion& r = result[static_cast<size_t>(unique[0].input)];
-    r.parts = wholeSphere();
-    r.areaSteradians = 2.0 * kTwoPi;
-    return result;
-  }
-
-  const Geometry g(std::move(unique));
-  std::vector<SphereRing> rings;
-  std::vector<double> areas;
+// The Voronoi regions as spherical polygons with their areas: lunes when the sites lie on one plane,
+// else from the Delaunay mesh (from the GPU's cells when asked and they pass the checks).
+void sphericalRegions(const Geometry& g, const std::vector<uint64_t>& morton, const SphericalVoronoiOptions& options,
+                      int threads, const RunControl& control, std::vector<SphereRing>& rings,
+                      std::vector<double>& areas, SphericalVoronoiReport& report)
+{
   const std::vector<V3> d0 = diffsFromFirst(g, threads, control);
   const Plane plane = findPlane(g, d0, control);
   bool flat = plane.coplanar;
   if (!flat)
   {
     Mesh mesh;
-    flat = delaunay(g, d0, mesh, threads, control) == HullResult::Flat;
+    {
+      ScopedStage stage(report.times, "mesh");
+      SphereCells cells;
+      const bool gpu = options.backend == Backend::Gpu;
+      if (gpu)
+      {
+        std::vector<double> xyz(3 * static_cast<size_t>(g.count()));
+        for (int32_t i = 0; i < g.count(); ++i)
+        {
+          const V3 p = g.p(i);
+          xyz[3 * size_t(i)] = p.x;
+          xyz[3 * size_t(i) + 1] = p.y;
+          xyz[3 * size_t(i) + 2] = p.z;
+        }
+        cells = deviceCells(xyz.data(), morton.data(), g.count(), control, report.times);
+      }
+      flat = delaunay(g, d0, gpu ? &cells : nullptr, mesh, threads, control, &report.gpuMeshRefused) ==
+             HullResult::Flat;
+      report.gpuMesh = gpu && !flat && report.gpuMeshRefused.empty();
+    }
     if (!flat)
+    {
+      ScopedStage stage(report.times, "regions");
       meshRegions(g, mesh, rings, areas, threads, control);
+    }
   }
   if (flat)
     lunes(g, plane, rings, areas, control);
+}
 
-  // Each region's area, vertices and neighbours, then its lon/lat polygons.
+// Each region's area, vertices and neighbours, then its lon/lat polygons, into result.
+void writeRegions(const Geometry& g, const std::vector<SphereRing>& rings, const std::vector<double>& areas,
+                  double stepRad, int threads, const RunControl& control, std::vector<SphericalRegion>& result)
+{
   parallelFor(g.count(), 1024, threads, [&](int64_t begin, int64_t end) {
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
@@ -134,10 +158,42 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
       }
     }
   }, &control);
-  regionPolygons(g, rings, options.densifyStepDeg * kRadPerDeg, threads, control,
-                 [&](int32_t s, std::vector<LonLatPolygon>&& parts) {
-                   result[static_cast<size_t>(g.site(s).input)].parts = std::move(parts);
-                 });
+  regionPolygons(g, rings, stepRad, threads, control, [&](int32_t s, std::vector<LonLatPolygon>&& parts) {
+    result[static_cast<size_t>(g.site(s).input)].parts = std::move(parts);
+  });
+}
+
+}  // namespace
+
+std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double* latDeg, int64_t n,
+                                              const SphericalVoronoiOptions& options, const RunControl& control,
+                                              SphericalVoronoiReport* report)
+{
+  validate(lonDeg, latDeg, n, options);
+  SphericalVoronoiReport local;
+  SphericalVoronoiReport& out = report ? *report : local;
+  out = {};
+  std::vector<SphericalRegion> result(static_cast<size_t>(n));
+  const int threads = options.threads > 0 ? options.threads : defaultThreadCount();
+  UniqueSites unique;
+  {
+    ScopedStage stage(out.times, "sites");
+    unique = uniqueSites(lonDeg, latDeg, n, threads, control, result);
+  }
+  out.uniqueSites = static_cast<int64_t>(unique.sites.size());
+  if (unique.sites.size() == 1)
+  {
+    SphericalRegion& r = result[static_cast<size_t>(unique.sites[0].input)];
+    r.parts = wholeSphere();
+    r.areaSteradians = 2.0 * kTwoPi;
+    return result;
+  }
+  const Geometry g(std::move(unique.sites));
+  std::vector<SphereRing> rings;
+  std::vector<double> areas;
+  sphericalRegions(g, unique.morton, options, threads, control, rings, areas, out);
+  ScopedStage stage(out.times, "polygons");
+  writeRegions(g, rings, areas, options.densifyStepDeg * kRadPerDeg, threads, control, result);
   return result;
 }
 

@@ -89,9 +89,12 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/run_control.h"
+#include "core/stage_times.h"
 #include "sphere/earth.h"
 
 namespace gpugeo::sphere {
@@ -133,13 +136,28 @@ struct SphericalVoronoiOptions
   // CPU threads for the per-site steps (unit vectors, regions, polygons); 0: defaultThreadCount().
   // The hull itself (CGAL) and its repair run on one.
   int threads = 0;
+  // Gpu: the Delaunay mesh from Voronoi cells clipped on the GPU (detail/spherical_cells.h), taken
+  // when every check passes, which makes it the mesh the hull would give (the same regions bit for
+  // bit); else, and with Cpu, from the hull. Auto is Cpu here (the caller resolves it).
+  Backend backend = Backend::Cpu;
+};
+
+// What a run did, for the log.
+struct SphericalVoronoiReport
+{
+  bool gpuMesh = false;         // the mesh came from the GPU's cells
+  std::string gpuMeshRefused;   // why not, when the GPU was asked
+  int64_t uniqueSites = 0;
+  StageTimes times;             // "sites", "mesh" (with the GPU's stages), "regions", "polygons"
 };
 
 // The spherical Voronoi regions of n sites given in degrees (EPSG:4326 order lon, lat). Result i is
 // site i's region. Throws InvalidInput when n < 1, a coordinate is not finite, |lat| > 90 or the
-// step is outside (0, 10]; Canceled when control asks to stop; Error on an internal failure.
+// step is outside (0, 10]; Canceled when control asks to stop; Error on an internal failure;
+// DeviceUnavailable, DeviceError or DeviceOutOfMemory when the GPU is asked and cannot be used.
 std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double* latDeg, int64_t n,
                                               const SphericalVoronoiOptions& options,
-                                              const gpugeo::RunControl& control);
+                                              const gpugeo::RunControl& control,
+                                              SphericalVoronoiReport* report = nullptr);
 
 }  // namespace gpugeo::sphere

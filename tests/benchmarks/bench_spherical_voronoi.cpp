@@ -1,12 +1,13 @@
 // Benchmark of the spherical Voronoi polygons' native core (it times; it asserts nothing).
 //
 //   bench_spherical_voronoi (--sites N [--seed S] | --input FILE) [--reps R] [--threads T]
-//                           [--densify DEG]
+//                           [--densify DEG] [--backend cpu|gpu]
 //
 // N sites uniform on the sphere (fixed seed), or FILE: lon, lat pairs as float64 (the sites
 // bench_spherical_voronoi.py gives SciPy). Prints one JSON line: the median and the fastest of R
 // runs of sphericalVoronoi (unit vectors, hull, regions, areas and the densified lon/lat polygons),
-// the sum of the areas minus 4 pi and the number of polygon points.
+// the sum of the areas minus 4 pi and the number of polygon points; with --backend gpu whether the
+// mesh came from the GPU's cells (or why not); the stage times of the median run.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +39,7 @@ int main(int argc, char** argv)
   int threads = 0;
   double densify = 1.0;
   std::string input;
+  std::string backend = "cpu";
   for (int i = 1; i + 1 < argc; i += 2)
   {
     const std::string key = argv[i], value = argv[i + 1];
@@ -47,6 +49,7 @@ int main(int argc, char** argv)
     else if (key == "--threads") threads = std::stoi(value);
     else if (key == "--densify") densify = std::stod(value);
     else if (key == "--input") input = value;
+    else if (key == "--backend") backend = value;
     else
     {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
@@ -81,14 +84,19 @@ int main(int argc, char** argv)
   SphericalVoronoiOptions options;
   options.densifyStepDeg = densify;
   options.threads = threads;
+  options.backend = backend == "gpu" ? Backend::Gpu : Backend::Cpu;
   std::vector<double> ms;
+  std::vector<SphericalVoronoiReport> reports;
   double areaError = 0;
   int64_t points = 0;
   for (int r = 0; r < reps; ++r)
   {
     const double t0 = nowMs();
-    const std::vector<SphericalRegion> regions = sphericalVoronoi(lon.data(), lat.data(), n, options, RunControl{});
+    SphericalVoronoiReport report;
+    const std::vector<SphericalRegion> regions =
+      sphericalVoronoi(lon.data(), lat.data(), n, options, RunControl{}, &report);
     ms.push_back(nowMs() - t0);
+    reports.push_back(report);
     double area = 0;
     points = 0;
     for (const SphericalRegion& region : regions)
@@ -99,13 +107,20 @@ int main(int argc, char** argv)
     }
     areaError = area - 4.0 * 3.14159265358979323846;
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-  std::printf("{\"sites\": %lld, \"threads\": %d, \"densify_deg\": %g, \"reps\": %d, \"median_ms\": %.1f, "
-              "\"min_ms\": %.1f, \"area_minus_4pi\": %.3g, \"polygon_points\": %lld}\n",
-              static_cast<long long>(n), threads, densify, reps, median, sorted.front(), areaError,
-              static_cast<long long>(points));
+  std::vector<size_t> order(ms.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms[a] < ms[b]; });
+  const size_t mid = order[order.size() / 2];
+  const SphericalVoronoiReport& report = reports[mid];
+  std::string stages;
+  for (const auto& [stage, stageMs] : report.times.entries())
+    stages += (stages.empty() ? "" : ", ") + std::string("\"") + stage + "\": " + std::to_string(stageMs);
+  std::printf("{\"sites\": %lld, \"backend\": \"%s\", \"threads\": %d, \"densify_deg\": %g, \"reps\": %d, "
+              "\"median_ms\": %.1f, \"min_ms\": %.1f, \"area_minus_4pi\": %.3g, \"polygon_points\": %lld, "
+              "\"gpu_mesh\": %s, \"gpu_mesh_refused\": \"%s\", \"stages_ms\": {%s}}\n",
+              static_cast<long long>(n), backend.c_str(), threads, densify, reps, ms[mid], ms[order.front()],
+              areaError, static_cast<long long>(points), report.gpuMesh ? "true" : "false",
+              report.gpuMeshRefused.c_str(), stages.c_str());
   return 0;
 }

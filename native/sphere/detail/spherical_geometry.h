@@ -289,6 +289,24 @@ public:
     return 0;
   }
 
+  // Whether d lies outside the circumscribed cap of the counter-clockwise triangle (a, b, c) by a clear
+  // margin, 1e-10 relative to the determinant's terms: the quick test with its rounding bound, else
+  // inCap. An edge whose opposite sites pass this both ways is in every Delaunay triangulation that
+  // exact predicates, or these with their 1e-12 tolerance, can give.
+  bool clearlyOutside(int32_t a, int32_t b, int32_t c, int32_t d) const
+  {
+    const V3 pa = p(a);
+    const V3 u = p(b) - pa, v = p(c) - pa, w = p(d) - pa;
+    const double det = dot(w, cross(u, v));
+    const double lu = std::sqrt(dot(u, u)), lv = std::sqrt(dot(v, v)), lw = std::sqrt(dot(w, w));
+    const double bound = 4e-15 * (lu * lv + lv * lw + lw * lu) + 1e-15 * lu * lv * lw;
+    if (det < -bound - 1e-10 * lu * lv * lw)
+      return true;
+    if (det > bound)
+      return false;
+    return inCap(a, b, c, d) < -1e-10;
+  }
+
   // Whether d is inside the cap by more than tolerance: the quick test, else inCap.
   bool holds(int32_t a, int32_t b, int32_t c, int32_t d, double tolerance) const
   {

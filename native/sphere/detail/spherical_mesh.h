@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/run_control.h"
+#include "sphere/detail/spherical_cells.h"
 #include "sphere/detail/spherical_geometry.h"
 
 namespace gpugeo::sphere::detail {
@@ -37,7 +39,13 @@ enum class HullResult
 };
 
 // Builds the Delaunay mesh of the sites (d0: their accurate differences from site 0, which the hull
-// is given); Flat when the hull finds the sites on one plane through the centre.
-HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, int threads, const RunControl& control);
+// is given); Flat when the hull finds the sites on one plane through the centre. With cells (the
+// GPU's, complete), the mesh is made from them when it passes every check (a closed, consistent
+// triangulation, every facet facing out, every edge clearly Delaunay by this module's predicates:
+// then it is the only Delaunay triangulation, the one the hull would give); else from the hull, and
+// cellsRefused (if given) says why. Either way the triangles are in canonical order (each from its
+// lowest site, sorted), so both ways give the same mesh bit for bit.
+HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, const SphereCells* cells, Mesh& mesh, int threads,
+                    const RunControl& control, std::string* cellsRefused = nullptr);
 
 }  // namespace gpugeo::sphere::detail

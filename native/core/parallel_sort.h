@@ -11,8 +11,8 @@ namespace gpugeo {
 
 // Sorts v by operator< (the keys should be unique, e.g. (key, index), for a result independent of
 // the thread count). Throws Canceled when control asks to stop.
-template <typename T>
-void parallelSort(std::vector<T>& v, int threads, const RunControl& control)
+template <typename T, typename Allocator>
+void parallelSort(std::vector<T, Allocator>& v, int threads, const RunControl& control)
 {
   threads = threads > 0 ? threads : defaultThreadCount();
   const int64_t n = int64_t(v.size());

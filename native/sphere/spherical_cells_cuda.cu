@@ -8,6 +8,7 @@
 #include "core/cuda_check.h"
 #include "core/device_buffer.h"
 #include "core/errors.h"
+#include "core/exact_math.h"
 #include "core/staged_copy.h"
 #include "sphere/detail/sphere_math.h"
 #include "sphere/detail/spherical_cells.h"
@@ -18,7 +19,7 @@ namespace {
 constexpr int kThreads = 128;
 // The most sites a thread gathers (the nearest ones within its radius) and the most edges a cell
 // may have while it is being cut (uniform random sites: 6 on average, rarely above 14).
-constexpr int kCellCandidates = 64;
+constexpr int kCellCandidates = 128;
 constexpr int kCellEdges = 32;
 // The gathering radius starts where some 24 sites of a uniform spread would fall within it, and
 // doubles while the cell cannot be closed, at most this many times.
@@ -34,13 +35,25 @@ struct D3
   double x, y, z;
 };
 
-__device__ D3 operator-(D3 a, D3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-__device__ double dot3(D3 a, D3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-__device__ D3 cross3(D3 a, D3 b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; }
+// Products and sums rounded one by one (exact_math.h: no fused multiply-adds), so that the kernel gives
+// the bits a host build of it gives, which is how it is debugged.
+__device__ D3 operator-(D3 a, D3 b) { return {exact::sub(a.x, b.x), exact::sub(a.y, b.y), exact::sub(a.z, b.z)}; }
+__device__ double dot3(D3 a, D3 b)
+{
+  return exact::add(exact::add(exact::mul(a.x, b.x), exact::mul(a.y, b.y)), exact::mul(a.z, b.z));
+}
+__device__ double crossTerm(double a, double b, double c, double d)
+{
+  return exact::sub(exact::mul(a, b), exact::mul(c, d));
+}
+__device__ D3 cross3(D3 a, D3 b)
+{
+  return {crossTerm(a.y, b.z, a.z, b.y), crossTerm(a.z, b.x, a.x, b.z), crossTerm(a.x, b.y, a.y, b.x)};
+}
 __device__ D3 unit3(D3 a)
 {
-  const double r = rsqrt(dot3(a, a));
-  return {a.x * r, a.y * r, a.z * r};
+  const double r = exact::div(1.0, exact::sqrt(dot3(a, a)));
+  return {exact::mul(a.x, r), exact::mul(a.y, r), exact::mul(a.z, r)};
 }
 
 // First index in key[0, n) not below k.
@@ -181,9 +194,8 @@ __global__ void clipCellsKernel(const D3* site, const uint64_t* key, int32_t n, 
     // whose cells are at least 2 radius wide, around the site.
     const double r2 = radius * radius;
     int level = 0;
-    while (level < 21 && ldexp(1.0, -level) >= 2.0 * radius)
+    while (level < 21 && ldexp(1.0, -(level + 1)) >= radius)
       ++level;
-    level = max(0, level - 1);
     const int shift = 21 - level;
     int count = 0;
     bool full = false;
@@ -296,7 +308,7 @@ std::string failureText(int bits)
     if (bits & bit)
       text += (text.empty() ? "" : ", ") + std::string(what);
   };
-  add(kFailTooMany, "a cell needs more than 64 nearby sites");
+  add(kFailTooMany, "a cell needs more than 128 nearby sites");
   add(kFailEdges, "a cell has more than 32 edges");
   add(kFailOpen, "a cell reaches beyond 45 degrees of its site");
   add(kFailRounding, "a cell too close to degenerate to cut in floating point");

@@ -155,35 +155,33 @@ constexpr size_t kNoEdge = static_cast<size_t>(-1);
 // Where edge j of site s's ring is computed once: its index in the lower site's ring, where that
 // ring holds the edge exactly once (else kNoEdge: the edge is computed by each side, as for two
 // hemispheres).
-size_t lowerEdge(const std::vector<SphereRing>& rings, int32_t s, size_t j)
+size_t lowerEdge(const SphereRings& rings, int32_t s, size_t j)
 {
   const int32_t t = rings[static_cast<size_t>(s)].neighbor[j];
   const int32_t lo = std::min(s, t), other = s == lo ? t : s;
-  const std::vector<int32_t>& n = rings[static_cast<size_t>(lo)].neighbor;
-  if (std::count(n.begin(), n.end(), other) != 1)
+  const RingView low = rings[static_cast<size_t>(lo)];
+  const int32_t* end = low.neighbor + low.size();
+  if (std::count(low.neighbor, end, other) != 1)
     return kNoEdge;
-  return static_cast<size_t>(std::find(n.begin(), n.end(), other) - n.begin());
+  return static_cast<size_t>(std::find(low.neighbor, end, other) - low.neighbor);
 }
 
-// lowerEdge of every edge of every ring, made once on all cores: edge j of site s at start[s] + j.
+// lowerEdge of every edge of every ring, made once on all cores: edge j of site s at rings.at(s) + j.
 struct LowerEdges
 {
-  std::vector<size_t> start;
-  std::vector<size_t> lower;
-  size_t at(int32_t s, size_t j) const { return lower[start[static_cast<size_t>(s)] + j]; }
+  const SphereRings& rings;
+  FlatArray<size_t> lower;
+  size_t at(int32_t s, size_t j) const { return lower[rings.at(static_cast<size_t>(s)) + j]; }
 };
 
-LowerEdges lowerEdges(const std::vector<SphereRing>& rings, int threads, const RunControl& control)
+LowerEdges lowerEdges(const SphereRings& rings, int threads, const RunControl& control)
 {
-  LowerEdges l;
-  l.start.resize(rings.size() + 1, 0);
-  for (size_t s = 0; s < rings.size(); ++s)
-    l.start[s + 1] = l.start[s] + rings[s].neighbor.size();
-  l.lower.resize(l.start.back());
+  LowerEdges l{rings, {}};
+  l.lower.resize(static_cast<size_t>(rings.start.back()));
   parallelFor(static_cast<int64_t>(rings.size()), 1024, threads, [&](int64_t begin, int64_t end) {
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
-      for (size_t j = 0; j < rings[static_cast<size_t>(s)].neighbor.size(); ++j)
-        l.lower[l.start[static_cast<size_t>(s)] + j] = lowerEdge(rings, s, j);
+      for (size_t j = 0; j < rings[static_cast<size_t>(s)].size(); ++j)
+        l.lower[rings.at(static_cast<size_t>(s)) + j] = lowerEdge(rings, s, j);
   }, &control);
   return l;
 }
@@ -192,22 +190,21 @@ LowerEdges lowerEdges(const std::vector<SphereRing>& rings, int threads, const R
 // `inner`), and m, its unit normal seen from s. The points depend on the edge alone: they are
 // computed from the lower site's side, the higher site's being their reverse. q: the edge's index in
 // the lower site's ring (lowerEdge), or kNoEdge. e: scratch, with tanStep2 set.
-void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, int32_t s, size_t j, size_t q,
-                     double stepRad, EdgeRefinement& e, std::vector<V3>& inner, V3& m)
+void densifyRingEdge(const Geometry& g, const SphereRings& rings, int32_t s, size_t j, size_t q, double stepRad,
+                     EdgeRefinement& e, std::vector<V3>& inner, V3& m)
 {
-  const SphereRing& ring = rings[static_cast<size_t>(s)];
-  const size_t k = ring.vert.size();
+  const RingView ring = rings[static_cast<size_t>(s)];
+  const size_t k = ring.size();
   const int32_t t = ring.neighbor[j];
   const int32_t lo = std::min(s, t), hi = std::max(s, t);
   const V3 u = ring.vert[j];
   const V3 v = ring.vert[(j + 1) % k];
   // The edge's bisector normal from the lower site's side, diff(lo, hi), as its ring holds it.
   V3 mc, mUnit;
-  const SphereRing& low = rings[static_cast<size_t>(lo)];
+  const RingView low = rings[static_cast<size_t>(lo)];
   if (q == kNoEdge)
-    q = s == lo ? j : static_cast<size_t>(std::find(low.neighbor.begin(), low.neighbor.end(), hi) -
-                                          low.neighbor.begin());
-  if (q < low.neighbor.size())
+    q = s == lo ? j : static_cast<size_t>(std::find(low.neighbor, low.neighbor + low.size(), hi) - low.neighbor);
+  if (q < low.size())
   {
     mc = low.normal[q];
     mUnit = low.unit[q];
@@ -228,8 +225,8 @@ void densifyRingEdge(const Geometry& g, const std::vector<SphereRing>& rings, in
   e.others.clear();
   for (const int32_t side : {lo, hi})
   {
-    const SphereRing& r = rings[static_cast<size_t>(side)];
-    for (size_t i = 0; i < r.neighbor.size(); ++i)
+    const RingView r = rings[static_cast<size_t>(side)];
+    for (size_t i = 0; i < r.size(); ++i)
       if (r.neighbor[i] != lo + hi - side)  // not this edge (nor, for two hemispheres, its other half)
         e.others.push_back(r.unit[i]);
   }
@@ -257,34 +254,44 @@ struct DensifyScratch
   }
 };
 
-// The inner points of the edges each site computes for both sides (lowerEdge), flat with offsets.
+// The inner points of the edges each site computes for both sides (lowerEdge): those of the sites
+// of one block of kEdgeBlock in one array (no allocation per site); ring edge e (rings.at(s) + j) has
+// points[s / kEdgeBlock][from[e], to[e]).
+constexpr int32_t kEdgeBlock = 256;
+
 struct EdgePoints
 {
-  std::vector<V3> points;
-  std::vector<uint32_t> start;  // edge j: points[start[j], start[j + 1])
+  std::vector<std::vector<V3>> points;
+  FlatArray<uint32_t> from, to;
 };
 
-std::vector<EdgePoints> densifyEdges(const Geometry& g, const std::vector<SphereRing>& rings,
-                                     const LowerEdges& lower, double stepRad, int threads,
-                                     const RunControl& control)
+EdgePoints densifyEdges(const Geometry& g, const SphereRings& rings, const LowerEdges& lower, double stepRad,
+                        int threads, const RunControl& control)
 {
-  std::vector<EdgePoints> edges(rings.size());
-  parallelFor(static_cast<int64_t>(rings.size()), 256, threads, [&](int64_t begin, int64_t end) {
+  EdgePoints edges;
+  const int32_t sites = static_cast<int32_t>(rings.size());
+  edges.points.resize(static_cast<size_t>((sites + kEdgeBlock - 1) / kEdgeBlock));
+  edges.from.resize(static_cast<size_t>(rings.start.back()));
+  edges.to.resize(static_cast<size_t>(rings.start.back()));
+  parallelFor(static_cast<int64_t>(edges.points.size()), 1, threads, [&](int64_t begin, int64_t end) {
     DensifyScratch scratch(stepRad);
-    for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
+    for (int64_t block = begin; block < end; ++block)
     {
-      const SphereRing& ring = rings[static_cast<size_t>(s)];
-      EdgePoints& mine = edges[static_cast<size_t>(s)];
-      mine.start.reserve(ring.vert.size() + 1);
-      mine.start.push_back(0);
-      for (size_t j = 0; j < ring.vert.size(); ++j)
+      std::vector<V3>& points = edges.points[static_cast<size_t>(block)];
+      for (int32_t s = int32_t(block) * kEdgeBlock; s < std::min(sites, int32_t(block + 1) * kEdgeBlock); ++s)
       {
-        if (ring.neighbor[j] > s && lower.at(s, j) == j)
+        const RingView ring = rings[static_cast<size_t>(s)];
+        const size_t e0 = rings.at(static_cast<size_t>(s));
+        for (size_t j = 0; j < ring.size(); ++j)
         {
-          V3 m;
-          densifyRingEdge(g, rings, s, j, j, stepRad, scratch.edge, mine.points, m);
+          edges.from[e0 + j] = static_cast<uint32_t>(points.size());
+          if (ring.neighbor[j] > s && lower.at(s, j) == j)
+          {
+            V3 m;
+            densifyRingEdge(g, rings, s, j, j, stepRad, scratch.edge, points, m);
+          }
+          edges.to[e0 + j] = static_cast<uint32_t>(points.size());
         }
-        mine.start.push_back(static_cast<uint32_t>(mine.points.size()));
       }
     }
   }, &control);
@@ -293,14 +300,14 @@ std::vector<EdgePoints> densifyEdges(const Geometry& g, const std::vector<Sphere
 
 // Site s's ring with every edge densified (densifyEdge) into scratch.ring: the points from `edges`
 // where computed there, else computed here.
-const std::vector<RingPoint>& densifyRegion(const Geometry& g, const std::vector<SphereRing>& rings,
-                                            const LowerEdges& lower, const std::vector<EdgePoints>& edges,
-                                            int32_t s, double stepRad, DensifyScratch& scratch)
+const std::vector<RingPoint>& densifyRegion(const Geometry& g, const SphereRings& rings, const LowerEdges& lower,
+                                            const EdgePoints& edges, int32_t s, double stepRad,
+                                            DensifyScratch& scratch)
 {
   std::vector<RingPoint>& out = scratch.ring;
   out.clear();
-  const SphereRing& ring = rings[static_cast<size_t>(s)];
-  for (size_t j = 0; j < ring.vert.size(); ++j)
+  const RingView ring = rings[static_cast<size_t>(s)];
+  for (size_t j = 0; j < ring.size(); ++j)
   {
     const int32_t t = ring.neighbor[j];
     const int32_t lo = std::min(s, t);
@@ -315,16 +322,17 @@ const std::vector<RingPoint>& densifyRegion(const Geometry& g, const std::vector
         out.push_back({p, m});
       continue;
     }
-    const EdgePoints& at = edges[static_cast<size_t>(lo)];
+    const std::vector<V3>& points = edges.points[static_cast<size_t>(lo / kEdgeBlock)];
+    const size_t e = rings.at(static_cast<size_t>(lo)) + q;
     const V3 mLow = rings[static_cast<size_t>(lo)].unit[q];
     const V3 m = s == lo ? mLow : -mLow;
     out.push_back({ring.vert[j], m});
     if (s == lo)
-      for (uint32_t i = at.start[q]; i < at.start[q + 1]; ++i)
-        out.push_back({at.points[i], m});
+      for (uint32_t i = edges.from[e]; i < edges.to[e]; ++i)
+        out.push_back({points[i], m});
     else
-      for (uint32_t i = at.start[q + 1]; i > at.start[q]; --i)
-        out.push_back({at.points[i - 1], m});
+      for (uint32_t i = edges.to[e]; i > edges.from[e]; --i)
+        out.push_back({points[i - 1], m});
   }
   return out;
 }
@@ -644,17 +652,17 @@ std::vector<LonLatPolygon> wholeSphere()
   return {poly};
 }
 
-void regionPolygons(const Geometry& g, const std::vector<SphereRing>& rings, double stepRad, int threads,
+void regionPolygons(const Geometry& g, const SphereRings& rings, double stepRad, int threads,
                     const RunControl& control,
                     const std::function<void(int32_t, std::vector<LonLatPolygon>&&)>& emit)
 {
   const LowerEdges lower = lowerEdges(rings, threads, control);
-  const std::vector<EdgePoints> edges = densifyEdges(g, rings, lower, stepRad, threads, control);
+  const EdgePoints edges = densifyEdges(g, rings, lower, stepRad, threads, control);
   parallelFor(g.count(), 256, threads, [&](int64_t begin, int64_t end) {
     DensifyScratch scratch(stepRad);
     LonLatScratch lonLat;
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
-      if (!rings[static_cast<size_t>(s)].vert.empty())
+      if (!rings[static_cast<size_t>(s)].empty())
         emit(s, ringToLonLat(densifyRegion(g, rings, lower, edges, s, stepRad, scratch), lonLat));
   }, &control);
 }

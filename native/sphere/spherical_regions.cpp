@@ -3,6 +3,7 @@
 #include "sphere/detail/spherical_regions.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -18,12 +19,12 @@ constexpr double kCoplanarRel = 1e-12;
 constexpr double kMergeChord = 1e-13;
 
 // Area of a region on the unit sphere (see the header, step 5).
-double ringArea(V3 s, const SphereRing& ring)
+double ringArea(V3 s, const RingView& ring)
 {
-  const size_t k = ring.vert.size();
+  const size_t k = ring.size();
   bool near = true;
-  for (const V3& v : ring.vert)
-    near = near && dot(s, v) >= 0;
+  for (size_t i = 0; i < k; ++i)
+    near = near && dot(s, ring.vert[i]) >= 0;
   if (near)
   {
     double area = 0;
@@ -167,12 +168,25 @@ Plane findPlane(const Geometry& g, const std::vector<V3>& d0, const RunControl& 
   return pl;
 }
 
-void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, std::vector<double>& areas,
+void lunes(const Geometry& g, const Plane& pl, SphereRings& rings, std::vector<double>& areas,
            const RunControl& control)
 {
   const int32_t k = g.count();
-  rings.assign(static_cast<size_t>(k), {});
+  rings.shape(std::vector<int32_t>(static_cast<size_t>(k), 2));
   areas.assign(static_cast<size_t>(k), 0.0);
+  // Site s's lune: from `from` along the bisector with site `up` to -from, back along the one with
+  // site `down`.
+  const auto setLune = [&](int32_t s, V3 from, int32_t up, int32_t down) {
+    const size_t b = rings.at(static_cast<size_t>(s));
+    rings.vert[b] = from;
+    rings.vert[b + 1] = -from;
+    rings.normal[b] = g.diff(s, up);
+    rings.normal[b + 1] = g.diff(s, down);
+    rings.neighbor[b] = up;
+    rings.neighbor[b + 1] = down;
+    rings.count[static_cast<size_t>(s)] = 2;
+    rings.finish(static_cast<size_t>(s));
+  };
   if (k == 2)
   {
     // Two hemispheres; their boundary is the bisector, drawn as two half circles between a pair of
@@ -180,9 +194,7 @@ void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, s
     const V3 a = perpendicular(g.diff(1, 0));
     for (int32_t s = 0; s < 2; ++s)
     {
-      const V3 m = g.diff(s, 1 - s);
-      rings[static_cast<size_t>(s)] = {{-a, a}, {m, m}, {1 - s, 1 - s}, {}};
-      rings[static_cast<size_t>(s)].setUnitNormals();
+      setLune(s, -a, 1 - s, 1 - s);
       areas[static_cast<size_t>(s)] = kTwoPi;
     }
     return;
@@ -218,14 +230,13 @@ void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, s
     const double w = 0.5 * (gap(prev, s) + gap(s, next));
     // From -a up the bisector with the next site to a, back down the one with the previous site:
     // counter-clockwise around the lune seen from outside.
-    rings[static_cast<size_t>(s)] = {{-a, a}, {g.diff(s, next), g.diff(s, prev)}, {next, prev}, {}};
-    rings[static_cast<size_t>(s)].setUnitNormals();
+    setLune(s, -a, next, prev);
     areas[static_cast<size_t>(s)] = 2.0 * w;
   }
 }
 
 // The Voronoi polygon of every site from the mesh, consecutive coincident vertices merged.
-void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& rings, std::vector<double>& areas,
+void meshRegions(const Geometry& g, const Mesh& mesh, SphereRings& rings, std::vector<double>& areas,
                  int threads, const RunControl& control)
 {
   const int32_t k = g.count();
@@ -239,78 +250,109 @@ void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& r
   // Adjacent triangles whose centres lie within kMergeChord (co-circular sites: cube faces, grids)
   // share one Voronoi vertex: every triangle of such a group takes the centre of its lowest-indexed
   // triangle, so that all the regions around it see bitwise the same vertex.
-  std::vector<int32_t> root(nt);
-  std::iota(root.begin(), root.end(), 0);
-  auto find = [&](int32_t t) {
-    while (root[static_cast<size_t>(t)] != t)
-      t = root[static_cast<size_t>(t)] = root[static_cast<size_t>(root[static_cast<size_t>(t)])];
-    return t;
+  // Only triangles with such a neighbour take part (mostly none: found on all cores).
+  std::vector<uint8_t> close(nt);
+  std::atomic<bool> anyClose{false};
+  parallelFor(int64_t(nt), 65536, threads, [&](int64_t begin, int64_t end) {
+    for (size_t t = size_t(begin); t < size_t(end); ++t)
+    {
+      close[t] = 0;
+      for (const int32_t u : mesh.nbr[t])
+        close[t] |= chord(centre[t], centre[static_cast<size_t>(u)]) <= kMergeChord;
+      if (close[t])
+        anyClose = true;
+    }
+  }, &control);
+  if (anyClose)
+  {
+    std::vector<int32_t> root(nt);
+    std::iota(root.begin(), root.end(), 0);
+    auto find = [&](int32_t t) {
+      while (root[static_cast<size_t>(t)] != t)
+        t = root[static_cast<size_t>(t)] = root[static_cast<size_t>(root[static_cast<size_t>(t)])];
+      return t;
+    };
+    for (size_t t = 0; t < nt; ++t)
+      if (close[t])
+        for (const int32_t u : mesh.nbr[t])
+          if (chord(centre[t], centre[static_cast<size_t>(u)]) <= kMergeChord)
+          {
+            const int32_t a = find(static_cast<int32_t>(t)), b = find(u);
+            root[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+          }
+    for (size_t t = 0; t < nt; ++t)
+      if (close[t])
+        centre[t] = centre[static_cast<size_t>(find(static_cast<int32_t>(t)))];
+  }
+  // Each site's ring from the triangles around it (read only): the sites in parallel, first their
+  // triangle counts (the room their rings get), then the rings.
+  const auto around = [&](int32_t s, const auto& visit) {
+    const int32_t t0 = mesh.vertexTri[static_cast<size_t>(s)];
+    int32_t t = t0;
+    size_t steps = 0;
+    do
+    {
+      const int i = mesh.slot(t, s);
+      visit(t, i);
+      t = mesh.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
+      if (++steps > mesh.tri.size())
+        throw Error("spherical Voronoi: internal error: the triangles around a site do not close");
+    } while (t != t0);
   };
-  for (size_t t = 0; t < nt; ++t)
-    for (const int32_t u : mesh.nbr[t])
-      if (chord(centre[t], centre[static_cast<size_t>(u)]) <= kMergeChord)
-      {
-        const int32_t a = find(static_cast<int32_t>(t)), b = find(u);
-        root[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
-      }
-  for (size_t t = 0; t < nt; ++t)
-    centre[t] = centre[static_cast<size_t>(find(static_cast<int32_t>(t)))];
-  rings.assign(static_cast<size_t>(k), {});
-  areas.assign(static_cast<size_t>(k), 0.0);
-  // Each site's ring from the triangles around it (read only): the sites in parallel.
-  parallelFor(k, 1024, threads, [&](int64_t begin, int64_t end) {
-    SphereRing raw;
+  std::vector<int32_t> room(static_cast<size_t>(k));
+  parallelFor(k, 4096, threads, [&](int64_t begin, int64_t end) {
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
-      raw.vert.clear();
-      raw.normal.clear();
-      raw.neighbor.clear();
-      const int32_t t0 = mesh.vertexTri[static_cast<size_t>(s)];
-      int32_t t = t0;
-      do
-      {
-        const int i = mesh.slot(t, s);
-        const int32_t c = mesh.tri[static_cast<size_t>(t)][static_cast<size_t>((i + 2) % 3)];
-        raw.vert.push_back(centre[static_cast<size_t>(t)]);
-        raw.normal.push_back(edge[3 * static_cast<size_t>(t) + static_cast<size_t>((i + 1) % 3)]);  // s - c
-        raw.neighbor.push_back(c);
-        t = mesh.nbr[static_cast<size_t>(t)][static_cast<size_t>((i + 1) % 3)];
-        if (raw.vert.size() > mesh.tri.size())
-          throw Error("spherical Voronoi: internal error: the triangles around a site do not close");
-      } while (t != t0);
+      int32_t n = 0;
+      around(s, [&](int32_t, int) { ++n; });
+      room[static_cast<size_t>(s)] = n;
+    }
+  }, &control);
+  rings.shape(room);
+  areas.assign(static_cast<size_t>(k), 0.0);
+  parallelFor(k, 1024, threads, [&](int64_t begin, int64_t end) {
+    std::vector<V3> rawVert, rawNormal;
+    std::vector<int32_t> rawNeighbor;
+    for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
+    {
+      rawVert.clear();
+      rawNormal.clear();
+      rawNeighbor.clear();
+      around(s, [&](int32_t t, int i) {
+        rawVert.push_back(centre[static_cast<size_t>(t)]);
+        rawNormal.push_back(edge[3 * static_cast<size_t>(t) + static_cast<size_t>((i + 1) % 3)]);  // s - c
+        rawNeighbor.push_back(mesh.tri[static_cast<size_t>(t)][static_cast<size_t>((i + 2) % 3)]);
+      });
 
       // Merge runs of equal vertices: a run keeps its vertex and the edge leaving its last member.
       auto same = [](V3 a, V3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
-      const size_t n = raw.vert.size();
+      const size_t n = rawVert.size();
       size_t start = 0;  // a vertex that differs from its predecessor, so no run wraps around
-      while (start < n && same(raw.vert[start], raw.vert[(start + n - 1) % n]))
+      while (start < n && same(rawVert[start], rawVert[(start + n - 1) % n]))
         ++start;
-      SphereRing& ring = rings[static_cast<size_t>(s)];
       if (start == n)
         continue;  // every vertex the same point: no area left (degenerate beyond float64)
-      ring.vert.reserve(n);
-      ring.normal.reserve(n);
-      ring.neighbor.reserve(n);
+      const size_t b = rings.at(static_cast<size_t>(s));
+      size_t m = 0;
       for (size_t j = 0; j < n; ++j)
       {
         const size_t idx = (start + j) % n;
-        if (j > 0 && same(raw.vert[idx], ring.vert.back()))
+        if (m > 0 && same(rawVert[idx], rings.vert[b + m - 1]))
         {
-          ring.normal.back() = raw.normal[idx];
-          ring.neighbor.back() = raw.neighbor[idx];
+          rings.normal[b + m - 1] = rawNormal[idx];
+          rings.neighbor[b + m - 1] = rawNeighbor[idx];
           continue;
         }
-        ring.vert.push_back(raw.vert[idx]);
-        ring.normal.push_back(raw.normal[idx]);
-        ring.neighbor.push_back(raw.neighbor[idx]);
+        rings.vert[b + m] = rawVert[idx];
+        rings.normal[b + m] = rawNormal[idx];
+        rings.neighbor[b + m] = rawNeighbor[idx];
+        ++m;
       }
-      if (ring.vert.size() < 2 || (ring.vert.size() == 2 && dot(ring.vert[0], ring.vert[1]) > -0.5))
-      {
-        ring = {};
+      if (m < 2 || (m == 2 && dot(rings.vert[b], rings.vert[b + 1]) > -0.5))
         continue;
-      }
-      ring.setUnitNormals();
-      areas[static_cast<size_t>(s)] = ringArea(g.p(s), ring);
+      rings.count[static_cast<size_t>(s)] = static_cast<int32_t>(m);
+      rings.finish(static_cast<size_t>(s));
+      areas[static_cast<size_t>(s)] = ringArea(g.p(s), rings[static_cast<size_t>(s)]);
     }
   }, &control);
 }

@@ -56,51 +56,76 @@ struct Keyed
 
 struct UniqueSites
 {
-  std::vector<Site> sites;
-  std::vector<uint64_t> morton;  // their Morton keys, ascending
+  FlatArray<Site> sites;
+  FlatArray<uint64_t> morton;                           // their Morton keys, ascending
+  std::vector<std::pair<int64_t, int64_t>> duplicates;  // (input index, the unique site's input index)
 };
 
 // The unique sites in Morton order of their unit vectors, so that sites near each other on the
 // sphere sit near each other in memory (every per-site step reads a site's neighbours). Equal vectors
 // have equal keys, so each run of them sorts together, its lowest index first: that one is unique,
-// the others get duplicateOf in result.
+// the others are its duplicates. On all cores but for the sort's last merge.
 UniqueSites uniqueSites(const double* lonDeg, const double* latDeg, int64_t n, int threads,
-                        const RunControl& control, std::vector<SphericalRegion>& result)
+                        const RunControl& control)
 {
-  std::vector<Site> all(static_cast<size_t>(n));
-  std::vector<Keyed> keyed(static_cast<size_t>(n));
+  FlatArray<Keyed> keyed(static_cast<size_t>(n));
   parallelFor(n, 4096, threads, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
     {
-      const Site s = makeSite(lonDeg[i], latDeg[i], i);
-      all[static_cast<size_t>(i)] = s;
-      keyed[static_cast<size_t>(i)] = {detail::mortonKey(detail::Vec3{s.p.x, s.p.y, s.p.z}), s.p, i};
+      const V3 p = makeSite(lonDeg[i], latDeg[i], i).p;
+      keyed[static_cast<size_t>(i)] = {detail::mortonKey(detail::Vec3{p.x, p.y, p.z}), p, i};
     }
   }, &control);
   parallelSort(keyed, threads, control);
-  UniqueSites u;
-  int64_t first = -1;
-  for (size_t r = 0; r < keyed.size(); ++r)
+  // Blocks of the sorted sites: their unique counts, then each block's sites from its offset.
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<int64_t> offset(static_cast<size_t>(blocks) + 1, 0), duplicateOffset(offset);
+  const auto isFirst = [&](int64_t r) { return r == 0 || !keyed[size_t(r - 1)].sameSite(keyed[size_t(r)]); };
+  parallelFor(blocks, 1, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b)
+      for (int64_t r = b * kBlock; r < std::min(n, (b + 1) * kBlock); ++r)
+        ++(isFirst(r) ? offset : duplicateOffset)[size_t(b) + 1];
+  }, &control);
+  for (size_t b = 1; b < offset.size(); ++b)
   {
-    if (r > 0 && keyed[r - 1].sameSite(keyed[r]))
-    {
-      result[static_cast<size_t>(keyed[r].i)].duplicateOf = first;
-      continue;
-    }
-    first = keyed[r].i;
-    u.sites.push_back(all[static_cast<size_t>(first)]);
-    u.morton.push_back(keyed[r].morton);
+    offset[b] += offset[b - 1];
+    duplicateOffset[b] += duplicateOffset[b - 1];
   }
+  UniqueSites u;
+  u.sites.resize(static_cast<size_t>(offset.back()));
+  u.morton.resize(static_cast<size_t>(offset.back()));
+  u.duplicates.resize(static_cast<size_t>(duplicateOffset.back()));
   if (static_cast<int64_t>(u.sites.size()) > kMaxUniqueSites)
     throw InvalidInput("spherical Voronoi: too many distinct sites (" + std::to_string(u.sites.size()) +
                        ", at most " + std::to_string(kMaxUniqueSites) + ")");
+  parallelFor(blocks, 1, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b)
+    {
+      int64_t at = offset[size_t(b)], duplicate = duplicateOffset[size_t(b)];
+      for (int64_t r = b * kBlock; r < std::min(n, (b + 1) * kBlock); ++r)
+      {
+        const int64_t i = keyed[size_t(r)].i;
+        if (isFirst(r))
+        {
+          u.sites[size_t(at)] = makeSite(lonDeg[i], latDeg[i], i);
+          u.morton[size_t(at++)] = keyed[size_t(r)].morton;
+          continue;
+        }
+        int64_t first = r - 1;
+        while (!isFirst(first))
+          --first;
+        u.duplicates[size_t(duplicate++)] = {i, keyed[size_t(first)].i};
+      }
+    }
+  }, &control);
   return u;
 }
 
 // The Voronoi regions as spherical polygons with their areas: lunes when the sites lie on one plane,
 // else from the Delaunay mesh (from the GPU's cells when asked and they pass the checks).
-void sphericalRegions(const Geometry& g, const std::vector<uint64_t>& morton, const SphericalVoronoiOptions& options,
-                      int threads, const RunControl& control, std::vector<SphereRing>& rings,
+void sphericalRegions(const Geometry& g, const FlatArray<uint64_t>& morton, const SphericalVoronoiOptions& options,
+                      int threads, const RunControl& control, SphereRings& rings,
                       std::vector<double>& areas, SphericalVoronoiReport& report)
 {
   const std::vector<V3> d0 = diffsFromFirst(g, threads, control);
@@ -140,18 +165,18 @@ void sphericalRegions(const Geometry& g, const std::vector<uint64_t>& morton, co
 }
 
 // Each region's area, vertices and neighbours, then its lon/lat polygons, into result.
-void writeRegions(const Geometry& g, const std::vector<SphereRing>& rings, const std::vector<double>& areas,
+void writeRegions(const Geometry& g, const SphereRings& rings, const std::vector<double>& areas,
                   double stepRad, int threads, const RunControl& control, std::vector<SphericalRegion>& result)
 {
   parallelFor(g.count(), 1024, threads, [&](int64_t begin, int64_t end) {
     for (int32_t s = int32_t(begin); s < int32_t(end); ++s)
     {
-      const SphereRing& ring = rings[static_cast<size_t>(s)];
+      const RingView ring = rings[static_cast<size_t>(s)];
       SphericalRegion& r = result[static_cast<size_t>(g.site(s).input)];
       r.areaSteradians = areas[static_cast<size_t>(s)];
-      r.vertices.reserve(ring.vert.size());
-      r.neighbors.reserve(ring.vert.size());
-      for (size_t i = 0; i < ring.vert.size(); ++i)
+      r.vertices.reserve(ring.size());
+      r.neighbors.reserve(ring.size());
+      for (size_t i = 0; i < ring.size(); ++i)
       {
         r.vertices.push_back({ring.vert[i].x, ring.vert[i].y, ring.vert[i].z});
         r.neighbors.push_back(g.site(ring.neighbor[i]).input);
@@ -173,26 +198,33 @@ std::vector<SphericalRegion> sphericalVoronoi(const double* lonDeg, const double
   SphericalVoronoiReport local;
   SphericalVoronoiReport& out = report ? *report : local;
   out = {};
-  std::vector<SphericalRegion> result(static_cast<size_t>(n));
+  // The result's n empty regions are made on a thread of their own while the work goes on.
+  auto made = startAsync([n] { return std::vector<SphericalRegion>(static_cast<size_t>(n)); });
   const int threads = options.threads > 0 ? options.threads : defaultThreadCount();
   UniqueSites unique;
   {
     ScopedStage stage(out.times, "sites");
-    unique = uniqueSites(lonDeg, latDeg, n, threads, control, result);
+    unique = uniqueSites(lonDeg, latDeg, n, threads, control);
   }
   out.uniqueSites = static_cast<int64_t>(unique.sites.size());
   if (unique.sites.size() == 1)
   {
+    std::vector<SphericalRegion> result = made.get();
+    for (const auto& [i, first] : unique.duplicates)
+      result[static_cast<size_t>(i)].duplicateOf = first;
     SphericalRegion& r = result[static_cast<size_t>(unique.sites[0].input)];
     r.parts = wholeSphere();
     r.areaSteradians = 2.0 * kTwoPi;
     return result;
   }
   const Geometry g(std::move(unique.sites));
-  std::vector<SphereRing> rings;
+  SphereRings rings;
   std::vector<double> areas;
   sphericalRegions(g, unique.morton, options, threads, control, rings, areas, out);
   ScopedStage stage(out.times, "polygons");
+  std::vector<SphericalRegion> result = made.get();
+  for (const auto& [i, first] : unique.duplicates)
+    result[static_cast<size_t>(i)].duplicateOf = first;
   writeRegions(g, rings, areas, options.densifyStepDeg * kRadPerDeg, threads, control, result);
   return result;
 }

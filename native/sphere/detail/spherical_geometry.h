@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"
@@ -29,9 +31,41 @@ inline void pollCancel(const RunControl& control, int64_t i)
 // ---------------------------------------------------------------------------------------------
 // Vectors
 
+// A vector whose new elements are default-initialized, which for the plain types here means not
+// written: a large array's pages are then first touched, and cleared by the kernel, in the threads
+// that fill it, not by one thread beforehand.
+template <typename T>
+struct NoInitAllocator : std::allocator<T>
+{
+  template <typename U>
+  struct rebind
+  {
+    using other = NoInitAllocator<U>;
+  };
+  NoInitAllocator() = default;
+  template <typename U>
+  NoInitAllocator(const NoInitAllocator<U>&) noexcept
+  {
+  }
+  template <typename U>
+  void construct(U* p) noexcept
+  {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args)
+  {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <typename T>
+using FlatArray = std::vector<T, NoInitAllocator<T>>;
+
+// A plain vector: not initialized by default (V3{} is zero), so that large arrays of them are written
+// first by the threads that fill them (FlatArray).
 struct V3
 {
-  double x = 0, y = 0, z = 0;
+  double x, y, z;
 };
 
 inline V3 operator+(V3 a, V3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
@@ -96,12 +130,13 @@ struct XY
 // ---------------------------------------------------------------------------------------------
 // Sites
 
+// A site (made by makeSite; plain, so that arrays of them are not written before they are filled).
 struct Site
 {
-  double lon = 0, lat = 0;  // degrees; lon reduced to [-180, 180]
-  double sinLon = 0, cosLon = 1, sinLat = 0, cosLat = 1;
+  double lon, lat;  // degrees; lon reduced to [-180, 180]
+  double sinLon, cosLon, sinLat, cosLat;
   V3 p;
-  int64_t input = 0;  // index in the caller's arrays
+  int64_t input;  // index in the caller's arrays
 };
 
 inline Site makeSite(double lonDeg, double latDeg, int64_t input)
@@ -152,7 +187,7 @@ inline V3 accurateDiff(const Site& a, const Site& b)
 class Geometry
 {
 public:
-  explicit Geometry(std::vector<Site> sites) : sites_(std::move(sites)) {}
+  explicit Geometry(FlatArray<Site> sites) : sites_(std::move(sites)) {}
 
   int32_t count() const { return static_cast<int32_t>(sites_.size()); }
   const Site& site(int32_t i) const { return sites_[static_cast<size_t>(i)]; }
@@ -330,24 +365,57 @@ public:
   }
 
 private:
-  std::vector<Site> sites_;
+  FlatArray<Site> sites_;
 };
 
 // ---------------------------------------------------------------------------------------------
-// A spherical polygon: vertex i to vertex i+1 runs along the great circle of normal[i], with the
-// region on the side normal[i] points to (normal[i] = site - neighbour).
 
-struct SphereRing
+// One region's spherical polygon (a view into SphereRings): vertex i to vertex i+1 runs along the
+// great circle of normal[i], with the region on the side normal[i] points to.
+struct RingView
 {
-  std::vector<V3> vert;
-  std::vector<V3> normal;         // normal[i] = diff(site, neighbor[i]): edge i's bisector plane
-  std::vector<int32_t> neighbor;  // unique-site index
-  std::vector<V3> unit;           // normalized(normal[i]), made once (setUnitNormals)
+  const V3* vert;
+  const V3* normal;         // normal[i] = diff(site, neighbor[i]): edge i's bisector plane
+  const V3* unit;           // normalized(normal[i])
+  const int32_t* neighbor;  // unique-site index
+  size_t n;
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+};
 
-  void setUnitNormals()
+// Every region's spherical polygon, flat (no allocation per site): site s's edges at
+// [start[s], start[s] + count[s]) of each array, with room up to start[s + 1]; count 0: no region.
+struct SphereRings
+{
+  std::vector<int64_t> start;
+  FlatArray<int32_t> count;
+  FlatArray<V3> vert, normal, unit;
+  FlatArray<int32_t> neighbor;
+
+  // Room for room[s] edges at site s (none written yet: every count 0).
+  void shape(const std::vector<int32_t>& room)
   {
-    unit.resize(normal.size());
-    for (size_t i = 0; i < normal.size(); ++i)
+    start.assign(room.size() + 1, 0);
+    for (size_t s = 0; s < room.size(); ++s)
+      start[s + 1] = start[s] + room[s];
+    count.assign(room.size(), 0);
+    const size_t total = static_cast<size_t>(start.back());
+    vert.resize(total);
+    normal.resize(total);
+    unit.resize(total);
+    neighbor.resize(total);
+  }
+  size_t size() const { return count.size(); }
+  size_t at(size_t s) const { return static_cast<size_t>(start[s]); }
+  RingView operator[](size_t s) const
+  {
+    const size_t b = at(s);
+    return {vert.data() + b, normal.data() + b, unit.data() + b, neighbor.data() + b, static_cast<size_t>(count[s])};
+  }
+  // Site s's ring is its count[s] edges from at(s): their unit normals made from the normals.
+  void finish(size_t s)
+  {
+    for (size_t i = at(s), e = at(s) + static_cast<size_t>(count[s]); i < e; ++i)
       unit[i] = normalized(normal[i]);
   }
 };

@@ -19,7 +19,7 @@ std::vector<LonLatPolygon> wholeSphere();
 // The lon/lat polygons of every region with a ring, on `threads` threads: emit(s, parts) for unique
 // site s, called once per such site, from any of the threads. Each edge's points are computed once
 // (by its lower site) and shared by both regions.
-void regionPolygons(const Geometry& g, const std::vector<SphereRing>& rings, double stepRad, int threads,
+void regionPolygons(const Geometry& g, const SphereRings& rings, double stepRad, int threads,
                     const RunControl& control,
                     const std::function<void(int32_t, std::vector<LonLatPolygon>&&)>& emit);
 

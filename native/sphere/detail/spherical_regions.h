@@ -29,12 +29,12 @@ std::vector<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl&
 Plane findPlane(const Geometry& g, const std::vector<V3>& d0, const RunControl& control);
 
 // The regions of coplanar sites: lunes between the plane's poles (two hemispheres for two sites).
-void lunes(const Geometry& g, const Plane& pl, std::vector<SphereRing>& rings, std::vector<double>& areas,
+void lunes(const Geometry& g, const Plane& pl, SphereRings& rings, std::vector<double>& areas,
            const RunControl& control);
 
 // The Voronoi polygon of every site from the mesh, consecutive coincident vertices merged, and its
 // area.
-void meshRegions(const Geometry& g, const Mesh& mesh, std::vector<SphereRing>& rings, std::vector<double>& areas,
+void meshRegions(const Geometry& g, const Mesh& mesh, SphereRings& rings, std::vector<double>& areas,
                  int threads, const RunControl& control);
 
 }  // namespace gpugeo::sphere::detail

@@ -67,7 +67,7 @@ void magnify(const Geometry& g, int32_t c, int64_t spread, std::vector<double>& 
 // The convex hull of the sites (detail/sphere_hull.h), triangulated and oriented counter-clockwise
 // from outside. hint[i]: for a site the hull left out (on the ray of another), a triangle near it
 // (else -1).
-HullResult hullMesh(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, std::vector<int32_t>& hint,
+HullResult hullMesh(const Geometry& g, const FlatArray<V3>& d0, Mesh& mesh, std::vector<int32_t>& hint,
                     const RunControl& control)
 {
   const int32_t k = g.count();
@@ -108,8 +108,8 @@ HullResult hullMesh(const Geometry& g, const std::vector<V3>& d0, Mesh& mesh, st
     if (hull.flat)
       return HullResult::Flat;
   }
-  mesh.tri = std::move(hull.tri);
-  mesh.nbr = std::move(hull.nbr);
+  mesh.tri.assign(hull.tri.begin(), hull.tri.end());
+  mesh.nbr.assign(hull.nbr.begin(), hull.nbr.end());
   hint = std::move(hull.hint);
   return HullResult::Ok;
 }
@@ -493,7 +493,7 @@ void canonicalize(Mesh& mesh, int threads, const RunControl& control)
   std::vector<int32_t> where(nt);
   for (size_t t = 0; t < nt; ++t)
     where[static_cast<size_t>(order[t])] = static_cast<int32_t>(t);
-  std::vector<std::array<int32_t, 3>> tri(nt), nbr(nt);
+  FlatArray<std::array<int32_t, 3>> tri(nt), nbr(nt);
   parallelFor(int64_t(nt), 65536, threads, [&](int64_t begin, int64_t end) {
     for (size_t t = size_t(begin); t < size_t(end); ++t)
     {
@@ -507,13 +507,25 @@ void canonicalize(Mesh& mesh, int threads, const RunControl& control)
   mesh.nbr = std::move(nbr);
 }
 
-// Each site's triangle to start its ring from: its lowest-indexed one.
-void setVertexTriangles(Mesh& mesh, int32_t sites)
+// Each site's triangle to start its ring from: its lowest-indexed one (the triangles on all cores,
+// each site's lowest kept by an atomic compare-and-swap: GCC's builtins, as C++17 has no atomic_ref).
+void setVertexTriangles(Mesh& mesh, int32_t sites, int threads, const RunControl& control)
 {
-  mesh.vertexTri.assign(static_cast<size_t>(sites), -1);
-  for (size_t t = mesh.tri.size(); t-- > 0;)
-    for (const int32_t v : mesh.tri[t])
-      mesh.vertexTri[static_cast<size_t>(v)] = static_cast<int32_t>(t);
+  mesh.vertexTri.assign(static_cast<size_t>(sites), std::numeric_limits<int32_t>::max());
+  parallelFor(static_cast<int64_t>(mesh.tri.size()), 65536, threads, [&](int64_t begin, int64_t end) {
+    for (int32_t t = int32_t(begin); t < int32_t(end); ++t)
+      for (const int32_t v : mesh.tri[size_t(t)])
+      {
+        int32_t* lowest = &mesh.vertexTri[static_cast<size_t>(v)];
+        int32_t seen = __atomic_load_n(lowest, __ATOMIC_RELAXED);
+        while (t < seen && !__atomic_compare_exchange_n(lowest, &seen, t, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        {
+        }
+      }
+  }, &control);
+  for (int32_t& t : mesh.vertexTri)
+    if (t == std::numeric_limits<int32_t>::max())
+      t = -1;
 }
 
 // The mesh from the GPU's cells: site i's triangles (i, n_k, n_k+1) for consecutive neighbours,
@@ -561,8 +573,8 @@ bool meshFromCells(const Geometry& g, const SphereCells& cells, Mesh& mesh, int 
     why = "the cells' triangles do not add up to a closed triangulation";
     return false;
   }
-  mesh.tri.assign(size_t(owned.back()), {});
-  mesh.nbr.assign(size_t(owned.back()), {});
+  mesh.tri.resize(size_t(owned.back()));  // every one written below
+  mesh.nbr.resize(size_t(owned.back()));
   parallelFor(k, 4096, threads, [&](int64_t begin, int64_t end) {
     for (int32_t i = int32_t(begin); i < int32_t(end); ++i)
     {
@@ -643,7 +655,7 @@ bool clearlyDelaunay(const Geometry& g, const Mesh& mesh, int threads, const Run
 
 }  // namespace
 
-HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, const SphereCells* cells, Mesh& mesh, int threads,
+HullResult delaunay(const Geometry& g, const FlatArray<V3>& d0, const SphereCells* cells, Mesh& mesh, int threads,
                     const RunControl& control, std::string* cellsRefused)
 {
   if (cells && cells->complete)
@@ -653,7 +665,7 @@ HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, const SphereCe
     {
       if (clearlyDelaunay(g, mesh, threads, control))
       {
-        setVertexTriangles(mesh, g.count());
+        setVertexTriangles(mesh, g.count(), threads, control);
         return HullResult::Ok;
       }
       why = "an edge of the cells' mesh is too close to a tie to be sure of";
@@ -681,7 +693,7 @@ HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, const SphereCe
   if (mesh.tri.size() != 2 * static_cast<size_t>(g.count()) - 4)
     throw Error("spherical Voronoi: internal error: the Delaunay mesh does not cover every site");
   canonicalize(mesh, threads, control);
-  setVertexTriangles(mesh, g.count());
+  setVertexTriangles(mesh, g.count(), threads, control);
   return HullResult::Ok;
 }
 

@@ -73,10 +73,10 @@ double ringArea(V3 s, const RingView& ring)
 // the two regions it separates: edge[3 t + i] = p(b) - p(a) for triangle t's edge from
 // a = tri[t][i + 1] to b = tri[t][i + 2] (the edge opposite slot i); the triangle across it holds the
 // negation.
-std::vector<V3> edgeDiffs(const Geometry& g, const Mesh& mesh, int threads, const RunControl& control)
+FlatArray<V3> edgeDiffs(const Geometry& g, const Mesh& mesh, int threads, const RunControl& control)
 {
   const size_t nt = mesh.tri.size();
-  std::vector<V3> edge(3 * nt);
+  FlatArray<V3> edge(3 * nt);
   auto from = [&](size_t t, int i) { return mesh.tri[t][static_cast<size_t>((i + 1) % 3)]; };
   auto to = [&](size_t t, int i) { return mesh.tri[t][static_cast<size_t>((i + 2) % 3)]; };
   parallelFor(int64_t(nt), 4096, threads, [&](int64_t begin, int64_t end) {
@@ -107,9 +107,9 @@ std::vector<V3> edgeDiffs(const Geometry& g, const Mesh& mesh, int threads, cons
 
 // Every site's accurate difference from site 0 (step 1), made once on all cores: the plane test and
 // the hull both take the sites relative to site 0.
-std::vector<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl& control)
+FlatArray<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl& control)
 {
-  std::vector<V3> d(static_cast<size_t>(g.count()));
+  FlatArray<V3> d(static_cast<size_t>(g.count()));
   parallelFor(g.count(), 4096, threads, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       d[static_cast<size_t>(i)] = g.diff(static_cast<int32_t>(i), 0);
@@ -120,7 +120,7 @@ std::vector<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl&
 // The plane through site 0, the site farthest from it and the site farthest from their line; the
 // sites are coplanar when none is farther from it than kCoplanarRel times the spread. d0: the sites'
 // differences from site 0 (diffsFromFirst).
-Plane findPlane(const Geometry& g, const std::vector<V3>& d0, const RunControl& control)
+Plane findPlane(const Geometry& g, const FlatArray<V3>& d0, const RunControl& control)
 {
   Plane pl;
   const int32_t k = g.count();
@@ -241,8 +241,8 @@ void meshRegions(const Geometry& g, const Mesh& mesh, SphereRings& rings, std::v
 {
   const int32_t k = g.count();
   const size_t nt = mesh.tri.size();
-  const std::vector<V3> edge = edgeDiffs(g, mesh, threads, control);
-  std::vector<V3> centre(nt);
+  const FlatArray<V3> edge = edgeDiffs(g, mesh, threads, control);
+  FlatArray<V3> centre(nt);
   parallelFor(int64_t(nt), 4096, threads, [&](int64_t begin, int64_t end) {
     for (size_t t = size_t(begin); t < size_t(end); ++t)
       centre[t] = Geometry::normalFromEdges(edge[3 * t + 2], edge[3 * t], edge[3 * t + 1]);

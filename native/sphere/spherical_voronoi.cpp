@@ -128,7 +128,7 @@ void sphericalRegions(const Geometry& g, const FlatArray<uint64_t>& morton, cons
                       int threads, const RunControl& control, SphereRings& rings,
                       std::vector<double>& areas, SphericalVoronoiReport& report)
 {
-  const std::vector<V3> d0 = diffsFromFirst(g, threads, control);
+  const FlatArray<V3> d0 = diffsFromFirst(g, threads, control);
   const Plane plane = findPlane(g, d0, control);
   bool flat = plane.coplanar;
   if (!flat)
@@ -140,14 +140,16 @@ void sphericalRegions(const Geometry& g, const FlatArray<uint64_t>& morton, cons
       const bool gpu = options.backend == Backend::Gpu;
       if (gpu)
       {
-        std::vector<double> xyz(3 * static_cast<size_t>(g.count()));
-        for (int32_t i = 0; i < g.count(); ++i)
-        {
-          const V3 p = g.p(i);
-          xyz[3 * size_t(i)] = p.x;
-          xyz[3 * size_t(i) + 1] = p.y;
-          xyz[3 * size_t(i) + 2] = p.z;
-        }
+        FlatArray<double> xyz(3 * static_cast<size_t>(g.count()));
+        parallelFor(g.count(), 65536, threads, [&](int64_t begin, int64_t end) {
+          for (int32_t i = int32_t(begin); i < int32_t(end); ++i)
+          {
+            const V3 p = g.p(i);
+            xyz[3 * size_t(i)] = p.x;
+            xyz[3 * size_t(i) + 1] = p.y;
+            xyz[3 * size_t(i) + 2] = p.z;
+          }
+        }, &control);
         cells = deviceCells(xyz.data(), morton.data(), g.count(), control, report.times);
       }
       flat = delaunay(g, d0, gpu ? &cells : nullptr, mesh, threads, control, &report.gpuMeshRefused) ==

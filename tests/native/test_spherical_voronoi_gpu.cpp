@@ -73,15 +73,17 @@ TEST(SphericalVoronoiGpu, UniformSitesTakeTheCellsMesh)
   for (const int64_t n : {5000, 60000})
   {
     Sites s = uniform(n, uint32_t(n));
-    // Exact duplicates stay duplicates (the first keeps the region).
+    // Exact duplicates stay duplicates (the first keeps the region); lon 180 and -180 are one site.
     s.add(s.lon[3], s.lat[3]);
-    s.add(s.lon[n / 2] + 360.0, s.lat[n / 2]);
+    s.add(180.0, 10.5);
+    s.add(-180.0, 10.5);
     SphericalVoronoiReport gpuReport, cpuReport;
     const auto gpu = run(s, Backend::Gpu, gpuReport);
     const auto cpu = run(s, Backend::Cpu, cpuReport);
     EXPECT_TRUE(gpuReport.gpuMesh) << n << " sites: " << gpuReport.gpuMeshRefused;
     EXPECT_FALSE(cpuReport.gpuMesh);
     EXPECT_EQ(gpu[size_t(n)].duplicateOf, 3);
+    EXPECT_EQ(gpu[size_t(n) + 2].duplicateOf, n + 1);
     expectSameBits(gpu, cpu);
   }
 }

@@ -16,8 +16,8 @@ namespace gpugeo::sphere::detail {
 
 struct Mesh
 {
-  std::vector<std::array<int32_t, 3>> tri;  // counter-clockwise seen from outside
-  std::vector<std::array<int32_t, 3>> nbr;  // nbr[t][i]: the triangle across the edge opposite tri[t][i]
+  FlatArray<std::array<int32_t, 3>> tri;  // counter-clockwise seen from outside
+  FlatArray<std::array<int32_t, 3>> nbr;  // nbr[t][i]: the triangle across the edge opposite tri[t][i]
   std::vector<int32_t> vertexTri;           // a triangle incident to each site, -1 if none
 
   int slot(int32_t t, int32_t v) const
@@ -45,7 +45,7 @@ enum class HullResult
 // then it is the only Delaunay triangulation, the one the hull would give); else from the hull, and
 // cellsRefused (if given) says why. Either way the triangles are in canonical order (each from its
 // lowest site, sorted), so both ways give the same mesh bit for bit.
-HullResult delaunay(const Geometry& g, const std::vector<V3>& d0, const SphereCells* cells, Mesh& mesh, int threads,
+HullResult delaunay(const Geometry& g, const FlatArray<V3>& d0, const SphereCells* cells, Mesh& mesh, int threads,
                     const RunControl& control, std::string* cellsRefused = nullptr);
 
 }  // namespace gpugeo::sphere::detail

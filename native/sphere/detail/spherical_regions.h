@@ -22,11 +22,11 @@ struct Plane
 
 // Every site's accurate difference from site 0 (step 1), made once on all cores: the plane test and
 // the hull both take the sites relative to site 0.
-std::vector<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl& control);
+FlatArray<V3> diffsFromFirst(const Geometry& g, int threads, const RunControl& control);
 
 // The plane through site 0, the site farthest from it and the site farthest from their line; the
 // sites are coplanar when none is farther from it than 1e-12 times the spread. d0: diffsFromFirst.
-Plane findPlane(const Geometry& g, const std::vector<V3>& d0, const RunControl& control);
+Plane findPlane(const Geometry& g, const FlatArray<V3>& d0, const RunControl& control);
 
 // The regions of coplanar sites: lunes between the plane's poles (two hemispheres for two sites).
 void lunes(const Geometry& g, const Plane& pl, SphereRings& rings, std::vector<double>& areas,

@@ -44,6 +44,13 @@
 //    centres are within 1e-13 rad (co-circular sites: cube faces, lon/lat grids) share the centre of
 //    the lowest-indexed one. A site's region has the centres of its triangles, walked through
 //    triangle neighbours counter-clockwise seen from outside, equal consecutive ones merged.
+//    With options.backend Gpu the mesh may come instead from Voronoi cells clipped on the GPU
+//    (detail/spherical_cells.h; Ray et al. 2018 on the sphere): taken only when the cells close into
+//    a consistent triangulation facing out whose every edge is clearly Delaunay by the predicate
+//    above (margin 1e-10), which makes it the one triangulation the hull gives. Either mesh is put in
+//    a canonical order (each triangle from its lowest site, sorted) before anything reads it, so both
+//    backends give every output bit for bit the same. The unique sites are kept in Morton order of
+//    their unit vectors (neighbours on the sphere near in memory), duplicates to the lowest index.
 // 5. Area on the unit sphere: if every vertex is within 90 degrees of the site, the sum of the signed
 //    triangles (site, v_i, v_i+1) by the Van Oosterom-Strackee formula tan(E/2) = a.(b x c) /
 //    (1 + a.b + b.c + c.a) (atan2), each edge cut into pieces of at most 90 degrees, so the formula is
@@ -82,9 +89,9 @@
 // Limits: the Delaunay decisions are exact only down to the 1e-12 tie tolerance; sites less than
 // about 1e-9 rad apart within about 1e-9 rad of a pole can give a region too thin to draw as a valid
 // lon/lat polygon (it then has a self-touching ring, or no polygon; its area is still right). The
-// hull takes some 1.3 s per million sites on one core and its call cannot be canceled; the per-site
-// steps (unit vectors, regions and areas, step 6) run on options.threads threads, each
-// site's result the same bits whatever the count. A tiny densifyStepDeg gives very large output.
+// CPU hull takes some 2 s per million sites on one core and its call cannot be canceled; the GPU's
+// cells some 20 ms (H200). The per-site steps (unit vectors, regions and areas, step 6) run on
+// options.threads threads, each site's result the same bits whatever the count. A tiny densifyStepDeg gives very large output.
 #pragma once
 
 #include <array>

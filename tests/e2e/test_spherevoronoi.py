@@ -8,6 +8,7 @@ usage: test_spherevoronoi.py [unittest arguments, e.g. SphereVoronoiTest.test_zo
 """
 import json
 import math
+import os
 import struct
 import unittest
 
@@ -231,6 +232,33 @@ class SphereVoronoiTest(QgisProcessBase):
         vectors = unit(np.array([p[0] for p in lonlat]), np.array([p[1] for p in lonlat]))
         reference = SphericalVoronoi(vectors, radius=1.0).calculate_areas() * R_KM ** 2
         np.testing.assert_allclose([regions[s][0] for s in (1, 2, 3, 4)], reference, rtol=1e-9)
+
+    def test_device(self):
+        """DEVICE: CPU and Auto give the same regions, feature for feature, and the log says where the
+        triangulation came from; GPU on a machine without one is refused with the reason, writing
+        nothing."""
+        rng = np.random.default_rng(4)
+        path = self.path("random.gpkg")
+        lon = rng.uniform(-180.0, 180.0, 3000)
+        lat = np.degrees(np.arcsin(rng.uniform(-1.0, 1.0, 3000)))
+        write_lonlat(path, [(float(x), float(y), str(i)) for i, (x, y) in enumerate(zip(lon, lat))])
+        results = {}
+        for device in (0, 1):
+            output = self.path(f"device{device}.gpkg")
+            rc, out = self.run_sv({"INPUT": path, "DEVICE": device, "OUTPUT": output})
+            self.assertEqual(rc, 0, out)
+            self.assertTrue(any("triangulation came from" in line for line in out["log"]["info"]), out)
+            results[device] = {k: (area, geometry.ExportToWkb()) for k, (area, geometry, _) in
+                               self.regions(output).items()}
+        self.assertEqual(len(results[1]), 3000)
+        self.assertEqual(results[0], results[1])
+        rc, out = self.run_sv({"INPUT": path, "DEVICE": 2, "OUTPUT": self.path("gpu.gpkg")})
+        if rc == 0:
+            self.assertTrue(any("triangulation came from the Voronoi cells cut on the GPU" in line
+                                for line in out["log"]["info"]), out)
+        else:
+            self.assertIn("no GPU can be used", json.dumps(out) if not isinstance(out, str) else out)
+            self.assertFalse(os.path.exists(self.path("gpu.gpkg")))
 
     def test_sphere_bad_input(self):
         ok = self.path("ok.gpkg")

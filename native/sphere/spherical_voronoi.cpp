@@ -150,7 +150,8 @@ void sphericalRegions(const Geometry& g, const FlatArray<uint64_t>& morton, cons
             xyz[3 * size_t(i) + 2] = p.z;
           }
         }, &control);
-        cells = deviceCells(xyz.data(), morton.data(), g.count(), control, report.times);
+        cells = options.cellsOnHost ? hostCells(xyz.data(), morton.data(), g.count(), threads, control)
+                                    : deviceCells(xyz.data(), morton.data(), g.count(), control, report.times);
       }
       flat = delaunay(g, d0, gpu ? &cells : nullptr, mesh, threads, control, &report.gpuMeshRefused) ==
              HullResult::Flat;

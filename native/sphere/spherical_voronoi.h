@@ -147,6 +147,9 @@ struct SphericalVoronoiOptions
   // when every check passes, which makes it the mesh the hull would give (the same regions bit for
   // bit); else, and with Cpu, from the hull. Auto is Cpu here (the caller resolves it).
   Backend backend = Backend::Cpu;
+  // For the tests: with backend Gpu, the cells made on the host by the GPU's own per-site code
+  // (detail/spherical_cells.h: the same bits), so that the GPU path's checks run without a GPU.
+  bool cellsOnHost = false;
 };
 
 // What a run did, for the log.

@@ -15,6 +15,7 @@
 
 #include "core/errors.h"
 #include "sphere/spherical_voronoi.h"
+#include "spherical_sites.h"
 
 using namespace gpugeo;
 using namespace gpugeo::sphere;
@@ -24,16 +25,8 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kDeg = kPi / 180.0;
 
-struct Sites
-{
-  std::vector<double> lon, lat;
-  void add(double x, double y)
-  {
-    lon.push_back(x);
-    lat.push_back(y);
-  }
-  int64_t size() const { return static_cast<int64_t>(lon.size()); }
-};
+using cases::Sites;
+using cases::randomSites;
 
 using Vec = std::array<double, 3>;
 
@@ -45,16 +38,6 @@ Vec unit(double lonDeg, double latDeg)
 double dot(const Vec& a, const Vec& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 Vec sub(const Vec& a, const Vec& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
 double norm(const Vec& a) { return std::sqrt(dot(a, a)); }
-
-Sites randomSites(int64_t n, uint32_t seed)
-{
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Sites s;
-  for (int64_t i = 0; i < n; ++i)
-    s.add(180.0 * u(rng), std::asin(u(rng)) / kDeg);
-  return s;
-}
 
 std::vector<SphericalRegion> run(const Sites& s, double step = 0.5)
 {
@@ -780,4 +763,48 @@ TEST(SphericalVoronoi, Cancel)
   RunControl control;
   control.canceled = [] { return true; };
   EXPECT_THROW(sphericalVoronoi(s.lon.data(), s.lat.data(), s.size(), SphericalVoronoiOptions{}, control), Canceled);
+}
+
+// The GPU path's mesh from the cells, with the cells made on the host by the kernel's own code: taken
+// for uniform sites and then the same regions, areas, vertices, neighbours and polygons, bit for bit,
+// as from CGAL's hull; refused on a grid (ties) with the reason, and the same result from the hull.
+TEST(SphericalVoronoi, CellsMeshIsTheHullsMesh)
+{
+  Sites uniform = randomSites(20000, 11);
+  uniform.add(uniform.lon[7], uniform.lat[7]);
+  Sites grid;
+  for (int lat = -87; lat <= 87; lat += 3)
+    for (int lon = -180; lon < 180; lon += 3)
+      grid.add(lon, lat);
+  for (const Sites* s : {&uniform, &grid})
+  {
+    SphericalVoronoiOptions options;
+    options.threads = 2;
+    const auto hull = sphericalVoronoi(s->lon.data(), s->lat.data(), s->size(), options, RunControl{});
+    options.backend = Backend::Gpu;
+    options.cellsOnHost = true;
+    SphericalVoronoiReport report;
+    const auto cells = sphericalVoronoi(s->lon.data(), s->lat.data(), s->size(), options, RunControl{}, &report);
+    if (s == &uniform)
+      EXPECT_TRUE(report.gpuMesh) << report.gpuMeshRefused;
+    else
+    {
+      EXPECT_FALSE(report.gpuMesh);
+      EXPECT_FALSE(report.gpuMeshRefused.empty());
+    }
+    ASSERT_EQ(cells.size(), hull.size());
+    for (size_t i = 0; i < cells.size(); ++i)
+    {
+      ASSERT_EQ(cells[i].duplicateOf, hull[i].duplicateOf) << i;
+      ASSERT_EQ(cells[i].areaSteradians, hull[i].areaSteradians) << i;
+      ASSERT_EQ(cells[i].vertices, hull[i].vertices) << i;
+      ASSERT_EQ(cells[i].neighbors, hull[i].neighbors) << i;
+      ASSERT_EQ(cells[i].parts.size(), hull[i].parts.size()) << i;
+      for (size_t p = 0; p < cells[i].parts.size(); ++p)
+      {
+        ASSERT_EQ(cells[i].parts[p].outer.lon, hull[i].parts[p].outer.lon) << i;
+        ASSERT_EQ(cells[i].parts[p].outer.lat, hull[i].parts[p].outer.lat) << i;
+      }
+    }
+  }
 }

@@ -3,38 +3,25 @@
 // is taken (uniform sites) or refused (ties, clusters, too few sites). Skipped without a usable GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/backend.h"
+#include "sphere/detail/sphere_math.h"
+#include "sphere/detail/spherical_cells.h"
 #include "sphere/spherical_voronoi.h"
+#include "spherical_sites.h"
 
 using namespace gpugeo;
 using namespace gpugeo::sphere;
 
 namespace {
 
-struct Sites
-{
-  std::vector<double> lon, lat;
-  void add(double x, double y)
-  {
-    lon.push_back(x);
-    lat.push_back(y);
-  }
-  int64_t size() const { return static_cast<int64_t>(lon.size()); }
-};
-
-Sites uniform(int64_t n, uint32_t seed)
-{
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Sites s;
-  for (int64_t i = 0; i < n; ++i)
-    s.add(180.0 * u(rng), std::asin(u(rng)) * 180.0 / 3.14159265358979323846);
-  return s;
-}
+using cases::Sites;
+using cases::randomSites;
 
 std::vector<SphericalRegion> run(const Sites& s, Backend backend, SphericalVoronoiReport& report)
 {
@@ -72,7 +59,7 @@ TEST(SphericalVoronoiGpu, UniformSitesTakeTheCellsMesh)
   REQUIRE_GPU();
   for (const int64_t n : {5000, 60000})
   {
-    Sites s = uniform(n, uint32_t(n));
+    Sites s = randomSites(n, uint32_t(n));
     // Exact duplicates stay duplicates (the first keeps the region); lon 180 and -180 are one site.
     s.add(s.lon[3], s.lat[3]);
     s.add(180.0, 10.5);
@@ -101,12 +88,12 @@ TEST(SphericalVoronoiGpu, TiesClustersAndFewSitesGiveTheSameRegions)
   grid.add(0, 90);
   grid.add(0, -90);
   // A cluster 1 cm across among uniform sites.
-  Sites cluster = uniform(20000, 5);
+  Sites cluster = randomSites(20000, 5);
   std::mt19937_64 rng(9);
   std::uniform_real_distribution<double> tiny(-5e-8, 5e-8);
   for (int i = 0; i < 3000; ++i)
     cluster.add(12.5 + tiny(rng), -33.25 + tiny(rng));
-  const Sites few = uniform(100, 3);
+  const Sites few = randomSites(100, 3);
   for (const Sites* s : {static_cast<const Sites*>(&grid), static_cast<const Sites*>(&cluster), &few})
   {
     SphericalVoronoiReport gpuReport, cpuReport;
@@ -118,5 +105,45 @@ TEST(SphericalVoronoiGpu, TiesClustersAndFewSitesGiveTheSameRegions)
       EXPECT_FALSE(gpuReport.gpuMeshRefused.empty());
     }
     expectSameBits(gpu, cpu);
+  }
+}
+
+// The kernel against its host build (the same per-site code): every cell's neighbours the same, in
+// the same order, on uniform sites and on half of them in a 1-metre cluster (complete or failed, both
+// the same).
+TEST(SphericalVoronoiGpu, TheCellsKernelIsItsHostBuild)
+{
+  REQUIRE_GPU();
+  for (const bool clustered : {false, true})
+  {
+    std::mt19937_64 rng(clustered ? 21 : 20);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<std::pair<uint64_t, std::array<double, 3>>> sites;
+    for (int i = 0; i < 200000; ++i)
+    {
+      std::array<double, 3> p{normal(rng), normal(rng), normal(rng)};
+      if (clustered && i % 2)
+        p = {1.0 + 1e-7 * normal(rng), 1e-7 * normal(rng), 1e-7 * normal(rng)};
+      const double r = std::sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
+      p = {p[0] / r, p[1] / r, p[2] / r};
+      sites.push_back({sphere::detail::mortonKey(sphere::detail::Vec3{p[0], p[1], p[2]}), p});
+    }
+    std::sort(sites.begin(), sites.end());
+    std::vector<double> xyz;
+    std::vector<uint64_t> key;
+    for (const auto& [k, p] : sites)
+    {
+      key.push_back(k);
+      xyz.insert(xyz.end(), p.begin(), p.end());
+    }
+    StageTimes times;
+    const auto gpu = sphere::detail::deviceCells(xyz.data(), key.data(), int32_t(key.size()), RunControl{}, times);
+    const auto host = sphere::detail::hostCells(xyz.data(), key.data(), int32_t(key.size()), 0, RunControl{});
+    if (!clustered)
+      EXPECT_TRUE(gpu.complete) << gpu.failure;
+    EXPECT_EQ(gpu.complete, host.complete);
+    EXPECT_EQ(gpu.failure, host.failure);
+    EXPECT_EQ(gpu.start, host.start);
+    EXPECT_TRUE(gpu.neighbor == host.neighbor);
   }
 }

@@ -34,4 +34,11 @@ struct SphereCells
 SphereCells deviceCells(const double* xyz, const uint64_t* key, int32_t n, const RunControl& control,
                         StageTimes& times);
 
+// The same cells made on the host by the same per-site code (spherical_cells_math.h), on `threads`
+// threads: the same bits as deviceCells. For the tests (the GPU path's checks run without a GPU).
+SphereCells hostCells(const double* xyz, const uint64_t* key, int32_t n, int threads, const RunControl& control);
+
+// Why cells failed, in words, from the failure bits (spherical_cells_math.h).
+std::string cellFailureText(int bits);
+
 }  // namespace gpugeo::sphere::detail

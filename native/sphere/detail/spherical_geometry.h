@@ -312,14 +312,10 @@ public:
   // questions in a mesh are not close, and this is some twenty times cheaper.
   int inCapQuick(int32_t a, int32_t b, int32_t c, int32_t d) const
   {
-    const V3 pa = p(a);
-    const V3 u = p(b) - pa, v = p(c) - pa, w = p(d) - pa;
-    const double det = dot(w, cross(u, v));
-    const double lu = std::sqrt(dot(u, u)), lv = std::sqrt(dot(v, v)), lw = std::sqrt(dot(w, w));
-    const double bound = 4e-15 * (lu * lv + lv * lw + lw * lu) + 1e-15 * lu * lv * lw;
-    if (det > bound + 1e-9 * lu * lv * lw)
+    const QuickDeterminant q = quickDeterminant(a, b, c, d);
+    if (q.det > q.bound + 1e-9 * q.scale)
       return 1;
-    if (det < -bound)
+    if (q.det < -q.bound)
       return -1;
     return 0;
   }
@@ -330,14 +326,10 @@ public:
   // exact predicates, or these with their 1e-12 tolerance, can give.
   bool clearlyOutside(int32_t a, int32_t b, int32_t c, int32_t d) const
   {
-    const V3 pa = p(a);
-    const V3 u = p(b) - pa, v = p(c) - pa, w = p(d) - pa;
-    const double det = dot(w, cross(u, v));
-    const double lu = std::sqrt(dot(u, u)), lv = std::sqrt(dot(v, v)), lw = std::sqrt(dot(w, w));
-    const double bound = 4e-15 * (lu * lv + lv * lw + lw * lu) + 1e-15 * lu * lv * lw;
-    if (det < -bound - 1e-10 * lu * lv * lw)
+    const QuickDeterminant q = quickDeterminant(a, b, c, d);
+    if (q.det < -q.bound - 1e-10 * q.scale)
       return true;
-    if (det > bound)
+    if (q.det > q.bound)
       return false;
     return inCap(a, b, c, d) < -1e-10;
   }
@@ -365,6 +357,20 @@ public:
   }
 
 private:
+  // The quick in-cap determinant: (d - a) . ((b - a) x (c - a)) on the rounded vectors, the bound on
+  // its error, and the product of the three differences' lengths.
+  struct QuickDeterminant
+  {
+    double det, bound, scale;
+  };
+  QuickDeterminant quickDeterminant(int32_t a, int32_t b, int32_t c, int32_t d) const
+  {
+    const V3 pa = p(a);
+    const V3 u = p(b) - pa, v = p(c) - pa, w = p(d) - pa;
+    const double lu = std::sqrt(dot(u, u)), lv = std::sqrt(dot(v, v)), lw = std::sqrt(dot(w, w));
+    return {dot(w, cross(u, v)), 4e-15 * (lu * lv + lv * lw + lw * lu) + 1e-15 * lu * lv * lw, lu * lv * lw};
+  }
+
   FlatArray<Site> sites_;
 };
 

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
+#include "core/errors.h"
 #include "core/parallel.h"
 
 namespace gpugeo::sphere::detail {
@@ -289,6 +291,8 @@ EdgePoints densifyEdges(const Geometry& g, const SphereRings& rings, const Lower
           {
             V3 m;
             densifyRingEdge(g, rings, s, j, j, stepRad, scratch.edge, points, m);
+            if (points.size() > UINT32_MAX)
+              throw Error("spherical Voronoi: too many polygon points for 256 regions (a larger step is needed)");
           }
           edges.to[e0 + j] = static_cast<uint32_t>(points.size());
         }

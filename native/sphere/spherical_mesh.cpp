@@ -560,10 +560,14 @@ bool meshFromCells(const Geometry& g, const SphereCells& cells, Mesh& mesh, int 
     {
       const auto [b, e] = cycle(i);
       const int64_t m = e - b;
-      if (m < 3)
+      if (m < 3 || std::find(b, e, i) != e)
         bad = true;
       for (int64_t q = 0; q < m; ++q)
+      {
         owned[size_t(i) + 1] += i < b[q] && i < b[(q + 1) % m];
+        if (std::find(b + q + 1, e, b[q]) != e)
+          bad = true;  // a neighbour twice
+      }
     }
   }, &control);
   for (size_t i = 1; i < owned.size(); ++i)

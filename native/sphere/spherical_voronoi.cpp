@@ -103,19 +103,22 @@ UniqueSites uniqueSites(const double* lonDeg, const double* latDeg, int64_t n, i
     for (int64_t b = begin; b < end; ++b)
     {
       int64_t at = offset[size_t(b)], duplicate = duplicateOffset[size_t(b)];
+      // The first of the run the block starts in (found once: a run may span blocks).
+      int64_t first = b * kBlock;
+      while (!isFirst(first))
+        --first;
+      first = keyed[size_t(first)].i;
       for (int64_t r = b * kBlock; r < std::min(n, (b + 1) * kBlock); ++r)
       {
         const int64_t i = keyed[size_t(r)].i;
         if (isFirst(r))
         {
+          first = i;
           u.sites[size_t(at)] = makeSite(lonDeg[i], latDeg[i], i);
           u.morton[size_t(at++)] = keyed[size_t(r)].morton;
           continue;
         }
-        int64_t first = r - 1;
-        while (!isFirst(first))
-          --first;
-        u.duplicates[size_t(duplicate++)] = {i, keyed[size_t(first)].i};
+        u.duplicates[size_t(duplicate++)] = {i, first};
       }
     }
   }, &control);

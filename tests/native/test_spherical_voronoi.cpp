@@ -590,6 +590,25 @@ TEST(SphericalVoronoi, DuplicatedSites)
   EXPECT_EQ(r[60].duplicateOf, 0);
 }
 
+// 300,000 copies of one site among 1,000 others (runs of duplicates across the 65,536-site blocks of
+// the unique-site pass): each copy points at the first, in linear time.
+TEST(SphericalVoronoi, LongRunsOfDuplicates)
+{
+  Sites s = randomSites(1000, 12);
+  for (int i = 0; i < 300000; ++i)
+    s.add(i % 2 ? s.lon[5] : s.lon[700], i % 2 ? s.lat[5] : s.lat[700]);
+  const auto r = run(s, 2.0);
+  for (int i = 0; i < 300000; ++i)
+    ASSERT_EQ(r[size_t(1000 + i)].duplicateOf, i % 2 ? 5 : 700) << i;
+  double area = 0;
+  for (int i = 0; i < 1000; ++i)
+  {
+    EXPECT_EQ(r[size_t(i)].duplicateOf, -1);
+    area += r[size_t(i)].areaSteradians;
+  }
+  EXPECT_NEAR(area, 4 * kPi, 1e-12);
+}
+
 TEST(SphericalVoronoi, Octahedron)
 {
   Sites s;

@@ -111,9 +111,10 @@ QString VoronoiRasterAlgorithm::shortHelpString() const
            "being the sites' offsets from the raster's top-left corner and d their distance, in pixels: below "
            "10<sup>-9</sup> pixel for sites within a million pixels of the raster.</p>"
            "<p><b>Method</b>: one GPU thread a pixel, as in the source paper's raster Voronoi, each pixel scanning "
-           "only the sites that can be nearest to its tile of the raster (found in a Hilbert R-tree of the sites, "
-           "Kamel &amp; Faloutsos 1994), in float32 with a certified error bound and in float64 near a tie "
-           "(Shewchuk 1997). The plugin's documentation describes the implementation.</p>") +
+           "only the sites that can be nearest to its tile of the raster (on the CPU found in a Hilbert R-tree of the "
+           "sites, Kamel &amp; Faloutsos 1994; on the GPU in a grid of buckets around the tile), in float32 with a "
+           "certified error bound and in float64 near a tie (Shewchuk 1997). Both give the same labels and "
+           "distances. The plugin's documentation describes the implementation.</p>") +
          rangesHelp(*this) + deviceHelp() + outputFormatHelp();
 }
 

@@ -53,11 +53,18 @@ void validate(const Grid& grid, const Sites& sites)
   }
 }
 
+void toPixelFrame(const Grid& grid, const Sites& sites, Point* out, int threads)
+{
+  parallelFor(sites.count, 1 << 16, threads, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i)
+      out[i] = Point{(sites.x[i] - grid.originX) / grid.pixelSize, (grid.originY - sites.y[i]) / grid.pixelSize};
+  });
+}
+
 std::vector<Point> toPixelFrame(const Grid& grid, const Sites& sites)
 {
   std::vector<Point> points(static_cast<size_t>(sites.count));
-  for (int64_t i = 0; i < sites.count; ++i)
-    points[i] = Point{(sites.x[i] - grid.originX) / grid.pixelSize, (grid.originY - sites.y[i]) / grid.pixelSize};
+  toPixelFrame(grid, sites, points.data(), 1);
   return points;
 }
 

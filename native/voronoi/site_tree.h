@@ -1,6 +1,5 @@
-// The host side of the site tree: taking the sites to the pixel frame, and building the tree on
-// the CPU. The CUDA backend builds the same tree on the device (voronoi_cuda.cu) from the same
-// per-element functions in detail/nearest_site.h.
+// The host side of the site tree: taking the sites to the pixel frame (both backends), and building
+// the tree for the CPU backend (the CUDA backend puts the sites in a bucket grid: voronoi_cuda.cu).
 #pragma once
 
 #include <vector>
@@ -12,6 +11,8 @@ namespace gpugeo::voronoi {
 
 // Sites in the grid's pixel frame, in input order (validate() first).
 std::vector<detail::Point> toPixelFrame(const Grid& grid, const Sites& sites);
+// The same into `out` (sites.count points), on `threads` threads (0: all).
+void toPixelFrame(const Grid& grid, const Sites& sites, detail::Point* out, int threads);
 
 // The bounding box of points (at least one).
 detail::Box boundsOf(const std::vector<detail::Point>& points);

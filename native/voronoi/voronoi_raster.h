@@ -12,14 +12,15 @@
 // Euclidean distances in real arithmetic, the label can differ only where the two nearest sites'
 // distances differ by less than kNearTieBound (see below), from the rounding of u and v.
 //
-// Method: the sites are sorted along a Hilbert curve into a packed bounding-box tree. The grid is cut
+// Method on the CPU: the sites are sorted along a Hilbert curve into a packed bounding-box tree. The grid is cut
 // into 64 x 64 tiles, each split into four while its list of candidates (the sites that can be
 // nearest to one of its pixel centres) is long, down to 2 x 2: a root tile searches the tree, a
 // child filters its parent's list. Each pixel then scans its tile's short list in float32 with a
 // certified error bound and re-evaluates in float64 only when two candidates are too close to
 // call. A 2 x 2 tile with more than 512 candidates (only under extreme clustering) answers each
-// pixel by an exact search of the tree. The source method (one GPU thread per pixel over all
-// generators, with neighbourhood expansion when they are many) is in ../shared/papers (001).
+// pixel by an exact search of the tree. On the GPU: the sites in a grid of buckets, each pixel
+// labelled from the buckets around it (voronoi_cuda.cu). The source method (one GPU thread per pixel
+// over all generators, with neighbourhood expansion when they are many) is in ../shared/papers (001).
 #pragma once
 
 #include <cstdint>
@@ -81,7 +82,9 @@ struct LabellerOptions
   std::size_t gpuMemoryBudget = 0;
 };
 
-// Counters of what happened, for the log and the tests.
+// Counters of what happened, for the log and the tests. uniqueSites is the same on both backends;
+// the others count each backend's own method (on the GPU: tiles are the bucket grid's tiles, and
+// denseTiles the roots and single pixels answered by an exact scan of their buckets).
 struct LabelStats
 {
   int64_t uniqueSites = 0;    // after dropping exact duplicates (the lowest index is kept)

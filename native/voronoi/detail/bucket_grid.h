@@ -1,0 +1,86 @@
+// The CUDA backend's index and labelling kernels (voronoi_grid_cuda.cu), as host-callable launches
+// for the labeller in voronoi_cuda.cu. Device code only; see voronoi_cuda.cu for the method.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "nearest_site.h"
+
+namespace gpugeo::voronoi::detail::grid {
+
+constexpr int kRoot = 64;          // root side in pixels
+constexpr int kWarps = 8;          // warps per block of the labelling kernels
+constexpr int kCap = 256;          // candidates of a tile in shared memory
+constexpr int kQueueCap = 1 << 18;  // overflowed tiles per split level
+constexpr int kMaxBuckets = 1 << 24;
+constexpr int kMinShift = 1;       // buckets of at least 2 x 2 pixels ...
+constexpr int kMaxShift = 10;      // ... and at most 1024 x 1024
+
+// Counters read back by the labeller's stats() (one atomicAdd per warp or block).
+enum Counter
+{
+  kTilesLabelled,   // tiles whose pixels scanned a candidate list
+  kTilesSplit,      // tiles whose list overflowed (split into four)
+  kCandidates,      // list entries over the labelled tiles
+  kRefinedPixels,   // pixels of those tiles re-evaluated in float64 at a near tie
+  kDirectRoots,     // roots labelled by the direct scan
+  kExactPixels,     // single pixels answered by an exact scan of their buckets (list still too long)
+  kCounterCount
+};
+
+// The bucket grid over the whole raster and the band being labelled.
+struct GridView
+{
+  int width = 0, height = 0;     // pixels of the whole grid
+  int rowBegin = 0, rowEnd = 0;  // the band: rows [rowBegin, rowEnd); outputs are band-relative
+  int bucket = 2, shift = 1;     // bucket side in pixels (a power of two) and its log2
+  int bx = 0, by = 0;            // buckets a row, a column
+  const int32_t* start = nullptr;  // bx * by + 1 offsets into the sorted sites
+  const Point* points = nullptr;   // sorted by bucket
+  const int32_t* index = nullptr;  // input index of each sorted site
+  int sitesPerTile = 8;          // target list length of a tile
+  int minTile = 2;               // smallest tile side a root plans
+  int maxTile = 32;              // largest tile side
+  double directMax = 24.0;       // a root is labelled directly when a warp's first ring holds at most this many sites
+  double directMinFill = 0.5;    // ... and its buckets hold at least this many sites on average
+  double pixelSize = 1.0;
+  int32_t* outSite = nullptr;
+  float* outDistance = nullptr;  // may be null
+  unsigned long long* counters = nullptr;
+};
+
+struct TileJob
+{
+  int c0, r0, side;
+};
+
+struct RootItem
+{
+  int c0, r0, extent, side;  // side 0: nothing (a root labelled directly, or split into quarters)
+};
+
+// Index: bucket key and rank within its bucket of sites [first, first + count) (skipping those
+// flagged in `duplicate`, may be null), counts per bucket by atomics.
+void launchCount(const Point* points, const uint8_t* duplicate, int first, int count, int shift, int bx, int by,
+                 uint32_t* key, int32_t* rank, int32_t* bucketCount, cudaStream_t stream);
+// The sorted order (start[key] + rank) and the points and input indices gathered by it.
+void launchOrder(const Point* points, const uint8_t* duplicate, const uint32_t* key, const int32_t* rank,
+                 const int32_t* start, int n, int32_t* order, cudaStream_t stream);
+void launchGather(const Point* points, const int32_t* order, int n, Point* sorted, cudaStream_t stream);
+
+// Exact duplicates: `table` (capacity a power of two, at least n + 1, filled with -1) keeps the lowest
+// input index of each distinct point; duplicate[i] = 1 where site i is not its point's lowest.
+// `uniqueCount` (zeroed by the caller) receives the distinct points.
+void launchMarkDuplicates(const Point* points, int n, int32_t* table, uint32_t capacity, uint8_t* duplicate,
+                          int32_t* uniqueCount, cudaStream_t stream);
+
+// Labels the band of `g`: plans the roots, labels the direct ones, then the tiles and the split
+// levels. `heavy`/`light` hold 4 x roots and roots items, `heavyCount` one int, `jobs` levels x
+// kQueueCap jobs and `queueCount` levels ints (all zeroed here).
+void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, int* heavyCount, TileJob* jobs,
+                  int* queueCount, int multiprocessors, cudaStream_t stream, void (*phase)(void*, const char*),
+                  void* phaseContext);
+
+}  // namespace gpugeo::voronoi::detail::grid

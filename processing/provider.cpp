@@ -22,6 +22,7 @@
 #include "qtmvoronoi_algorithm.h"
 #ifdef GPUGEO_WITH_CGAL
 #include "spherevoronoi_algorithm.h"
+#include "voronoipolygons_algorithm.h"
 #endif
 #include "voronoiraster_algorithm.h"
 
@@ -107,6 +108,7 @@ void Provider::loadAlgorithms()
   addAlgorithm(new QtmVoronoiAlgorithm());
 #ifdef GPUGEO_WITH_CGAL
   addAlgorithm(new SphereVoronoiAlgorithm());
+  addAlgorithm(new VoronoiPolygonsAlgorithm());
 #endif
   addAlgorithm(new PointNeighboursAlgorithm());
   addAlgorithm(new DbscanAlgorithm());

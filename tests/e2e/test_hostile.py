@@ -315,6 +315,7 @@ class HostileInputTest(QgisProcessBase):
         points = (("gpugeo:voronoiraster", {"OUTPUT": "o.tif", "OUTPUT_POLYGONS": "p.gpkg"}, nan_points),
                   ("gpugeo:qtmvoronoi", {"OUTPUT_REGIONS": "o.gpkg", "OUTPUT_RASTER": "r.tif"}, nan_lonlat),
                   ("gpugeo:spherevoronoi", {"OUTPUT": "o.gpkg"}, nan_lonlat),
+                  ("gpugeo:voronoipolygons", {"OUTPUT": "o.gpkg"}, nan_points),
                   ("gpugeo:pointneighbours", {"OUTPUT": "o.gpkg", "OUTPUT_PAIRS": "p.gpkg", "RADIUS": 5}, nan_points),
                   ("gpugeo:dbscan", {"OUTPUT": "o.gpkg", "EPS": 5}, nan_points))
         for algorithm, outputs, nan_layer in points:
@@ -418,6 +419,7 @@ class HostileInputTest(QgisProcessBase):
             "qtmvoronoi": ("gpugeo:qtmvoronoi", {"INPUT": lonlat, "LEVEL": 3, "PIXEL_SIZE": 5,
                                                  "OUTPUT_REGIONS": "Regionen ü.gpkg", "OUTPUT_RASTER": "QTM 三角.tif"}),
             "spherevoronoi": ("gpugeo:spherevoronoi", {"INPUT": lonlat, "OUTPUT": "Kugel ø.gpkg"}),
+            "voronoipolygons": ("gpugeo:voronoipolygons", {"INPUT": points, "BUFFER": 5, "OUTPUT": "Thiessen ø.gpkg"}),
             "pointneighbours": ("gpugeo:pointneighbours", {"INPUT": points, "RADIUS": 50, "OUTPUT": "Nachbarn ñ.gpkg",
                                                            "OUTPUT_PAIRS": "Paare 対.gpkg"}),
             "dbscan": ("gpugeo:dbscan", {"INPUT": points, "EPS": 50, "MIN_SIZE": 2, "OUTPUT": "Cluster ç.gpkg"}),
@@ -553,6 +555,7 @@ class HostileInputTest(QgisProcessBase):
             ("qtmvoronoi_link", "gpugeo:qtmvoronoi", {"INPUT": self.lonlat}, "OUTPUT_CELLS", "INPUT",
              links[self.lonlat]),
             ("spherevoronoi", "gpugeo:spherevoronoi", {"INPUT": self.lonlat}, "OUTPUT", "INPUT", self.lonlat),
+            ("voronoipolygons", "gpugeo:voronoipolygons", {"INPUT": self.points}, "OUTPUT", "INPUT", self.points),
             ("spherevoronoi_link", "gpugeo:spherevoronoi", {"INPUT": self.lonlat}, "OUTPUT", "INPUT",
              links[self.lonlat]),
             ("pointneighbours", "gpugeo:pointneighbours", {"INPUT": self.points, "RADIUS": 50}, "OUTPUT", "INPUT",
@@ -742,6 +745,7 @@ class HostileInputTest(QgisProcessBase):
             "gpugeo:voronoiraster": ({"INPUT": self.points}, {"OUTPUT": "o.tif"}),
             "gpugeo:qtmvoronoi": ({"INPUT": self.lonlat}, {"OUTPUT_REGIONS": "o.gpkg"}),
             "gpugeo:spherevoronoi": ({"INPUT": self.lonlat}, {"OUTPUT": "o.gpkg"}),
+            "gpugeo:voronoipolygons": ({"INPUT": self.points}, {"OUTPUT": "o.gpkg"}),
             "gpugeo:pointneighbours": ({"INPUT": self.points, "RADIUS": 5}, {"OUTPUT": "o.gpkg"}),
             "gpugeo:dbscan": ({"INPUT": self.points}, {"OUTPUT": "o.gpkg"}),
             "gpugeo:meshcontours": (dict(MESH_LEVELS, INPUT=self.mesh), {"OUTPUT_LINES": "l.gpkg",

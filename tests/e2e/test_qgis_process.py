@@ -21,12 +21,12 @@ QGIS_PROCESS = os.environ.get("QGIS_PROCESS", "/usr/bin/qgis_process.bin")
 PLUGIN_DIR = os.environ.get("GPUGEO_PLUGIN_DIR", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODATA = -2147483648
-# Every algorithm of the provider, sorted. gpugeo:spherevoronoi needs CGAL at build time; CI
-# installs it.
+# Every algorithm of the provider, sorted. gpugeo:spherevoronoi and gpugeo:voronoipolygons need CGAL
+# at build time; CI installs it.
 ALGORITHMS = ["gpugeo:breachdepressions", "gpugeo:dbscan", "gpugeo:filldepressions", "gpugeo:flowaccumulation", "gpugeo:flowdirection",
               "gpugeo:hand", "gpugeo:isochrones", "gpugeo:meshcontours", "gpugeo:pointneighbours", "gpugeo:qtmvoronoi",
-              "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:streamnetwork", "gpugeo:subbasins", "gpugeo:voronoiraster",
-              "gpugeo:watersheds"]
+              "gpugeo:snappourpoints", "gpugeo:spherevoronoi", "gpugeo:streamnetwork", "gpugeo:subbasins", "gpugeo:voronoipolygons",
+              "gpugeo:voronoiraster", "gpugeo:watersheds"]
 
 
 def write_points(path, points, epsg=32633, field_values=None, extra=()):

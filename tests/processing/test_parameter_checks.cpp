@@ -132,7 +132,10 @@ protected:
       {QStringLiteral("gpugeo:isochrones"), QStringLiteral("dem.tif"), {}},
     };
     if (QgsApplication::processingRegistry()->algorithmById(QStringLiteral("gpugeo:spherevoronoi")))
+    {
       all.push_back({QStringLiteral("gpugeo:spherevoronoi"), QStringLiteral("points.gpkg"), {}});
+      all.push_back({QStringLiteral("gpugeo:voronoipolygons"), QStringLiteral("points.gpkg"), {}});
+    }
     return all;
   }
 

@@ -99,7 +99,7 @@ QString VoronoiPolygonsAlgorithm::shortHelpString() const
   return QObject::tr(
            "<p>Computes the Voronoi polygon of each input point: the part of the layer's extent that is at least as "
            "near to that point as to any other (Euclidean distance in the layer's CRS). The polygons cover the "
-           "extent without gaps or overlaps. It takes the parameters of QGIS's <i>Voronoi polygons</i> "
+           "extent; neighbours share their edges up to the last bits of the coordinates. It takes the parameters of QGIS's <i>Voronoi polygons</i> "
            "(qgis:voronoipolygons, and the tolerance and attribute switch of later QGIS versions) and gives the "
            "same polygons, so a model can switch to it.</p>"
            "<p><b>Input layer</b>: points; multipoints give one site a part, with the feature's attributes; features "
@@ -222,7 +222,7 @@ QVariantMap VoronoiPolygonsAlgorithm::execute(const QVariantMap& parameters, Qgs
                                       "polygon of their own.")
                             .arg(cells.duplicates));
   if (written + cells.duplicates < siteCount)
-    feedback->pushWarning(QObject::tr("%1 points lie outside the extent and get no polygon.")
+    feedback->pushWarning(QObject::tr("%1 points get no polygon: theirs is narrower than the coordinates' precision.")
                             .arg(siteCount - written - cells.duplicates));
   logStageTimes(times, feedback);
   QVariantMap outputs;

@@ -170,7 +170,9 @@ __device__ __forceinline__ void store(const GridView& g, int column, int row, in
 
 constexpr int kStage = 1024;                            // sites staged per root
 constexpr int kStageRing = 2;                           // rings of buckets staged around the root's own
-constexpr int kStageSide = kRoot / 4 + 2 * kStageRing;  // buckets a side at most (bucket >= 4)
+// Buckets a side at most (bucket >= 4): a root of a band that does not start on a bucket row spans
+// one bucket row more.
+constexpr int kStageSide = kRoot / 4 + 1 + 2 * kStageRing;
 constexpr int kPix = 2;                                 // pixels per lane
 constexpr int kBlockH = 4 * kPix;
 

@@ -111,8 +111,8 @@ void mergeWithin(Sites& sites, double tolerance)
   {
     const double x = sites.xy[2 * s], y = sites.xy[2 * s + 1];
     const int64_t cx = int64_t(std::floor(x / tolerance)), cy = int64_t(std::floor(y / tolerance));
-    for (int64_t dy = -1; dy <= 1 && into[s] < 0; ++dy)
-      for (int64_t dx = -1; dx <= 1 && into[s] < 0; ++dx)
+    for (int64_t dy = -1; dy <= 1; ++dy)  // all nine cells: the lowest input index within reach wins
+      for (int64_t dx = -1; dx <= 1; ++dx)
       {
         const auto range = kept.equal_range(cellKey(cx + dx, cy + dy));
         for (auto it = range.first; it != range.second; ++it)

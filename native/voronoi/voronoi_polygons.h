@@ -11,7 +11,8 @@
 //   without repeated vertices; a site whose polygon has no area in the rectangle gets none.
 // - Each cell is computed in its site's own frame (the site at the origin), so that UTM-sized
 //   coordinates and cells a millimetre wide keep their precision: a vertex is off by a few units in
-//   the last place of its cell's size, then rounded once to the CRS.
+//   the last place of the rectangle's size (its first cuts are of the rectangle's edges), then
+//   rounded once to the CRS.
 #pragma once
 
 #include <cstdint>

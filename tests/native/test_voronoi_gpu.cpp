@@ -97,6 +97,14 @@ TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
     expectIdentical(c, gpu, cpu);
     EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
   }
+  // Bands that do not start on a bucket row (the plugin's bands of wide rasters), where roots are
+  // labelled by the direct scan (buckets of 4 pixels holding 1 to 2 sites).
+  const VoronoiCase& dense = cases[1];
+  const Labels cpu = run(Backend::Cpu, dense);
+  const Labels gpu = run(Backend::Gpu, dense, 50);
+  if (!gpugeo::testing::gpuTestsSmall())
+    EXPECT_GT(gpu.stats.denseTiles, 0) << dense.name;
+  expectIdentical(dense, gpu, cpu);
 }
 
 // Dense clusters overflow the tiles' lists: the tiles split (down to single pixels where need be).

@@ -19,6 +19,7 @@
 #include <qgsprocessingutils.h>
 
 #include "adapters/band_pipeline.h"
+#include "adapters/feature_reader.h"
 #include "adapters/geotiff_writer.h"
 #include "adapters/layer_styles.h"
 #include "adapters/number_text.h"
@@ -27,6 +28,7 @@
 #include "core/errors.h"
 #include "core/parallel.h"
 #include "parameter_checks.h"
+#include "voronoi/feature_allocation.h"
 #include "voronoi/voronoi_raster.h"
 
 namespace gpugeo {
@@ -60,7 +62,8 @@ QString VoronoiRasterAlgorithm::displayName() const
 
 QStringList VoronoiRasterAlgorithm::tags() const
 {
-  return QObject::tr("voronoi,thiessen,allocation,nearest,proximity,distance,euclidean,raster,gpu,cuda").split(',');
+  return QObject::tr("voronoi,thiessen,allocation,nearest,proximity,distance,euclidean,raster,lines,polygons,roads,rivers,gpu,cuda")
+    .split(',');
 }
 
 QString VoronoiRasterAlgorithm::group() const
@@ -80,22 +83,29 @@ QString VoronoiRasterAlgorithm::iconFile() const
 
 QString VoronoiRasterAlgorithm::shortDescription() const
 {
-  return QObject::tr("Labels every pixel of a raster with its nearest point (Voronoi allocation), with the distance "
-                     "and the regions as polygons.");
+  return QObject::tr("Labels every pixel of a raster with its nearest point, line or polygon (Voronoi allocation), "
+                     "with the distance and the regions as polygons.");
 }
 
 QString VoronoiRasterAlgorithm::shortHelpString() const
 {
   return QObject::tr(
-           "<p>Labels every pixel of a new raster with the nearest point of the input layer (the raster form of "
-           "the Voronoi or Thiessen diagram, also called Euclidean allocation), on the GPU or on all processor "
-           "cores.</p>"
-           "<p><b>Input point layer</b>: points or multipoints (each part is a site). Features without geometry "
-           "or with empty geometry are skipped and counted in the log.</p>"
+           "<p>Labels every pixel of a new raster with the nearest feature of the input layer: the raster form of "
+           "the Voronoi or Thiessen diagram of points, or the allocation to the nearest road, river or parcel "
+           "(Euclidean allocation and distance), on the GPU or on all processor cores.</p>"
+           "<p><b>Input layer</b>: points or multipoints (each part is a site), or lines or polygons (each feature "
+           "is a site, all its parts together). The distance to a line or polygon is the exact distance from the "
+           "pixel centre to its segments, not to rasterized pixels as in <i>Proximity</i>. Curved geometries are "
+           "segmentized to within a tenth of a pixel (the log says how many). Features without geometry or with "
+           "empty geometry are skipped and counted in the log.</p>"
            "<p><b>Label field</b> (optional): a numeric field whose value labels each site's pixels; values must be "
            "whole numbers within the Int32 range. A NULL value leaves that site's pixels as nodata. Without a "
-           "field, the label is the site's 1-based position in the layer (parts of a multipoint count one each).</p>"
-           "<p><b>Extent</b> (optional): the raster's extent; by default the extent of the points. <b>Pixel "
+           "field, the label is the site's 1-based position among the sites read (parts of a multipoint count one "
+           "each; features without geometry none).</p>"
+           "<p><b>Inside polygons</b>: a pixel whose centre lies inside a polygon (holes excluded) is at distance 0 "
+           "and belongs to that polygon (to the lowest-numbered one where polygons overlap); or, with <i>Distance to "
+           "the boundary</i>, every pixel gets the distance to the nearest polygon boundary, inside or out.</p>"
+           "<p><b>Extent</b> (optional): the raster's extent; by default the extent of the features. <b>Pixel "
            "size</b> (optional): in layer units; by default the extent's longer side / 1000. The raster covers the "
            "extent from its top-left corner, rounded up to whole pixels. At most 2<sup>31</sup> pixels.</p>"
            "<p><b>Outputs</b>: the allocation raster (Int32 GeoTIFF, tiled and compressed, nodata "
@@ -105,16 +115,20 @@ QString VoronoiRasterAlgorithm::shortHelpString() const
            "sites, a GeoPackage output numbers its features anew, as <i>Multipart to singleparts</i> does).</p>"
            "<p><b>Exactness</b>: each pixel centre goes to the site at the smallest Euclidean distance from the "
            "site's real coordinates (never snapped to the grid), computed in float64 in the raster's pixel frame; "
-           "equal distances go to the lowest site index, so duplicate points are fine. GPU and CPU give identical "
-           "labels and identical distances. Against exact arithmetic a label can differ only where the two nearest "
-           "sites' distances differ by less than 4&times;10<sup>-16</sup> &times; (2 (|u|+|v|+1) + d) pixels, u, v "
-           "being the sites' offsets from the raster's top-left corner and d their distance, in pixels: below "
-           "10<sup>-9</sup> pixel for sites within a million pixels of the raster.</p>"
+           "equal distances go to the lowest site index, so duplicate points and shared borders are fine. GPU and "
+           "CPU give identical labels and identical distances. For points, against exact arithmetic a label can "
+           "differ only where the two nearest sites' distances differ by less than 4&times;10<sup>-16</sup> "
+           "&times; (2 (|u|+|v|+1) + d) pixels, u, v being the sites' offsets from the raster's top-left corner and "
+           "d their distance, in pixels: below 10<sup>-9</sup> pixel for sites within a million pixels of the "
+           "raster; for lines and polygons, where two distances differ by less than about 10<sup>-15</sup> of the "
+           "coordinates' size in pixels.</p>"
            "<p><b>Method</b>: one GPU thread a pixel, as in the source paper's raster Voronoi, each pixel scanning "
-           "only the sites that can be nearest to its tile of the raster (on the CPU found in a Hilbert R-tree of the "
-           "sites, Kamel &amp; Faloutsos 1994; on the GPU in a grid of buckets around the tile), in float32 with a "
-           "certified error bound and in float64 near a tie (Shewchuk 1997). Both give the same labels and "
-           "distances. The plugin's documentation describes the implementation.</p>") +
+           "only the sites that can be nearest to its tile of the raster (points: on the CPU found in a Hilbert "
+           "R-tree of the sites, Kamel &amp; Faloutsos 1994, on the GPU in a grid of buckets around the tile; lines "
+           "and polygons: on both, the segments in a grid of buckets, each block of 8 &times; 8 pixels narrowing "
+           "its list for each 2 &times; 2 cell), points in float32 with a certified error bound and in float64 "
+           "near a tie (Shewchuk 1997), segments in float64. The plugin's documentation describes the "
+           "implementation.</p>") +
          rangesHelp(*this) + deviceHelp() + outputFormatHelp();
 }
 
@@ -125,8 +139,8 @@ VoronoiRasterAlgorithm* VoronoiRasterAlgorithm::createInstance() const
 
 void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
 {
-  addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input point layer"),
-                                                       QList<int>() << QgsProcessing::TypeVectorPoint));
+  addParameter(new QgsProcessingParameterFeatureSource(QStringLiteral("INPUT"), QObject::tr("Input layer"),
+                                                       QList<int>() << QgsProcessing::TypeVectorAnyGeometry));
   addParameter(new QgsProcessingParameterField(QStringLiteral("FIELD"), QObject::tr("Label field"), QVariant(),
                                                QStringLiteral("INPUT"), QgsProcessingParameterField::Numeric, false,
                                                true));
@@ -135,6 +149,11 @@ void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
                                                                     QVariant(), QStringLiteral("INPUT"), true, 0.0);
   setMinimumExcluded(*pixelSize);
   addParameter(pixelSize.release());
+  addParameter(new QgsProcessingParameterEnum(
+    QStringLiteral("POLYGON_DISTANCE"), QObject::tr("Inside polygons"),
+    QStringList() << QObject::tr("Distance 0 (the pixels belong to the polygon)")
+                  << QObject::tr("Distance to the boundary (inside and out)"),
+    false, 0));
   addDeviceParameter();
   addOutputFormatParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Voronoi allocation")));
@@ -147,13 +166,22 @@ void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
 
 namespace {
 
+// The sites: points (each point or multipoint part a site) or line or polygon features (each
+// feature a site), with their labels.
 struct SiteInput
 {
+  bool features = false;
   PointSet points;
+  FeatureSet lines;  // lines or polygons
   std::vector<int32_t> labelOfSite;  // the label each site's pixels get (kNoData for NULL)
+
+  const SiteFeatures& sites() const { return features ? static_cast<const SiteFeatures&>(lines) : points; }
+  int64_t siteCount() const { return sites().siteCount(); }
+  QgsRectangle extent() const { return features ? lines.extent : points.extent; }
 };
 
-// Reads the sites and their labels (FIELD, or the 1-based site index).
+// Reads the sites and their labels (FIELD, or the 1-based site index): points, or line or polygon
+// features by the layer's geometry type.
 SiteInput readSites(QgsProcessingFeatureSource& source, int fieldIndex, const QString& fieldName, bool keepAttributes,
                     QgsProcessingFeedback* steps, QgsProcessingFeedback* feedback, StageTimes& times)
 {
@@ -162,13 +190,39 @@ SiteInput readSites(QgsProcessingFeatureSource& source, int fieldIndex, const QS
   readOptions.keepAllAttributes = keepAttributes;
   if (fieldIndex >= 0)
     readOptions.attributes << fieldIndex;
+  const QgsWkbTypes::GeometryType kind = QgsWkbTypes::geometryType(source.wkbType());
+  if (kind != QgsWkbTypes::PointGeometry && kind != QgsWkbTypes::LineGeometry && kind != QgsWkbTypes::PolygonGeometry)
+    throw QgsProcessingException(QObject::tr("The input layer has no geometry of a known type (%1); it needs "
+                                             "points, lines or polygons.")
+                                   .arg(QgsWkbTypes::displayString(source.wkbType())));
+  input.features = kind != QgsWkbTypes::PointGeometry;
   {
     ScopedStage stage(times, "read");
-    input.points = readPoints(source, readOptions, steps);
+    if (input.features)
+      input.lines = readFeatures(source, kind == QgsWkbTypes::PolygonGeometry, readOptions, steps);
+    else
+      input.points = readPoints(source, readOptions, steps);
   }
-  checkSites(input.points, voronoi::kMaxSites, feedback);
-  input.labelOfSite = siteLabels(input.points, fieldIndex, fieldName, kNoData, feedback);
+  if (input.features)
+    checkFeatures(input.lines, voronoi::kMaxSites, feedback);
+  else
+    checkSites(input.points, voronoi::kMaxSites, feedback);
+  input.labelOfSite = siteLabels(input.sites(), fieldIndex, fieldName, kNoData, feedback);
   return input;
+}
+
+// Lines and polygons: their paths, curves segmentized to a tenth of a pixel (said in the log).
+void flattenFeatures(SiteInput& input, const voronoi::Grid& grid, QgsProcessingFeedback* feedback)
+{
+  if (!input.features)
+    return;
+  const double tolerance = grid.pixelSize / 10.0;
+  flatten(input.lines, tolerance);
+  if (input.lines.curved > 0)
+    feedback->pushInfo(QObject::tr("%1 features with curves were segmentized to within %2 layer units of the curve "
+                                   "(a tenth of a pixel).")
+                         .arg(input.lines.curved)
+                         .arg(tolerance));
 }
 
 // Coordinates and sizes in the log: up to 15 significant digits (an origin to the millimetre).
@@ -179,6 +233,32 @@ bool parameterGiven(const QVariantMap& parameters, const QString& name)
 {
   const QVariant value = parameters.value(name);
   return value.isValid() && !value.isNull() && !(value.type() == QVariant::String && value.toString().isEmpty());
+}
+
+// What the labeller did, in the log.
+void logLabelStats(const voronoi::LabelStats& stats, bool features, int64_t siteCount, QgsProcessingFeedback* feedback)
+{
+  if (features)
+  {
+    feedback->pushInfo(QObject::tr("%1 features with segments; %2 blocks of 8 x 8 pixels (%3 widened their search), "
+                                   "%4 candidate segments in their lists; %5 pixels inside polygons.")
+                         .arg(stats.uniqueSites)
+                         .arg(stats.tiles)
+                         .arg(stats.splitTiles)
+                         .arg(stats.candidates)
+                         .arg(stats.refinedPixels));
+    return;
+  }
+  feedback->pushInfo(QObject::tr("%1 distinct sites (%2 exact duplicates share their lowest-index twin's pixels); "
+                                 "%3 tiles (%4 split) with %5 candidates in all; %6 pixels re-checked in float64 "
+                                 "at near ties; %7 tiles searched per pixel.")
+                       .arg(stats.uniqueSites)
+                       .arg(siteCount - stats.uniqueSites)
+                       .arg(stats.tiles)
+                       .arg(stats.splitTiles)
+                       .arg(stats.candidates)
+                       .arg(stats.refinedPixels)
+                       .arg(stats.denseTiles));
 }
 
 }  // namespace
@@ -221,8 +301,8 @@ voronoi::Grid VoronoiRasterAlgorithm::rasterGrid(const QVariantMap& parameters, 
                                              "EXTENT.")
                                    .arg(extentText));
   if (!(extent.width() > 0.0) || !(extent.height() > 0.0))
-    throw QgsProcessingException(QObject::tr("The extent (%1) has no area: all points lie on one line or on one "
-                                             "spot. Give an EXTENT.")
+    throw QgsProcessingException(QObject::tr("The extent (%1) has no area: all features lie on one line or on "
+                                             "one spot. Give an EXTENT.")
                                    .arg(extentText));
   double pixelSize = std::max(extent.width(), extent.height()) / 1000.0;
   if (parameterGiven(parameters, QStringLiteral("PIXEL_SIZE")))
@@ -258,7 +338,6 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
   std::unique_ptr<QgsProcessingFeatureSource> source(parameterAsSource(parameters, QStringLiteral("INPUT"), context));
   if (!source)
     throw QgsProcessingException(invalidSourceError(parameters, QStringLiteral("INPUT")));
-  requirePointSource(*source, QStringLiteral("INPUT"));
   const QString fieldName = parameterAsString(parameters, QStringLiteral("FIELD"), context);
   const int fieldIndex = fieldName.isEmpty() ? -1 : source->fields().lookupField(fieldName);
   if (!fieldName.isEmpty() && fieldIndex < 0)
@@ -268,18 +347,30 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
   const QgsCoordinateReferenceSystem crs = source->sourceCrs();
 
   QgsProcessingMultiStepFeedback steps(wantPolygons ? 3 : 2, feedback);
-  feedback->setProgressText(QObject::tr("Reading points"));
-  const SiteInput input = readSites(*source, fieldIndex, fieldName, wantPolygons, &steps, feedback, times);
-  const PointSet& points = input.points;
-  const int64_t siteCount = points.siteCount();
-  const voronoi::Grid grid = rasterGrid(parameters, context, crs, points.extent, feedback);
+  feedback->setProgressText(QObject::tr("Reading the features"));
+  SiteInput input = readSites(*source, fieldIndex, fieldName, wantPolygons, &steps, feedback, times);
+  const int64_t siteCount = input.siteCount();
+  const voronoi::Grid grid = rasterGrid(parameters, context, crs, input.extent(), feedback);
+  flattenFeatures(input, grid, feedback);
 
   // --- Backend and labeller. Under Auto a GPU failure (out of memory, a CUDA error) moves the
   // work to the CPU with a warning; with DEVICE=GPU it is an error.
   const BackendChoice device = resolveDevice(parameters, context, feedback);
-  const voronoi::Sites sites{points.x.data(), points.y.data(), siteCount};
-  const voronoi::LabellerOptions options{cpuThreads(), 0};
   const RunControl control = runControl(&steps);
+  const auto interior = parameterAsEnum(parameters, QStringLiteral("POLYGON_DISTANCE"), context) == 1
+                          ? voronoi::PolygonInterior::Boundary
+                          : voronoi::PolygonInterior::Zero;
+  auto makeLabeller = [&](Backend backend) {
+    if (input.features)
+    {
+      voronoi::FeatureLabellerOptions options;
+      options.threads = cpuThreads();
+      options.interior = interior;
+      return voronoi::makeFeatureLabeller(backend, grid, input.lines.sites(), options, control);
+    }
+    const voronoi::Sites sites{input.points.x.data(), input.points.y.data(), siteCount};
+    return voronoi::makeLabeller(backend, grid, sites, voronoi::LabellerOptions{cpuThreads(), 0}, control);
+  };
   QStringList warnings;
   std::unique_ptr<voronoi::Labeller> labeller;
   auto fallBackToCpu = [&](const std::exception& failure) {
@@ -289,13 +380,13 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
     times.merge(labeller->times());
     for (const std::string& warning : labeller->warnings())
       warnings << QString::fromStdString(warning);
-    labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control);
+    labeller = makeLabeller(Backend::Cpu);
   };
   if (device.backend == Backend::Gpu)
   {
     try
     {
-      labeller = voronoi::makeLabeller(Backend::Gpu, grid, sites, options, control);
+      labeller = makeLabeller(Backend::Gpu);
     }
     catch (const DeviceOutOfMemory&)
     {
@@ -311,7 +402,7 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
     }
   }
   if (!labeller)
-    labeller = voronoi::makeLabeller(Backend::Cpu, grid, sites, options, control);
+    labeller = makeLabeller(Backend::Cpu);
 
   // --- Label, band by band, and write --------------------------------------------------------
   steps.setCurrentStep(1);
@@ -423,17 +514,7 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
   }
   times.merge(writeTimes);
 
-  const voronoi::LabelStats& stats = labeller->stats();
-  feedback->pushInfo(QObject::tr("%1 distinct sites (%2 exact duplicates share their lowest-index twin's pixels); "
-                                 "%3 tiles (%4 split) with %5 candidates in all; %6 pixels re-checked in float64 "
-                                 "at near ties; %7 tiles searched per pixel.")
-                       .arg(stats.uniqueSites)
-                       .arg(siteCount - stats.uniqueSites)
-                       .arg(stats.tiles)
-                       .arg(stats.splitTiles)
-                       .arg(stats.candidates)
-                       .arg(stats.refinedPixels)
-                       .arg(stats.denseTiles));
+  logLabelStats(labeller->stats(), input.features, siteCount, feedback);
   const int64_t sitesWithPixels = std::count(siteUsed.begin(), siteUsed.end(), 1);
   if (sitesWithPixels < siteCount)
     feedback->pushInfo(QObject::tr("%1 sites have no pixel (outside the extent, duplicates, or too close to "
@@ -450,7 +531,7 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
     feedback->setProgressText(QObject::tr("Tracing the regions"));
     ScopedStage stage(times, "polygons");
     outputs.insert(QStringLiteral("OUTPUT_POLYGONS"),
-                   writeRegions(parameters, context, *source, points, siteIndex ? QString::fromStdString(siteIndex->path()) : outputPath,
+                   writeRegions(parameters, context, *source, input.sites(), siteIndex ? QString::fromStdString(siteIndex->path()) : outputPath,
                                 siteIndex ? 0 : 1, &steps));
   }
   logStageTimes(times, feedback);
@@ -468,11 +549,11 @@ QVariantMap VoronoiRasterAlgorithm::execute(const QVariantMap& parameters, QgsPr
 }
 
 QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsProcessingContext& context,
-                                             QgsProcessingFeatureSource& source, const PointSet& points,
+                                             QgsProcessingFeatureSource& source, const SiteFeatures& sites,
                                              const QString& tracedPath, int32_t valueOfFirstSite,
                                              QgsProcessingFeedback* feedback) const
 {
-  const int64_t siteCount = points.siteCount();
+  const int64_t siteCount = sites.siteCount();
   std::vector<QVector<QgsGeometry>> parts(static_cast<size_t>(siteCount));
   const bool traced = polygonizeRegions(
     tracedPath,
@@ -491,7 +572,7 @@ QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsP
   QString polygonsId;
   std::unique_ptr<QgsFeatureSink> sink = createSink(parameters, QStringLiteral("OUTPUT_POLYGONS"), context,
                                                        polygonsId, fields, QgsWkbTypes::MultiPolygon,
-                                                       source.sourceCrs(), siteSinkFlags(points));
+                                                       source.sourceCrs(), siteSinkFlags(sites));
   for (int64_t s = 0; s < siteCount; ++s)
   {
     if ((s & 1023) == 0 && feedback->isCanceled())
@@ -504,7 +585,7 @@ QString VoronoiRasterAlgorithm::writeRegions(const QVariantMap& parameters, QgsP
     pieces.clear();
     QgsFeature feature(fields);
     feature.setGeometry(region);
-    QgsAttributes attributes = siteAttributes(points, s);
+    QgsAttributes attributes = siteAttributes(sites, s);
     attributes.append(QVariant::fromValue<qlonglong>(s + 1));
     feature.setAttributes(attributes);
     if (!sink->addFeature(feature, QgsFeatureSink::FastInsert))

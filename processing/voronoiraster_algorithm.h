@@ -37,7 +37,7 @@ private:
   // Traces the regions of the raster at `tracedPath` (site s has value s + valueOfFirstSite) and
   // writes one multipolygon per site to OUTPUT_POLYGONS; returns its destination id.
   QString writeRegions(const QVariantMap& parameters, QgsProcessingContext& context,
-                       QgsProcessingFeatureSource& source, const PointSet& points, const QString& tracedPath,
+                       QgsProcessingFeatureSource& source, const SiteFeatures& points, const QString& tracedPath,
                        int32_t valueOfFirstSite, QgsProcessingFeedback* feedback) const;
 
   // What postProcessAlgorithm() needs to style the rasters once QGIS loads them.

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "feature_allocation.h"
 #include "voronoi_raster.h"
 
 namespace gpugeo::voronoi {
@@ -12,5 +13,9 @@ std::unique_ptr<Labeller> makeCpuLabeller(const Grid& grid, const Sites& sites, 
 // Defined in voronoi_cuda.cu, or in voronoi_nocuda.cpp (throws DeviceUnavailable).
 std::unique_ptr<Labeller> makeGpuLabeller(const Grid& grid, const Sites& sites, const LabellerOptions& options,
                                           const RunControl& control);
+
+// Defined in feature_allocation_cuda.cu, or in voronoi_nocuda.cpp (throws DeviceUnavailable).
+std::unique_ptr<Labeller> makeGpuFeatureLabeller(const Grid& grid, const FeatureSites& features,
+                                                 const FeatureLabellerOptions& options, const RunControl& control);
 
 }  // namespace gpugeo::voronoi

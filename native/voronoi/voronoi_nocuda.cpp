@@ -10,4 +10,10 @@ std::unique_ptr<Labeller> makeGpuLabeller(const Grid&, const Sites&, const Label
   throw DeviceUnavailable(probeGpu().reason);
 }
 
+std::unique_ptr<Labeller> makeGpuFeatureLabeller(const Grid&, const FeatureSites&, const FeatureLabellerOptions&,
+                                                 const RunControl&)
+{
+  throw DeviceUnavailable(probeGpu().reason);
+}
+
 }  // namespace gpugeo::voronoi

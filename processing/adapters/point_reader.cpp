@@ -147,7 +147,7 @@ void checkSites(const PointSet& points, int64_t maxSites, QgsProcessingFeedback*
   feedback->pushInfo(QObject::tr("%1 sites from %2 features.").arg(siteCount).arg(points.featureIds.size()));
 }
 
-std::vector<int32_t> siteLabels(const PointSet& points, int fieldIndex, const QString& fieldName, int32_t labelNoData,
+std::vector<int32_t> siteLabels(const SiteFeatures& points, int fieldIndex, const QString& fieldName, int32_t labelNoData,
                                 QgsProcessingFeedback* feedback)
 {
   const int64_t siteCount = points.siteCount();
@@ -233,15 +233,15 @@ void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& fro
                                    .arg(from.authid()));
 }
 
-QgsAttributes siteAttributes(const PointSet& points, int64_t s)
+QgsAttributes siteAttributes(const SiteFeatures& sites, int64_t s)
 {
-  return points.attributes[std::size_t(points.featureOf[std::size_t(s)])];
+  return sites.attributes[std::size_t(sites.featureOf[std::size_t(s)])];
 }
 
-QgsFeatureSink::SinkFlags siteSinkFlags(const PointSet& points)
+QgsFeatureSink::SinkFlags siteSinkFlags(const SiteFeatures& sites)
 {
-  for (std::size_t s = 1; s < points.featureOf.size(); ++s)
-    if (points.featureOf[s] == points.featureOf[s - 1])
+  for (std::size_t s = 1; s < sites.featureOf.size(); ++s)
+    if (sites.featureOf[s] == sites.featureOf[s - 1])
       return QgsFeatureSink::RegeneratePrimaryKey;
   return QgsFeatureSink::SinkFlags();
 }

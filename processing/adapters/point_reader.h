@@ -29,20 +29,25 @@ struct PointReadOptions
   bool explodeMultipoints = true;
 };
 
-struct PointSet
+// The features behind a set of sites: site s comes from feature featureOf[s].
+struct SiteFeatures
 {
-  std::vector<double> x, y;                   // one entry per site (a point or a multipoint part)
   std::vector<int64_t> featureOf;             // index into featureIds / attributes, per site
   std::vector<QgsFeatureId> featureIds;       // per feature that gave at least one site
   std::vector<QgsAttributes> attributes;      // per such feature, when attributes were asked for
+
+  int64_t siteCount() const { return static_cast<int64_t>(featureOf.size()); }
+};
+
+struct PointSet : SiteFeatures
+{
+  std::vector<double> x, y;                   // one entry per site (a point or a multipoint part)
   int64_t skippedNull = 0;                    // features without geometry
   int64_t skippedEmpty = 0;                   // empty geometries (an empty point has two NaN coordinates)
   int64_t halfNan = 0;                        // points with one NaN coordinate: refused by checkSites
   int64_t skippedMultipart = 0;               // multipoints of several parts, when not exploded
   QgsRectangle extent;                        // of the sites
   bool canceled = false;
-
-  int64_t siteCount() const { return static_cast<int64_t>(x.size()); }
 };
 
 // Reports progress from 0 to 100 on `feedback`; stops (canceled = true) when it is canceled.
@@ -62,18 +67,18 @@ void transformToLonLat(PointSet& points, const QgsCoordinateReferenceSystem& fro
                        const QgsCoordinateTransformContext& transformContext, QgsProcessingFeedback* feedback);
 
 // The attributes of site s's feature (every part of a multipoint has its feature's).
-QgsAttributes siteAttributes(const PointSet& points, int64_t s);
+QgsAttributes siteAttributes(const SiteFeatures& sites, int64_t s);
 
 // The flags of a sink that gets one feature a site with siteAttributes(). When a multipoint gave
 // several sites they share its feature id, so a GeoPackage output numbers its features anew
 // (QgsFeatureSink::RegeneratePrimaryKey, as QGIS's "Multipart to singleparts" does); otherwise the
 // output keeps the input's fids.
-QgsFeatureSink::SinkFlags siteSinkFlags(const PointSet& points);
+QgsFeatureSink::SinkFlags siteSinkFlags(const SiteFeatures& sites);
 
 // The raster label of each site: the whole-number value of field `fieldIndex` (NULL: labelNoData,
 // with a warning giving the count), or the 1-based site index when fieldIndex < 0. A fractional or
 // out-of-range value is a QgsProcessingException naming the feature.
-std::vector<int32_t> siteLabels(const PointSet& points, int fieldIndex, const QString& fieldName, int32_t labelNoData,
+std::vector<int32_t> siteLabels(const SiteFeatures& points, int fieldIndex, const QString& fieldName, int32_t labelNoData,
                                 QgsProcessingFeedback* feedback);
 
 }  // namespace gpugeo

@@ -424,3 +424,85 @@ TEST_F(VoronoiRasterAlgorithmTest, CancelLeavesNoOutputBehind)
   EXPECT_FALSE(QFile::exists(path("canceled.tif")));
   EXPECT_FALSE(QFile::exists(path("canceled_distance.tif")));
 }
+
+// Lines and polygons as sites: a multipart line is one site, field labels, the regions one
+// multipolygon per feature with its attributes; polygons inside at distance 0 (holes not), or the
+// distance to the boundary; a layer of empty geometries only is refused.
+TEST_F(VoronoiRasterAlgorithmTest, LinesAndPolygonsAreSitesWholeFeatures)
+{
+  auto lines = layer(QStringLiteral("MultiLineString"));
+  addPoint(*lines, 0, 0, 5, QStringLiteral("MultiLineString((0 0, 0 100),(100 0, 100 100))"));
+  addPoint(*lines, 0, 0, 7, QStringLiteral("MultiLineString((50 0, 50 100))"));
+  addPoint(*lines, 0, 0, 9, QStringLiteral("MultiLineString EMPTY"));
+  const RunResult result = run(lines.get(), {{QStringLiteral("FIELD"), QStringLiteral("val")},
+                                             {QStringLiteral("DEVICE"), 1},
+                                             {QStringLiteral("PIXEL_SIZE"), 1.0},
+                                             {QStringLiteral("OUTPUT"), path("lines.tif")},
+                                             {QStringLiteral("OUTPUT_DISTANCE"), path("lines_d.tif")},
+                                             {QStringLiteral("OUTPUT_POLYGONS"), path("lines.gpkg")}});
+  ASSERT_TRUE(result.ok) << result.error.toStdString();
+  EXPECT_EQ(result.log.filter(QStringLiteral("2 line features.")).size(), 1) << result.log.join('\n').toStdString();
+  int width = 0, height = 0;
+  double transform[6];
+  const auto labels = readRaster<int32_t>(path("lines.tif"), GDT_Int32, width, height, transform);
+  const auto distance = readRaster<float>(path("lines_d.tif"), GDT_Float32, width, height, transform);
+  ASSERT_EQ(width, 100);
+  ASSERT_EQ(height, 100);
+  for (int c = 0; c < 100; ++c)
+  {
+    // Column c's centre x = c + 0.5: nearest line x = 0, 50 or 100 (the ties at 25 and 75 fall on no centre).
+    const double x = c + 0.5;
+    const double d0 = std::min(x, 100.0 - x), d1 = std::fabs(x - 50.0);
+    EXPECT_EQ(labels[size_t(40 * 100 + c)], d0 < d1 ? 5 : 7) << c;
+    EXPECT_FLOAT_EQ(distance[size_t(40 * 100 + c)], float(std::min(d0, d1))) << c;
+  }
+  QgsVectorLayer regions(path("lines.gpkg"), QStringLiteral("regions"), QStringLiteral("ogr"));
+  ASSERT_TRUE(regions.isValid());
+  EXPECT_EQ(regions.featureCount(), 2);
+  QgsFeature feature;
+  QgsFeatureIterator it = regions.getFeatures();
+  double area = 0;
+  while (it.nextFeature(feature))
+  {
+    area += feature.geometry().area();
+    if (feature.attribute(QStringLiteral("val")).toInt() == 5)
+    {
+      EXPECT_EQ(feature.attribute(QStringLiteral("site_id")).toLongLong(), 1);
+      EXPECT_NEAR(feature.geometry().area(), 5000.0, 1e-6);  // x < 25 and x > 75
+    }
+  }
+  EXPECT_NEAR(area, 10000.0, 1e-6);
+
+  auto polygons = layer(QStringLiteral("Polygon"));
+  addPoint(*polygons, 0, 0, 1, QStringLiteral("Polygon((0 0, 40 0, 40 40, 0 40, 0 0),(10 10, 10 30, 30 30, 30 10, 10 10))"));
+  addPoint(*polygons, 0, 0, 2, QStringLiteral("Polygon((60 0, 100 0, 100 40, 60 40, 60 0))"));
+  for (int mode : {0, 1})
+  {
+    const RunResult r = run(polygons.get(), {{QStringLiteral("DEVICE"), 1},
+                                             {QStringLiteral("PIXEL_SIZE"), 1.0},
+                                             {QStringLiteral("POLYGON_DISTANCE"), mode},
+                                             {QStringLiteral("OUTPUT"), path(QStringLiteral("p%1.tif").arg(mode))},
+                                             {QStringLiteral("OUTPUT_DISTANCE"), path(QStringLiteral("pd%1.tif").arg(mode))}});
+    ASSERT_TRUE(r.ok) << r.error.toStdString();
+    const auto l = readRaster<int32_t>(path(QStringLiteral("p%1.tif").arg(mode)), GDT_Int32, width, height, transform);
+    const auto d = readRaster<float>(path(QStringLiteral("pd%1.tif").arg(mode)), GDT_Float32, width, height, transform);
+    ASSERT_EQ(width, 100);
+    ASSERT_EQ(height, 40);
+    auto at = [&](int c, int row) { return size_t(row * width + c); };
+    // (5.5, 34.5): inside the first polygon's shell, 5.5 from its left and top sides (6.4 from the hole).
+    EXPECT_EQ(l[at(5, 5)], 1);
+    EXPECT_FLOAT_EQ(d[at(5, 5)], mode == 0 ? 0.f : 5.5f);
+    // (20.5, 19.5): in the hole, 9.5 from its sides (x = 30 is 9.5 away, y = 10 is 9.5 away).
+    EXPECT_EQ(l[at(20, 20)], 1);
+    EXPECT_FLOAT_EQ(d[at(20, 20)], 9.5f);
+    // (80.5, 19.5): inside the second polygon.
+    EXPECT_EQ(l[at(80, 20)], 2);
+    EXPECT_FLOAT_EQ(d[at(80, 20)], mode == 0 ? 0.f : 19.5f);
+  }
+
+  auto empty = layer(QStringLiteral("LineString"));
+  addPoint(*empty, 0, 0, 1, QStringLiteral("LineString EMPTY"));
+  const RunResult refused = run(empty.get(), {{QStringLiteral("DEVICE"), 1}, {QStringLiteral("OUTPUT"), path("e.tif")}});
+  EXPECT_FALSE(refused.ok);
+  EXPECT_TRUE(refused.error.contains(QStringLiteral("no feature to use"))) << refused.error.toStdString();
+}

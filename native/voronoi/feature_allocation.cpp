@@ -1,0 +1,560 @@
+// The allocation to lines and polygons: input checks, the prepared form both backends start from
+// (pixel frame, bucket side, polygon interiors), and the CPU backend.
+#include "feature_allocation.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "detail/feature_index.h"
+#include "voronoi_backends.h"
+
+namespace gpugeo::voronoi {
+
+using namespace detail;
+namespace sg = detail::segments;
+
+namespace {
+
+std::string vertexText(int64_t index, double x, double y)
+{
+  return "vertex " + std::to_string(index + 1) + " (" + std::to_string(x) + ", " + std::to_string(y) + ")";
+}
+
+// The bucket side: about one segment a bucket over the grid (a power of two from 4 to 4,096, at
+// most kMaxBuckets buckets), doubled while the segments would be listed more than 8 times each on
+// average (long segments crossing many buckets).
+sg::BucketGrid chooseBuckets(const Grid& grid, const std::vector<Point>& vertex, const std::vector<int32_t>& feature,
+                             int64_t segmentCount, int threads)
+{
+  const double pixels = double(grid.width) * double(grid.height);
+  const double side = std::sqrt(pixels / double(std::max<int64_t>(1, segmentCount)));
+  sg::BucketGrid g;
+  auto fit = [&](int shift) {
+    g.shift = shift;
+    const int64_t b = int64_t(1) << shift;
+    g.bx = static_cast<int>((grid.width + b - 1) / b);
+    g.by = static_cast<int>((grid.height + b - 1) / b);
+  };
+  int shift = sg::kMinShift;
+  while (shift < sg::kMaxShift && double(int64_t(1) << (shift + 1)) <= side)
+    ++shift;
+  fit(shift);
+  while (g.shift < sg::kMaxShift && g.count() > sg::kMaxBuckets)
+    fit(g.shift + 1);
+  const int64_t slots = static_cast<int64_t>(vertex.size());
+  while (g.shift < sg::kMaxShift)
+  {
+    std::atomic<int64_t> entries{0};
+    parallelFor(slots, 1 << 16, threads, [&](int64_t first, int64_t last) {
+      int64_t n = 0;
+      for (int64_t i = first; i < last; ++i)
+        if (feature[i] >= 0)
+          n += sg::bucketCount(g, sg::makeSegment(vertex[i].x, vertex[i].y, vertex[i + 1].x, vertex[i + 1].y, feature[i]));
+      entries += n;
+    });
+    if (entries <= 8 * segmentCount + (int64_t(1) << 20))
+      break;
+    fit(g.shift + 1);
+  }
+  return g;
+}
+
+// The spans of one polygon part (rings `first` .. `last` - 1 of the explicit paths), even-odd.
+void partSpans(const Grid& grid, const std::vector<Point>& vertex, const std::vector<int64_t>& ringStart,
+               int64_t first, int64_t last, int32_t feature, std::vector<Span>& out)
+{
+  struct Crossing
+  {
+    int64_t row;
+    double x;
+  };
+  std::vector<Crossing> crossings;
+  for (int64_t ring = first; ring < last; ++ring)
+    for (int64_t i = ringStart[ring]; i + 1 < ringStart[ring + 1]; ++i)
+    {
+      const Point a = vertex[i], b = vertex[i + 1];
+      if (a.y == b.y)
+        continue;
+      const double ylo = std::min(a.y, b.y), yhi = std::max(a.y, b.y);
+      // Rows whose centre line y = r + 0.5 has ylo <= y < yhi (the half-open rule).
+      const int64_t r0 = std::max<int64_t>(0, static_cast<int64_t>(std::floor(std::max(ylo - 0.5, -1.0))));
+      const double top = std::min(yhi - 0.5, double(grid.height));
+      const int64_t r1 = std::min<int64_t>(grid.height - 1, static_cast<int64_t>(std::ceil(top)));
+      for (int64_t r = r0; r <= r1; ++r)
+      {
+        const double y = double(r) + 0.5;
+        if (!(ylo <= y && y < yhi))
+          continue;
+        const double x = exact::add(a.x, exact::div(exact::mul(exact::sub(y, a.y), exact::sub(b.x, a.x)), exact::sub(b.y, a.y)));
+        crossings.push_back({r, x});
+      }
+    }
+  std::sort(crossings.begin(), crossings.end(),
+            [](const Crossing& p, const Crossing& q) { return p.row != q.row ? p.row < q.row : p.x < q.x; });
+  for (size_t k = 0; k + 1 < crossings.size(); k += 2)
+  {
+    if (crossings[k].row != crossings[k + 1].row)
+    {
+      --k;  // an odd count in a row cannot happen with closed rings; resynchronise on the next row
+      continue;
+    }
+    // Pixels whose centre c + 0.5 has x0 < c + 0.5 <= x1: an odd number of crossings left of it.
+    const double x0 = crossings[k].x, x1 = crossings[k + 1].x;
+    if (!(x1 > 0.0) || !(x0 < double(grid.width)))
+      continue;
+    int64_t c0 = static_cast<int64_t>(std::max(0.0, std::floor(x0 - 0.5)));
+    while (c0 < grid.width && !(double(c0) + 0.5 > x0))
+      ++c0;
+    int64_t c1 = static_cast<int64_t>(std::min(double(grid.width - 1), std::ceil(x1 - 0.5)));
+    while (c1 >= 0 && !(double(c1) + 0.5 <= x1))
+      --c1;
+    if (c0 <= c1)
+      out.push_back({static_cast<int32_t>(crossings[k].row), static_cast<int32_t>(c0), static_cast<int32_t>(c1), feature});
+  }
+}
+
+}  // namespace
+
+void validate(const Grid& grid, const FeatureSites& features)
+{
+  // The grid's checks are the point sites' (one dummy site inside it).
+  const double cx = grid.originX, cy = grid.originY;
+  validate(grid, Sites{&cx, &cy, 1});
+  if (features.pathCount <= 0 || !features.pathStart || !features.pathFeature)
+    throw InvalidInput("There are no features.");
+  if (features.featureCount <= 0 || features.featureCount > kMaxSites)
+    throw InvalidInput("There are " + std::to_string(features.featureCount) + " features; the limit is " +
+                       std::to_string(kMaxSites) + ".");
+  if (features.pathStart[0] != 0)
+    throw InvalidInput("The first path does not start at vertex 0.");
+  int64_t explicitVertices = 0;
+  for (int64_t p = 0; p < features.pathCount; ++p)
+  {
+    const int64_t n = features.pathStart[p + 1] - features.pathStart[p];
+    if (n < 0)
+      throw InvalidInput("Path " + std::to_string(p + 1) + " ends before it starts.");
+    if (features.pathFeature[p] < 0 || features.pathFeature[p] >= features.featureCount)
+      throw InvalidInput("Path " + std::to_string(p + 1) + " belongs to feature " +
+                         std::to_string(features.pathFeature[p]) + ", outside 0 to " +
+                         std::to_string(features.featureCount - 1) + ".");
+    explicitVertices += n + 1;
+  }
+  const int64_t vertices = features.pathStart[features.pathCount];
+  if (vertices <= 0)
+    throw InvalidInput("The features have no vertices.");
+  if (explicitVertices > kMaxFeatureVertices)
+    throw InvalidInput("The features have " + std::to_string(vertices) + " vertices, more than the limit of " +
+                       std::to_string(kMaxFeatureVertices) + ".");
+  for (int64_t i = 0; i < vertices; ++i)
+  {
+    const double x = features.x[i], y = features.y[i];
+    if (!std::isfinite(x) || !std::isfinite(y))
+      throw InvalidInput(vertexText(i, x, y) + " has a coordinate that is not a finite number.");
+    const double u = (x - grid.originX) / grid.pixelSize;
+    const double v = (grid.originY - y) / grid.pixelSize;
+    if (!(std::fabs(u) <= kMaxSiteOffsetPixels) || !(std::fabs(v) <= kMaxSiteOffsetPixels))
+      throw InvalidInput(vertexText(i, x, y) + " lies more than 1e15 pixels from the grid; check the layer's CRS "
+                                               "and the pixel size.");
+  }
+}
+
+namespace detail {
+
+PreparedFeatures prepareFeatures(const Grid& grid, const FeatureSites& features, PolygonInterior interior,
+                                 int threads, const RunControl& control)
+{
+  PreparedFeatures out;
+  const bool polygons = features.pathPart != nullptr;
+  // The explicit paths: where each starts in the output.
+  std::vector<int64_t> ringStart(static_cast<size_t>(features.pathCount + 1), 0);
+  for (int64_t p = 0; p < features.pathCount; ++p)
+  {
+    const int64_t b = features.pathStart[p], e = features.pathStart[p + 1];
+    int64_t n = e - b;
+    if (n == 1)
+      n = 2;
+    else if (polygons && n > 1 && (features.x[b] != features.x[e - 1] || features.y[b] != features.y[e - 1]))
+      ++n;
+    ringStart[p + 1] = ringStart[p] + n;
+  }
+  const int64_t slots = ringStart[features.pathCount];
+  out.vertex.resize(static_cast<size_t>(slots));
+  out.segmentFeature.assign(static_cast<size_t>(slots), -1);
+  std::atomic<double> largest{0.0};
+  parallelFor(features.pathCount, 1024, threads, [&](int64_t first, int64_t last) {
+    double most = 0.0;
+    for (int64_t p = first; p < last; ++p)
+    {
+      const int64_t b = features.pathStart[p], e = features.pathStart[p + 1];
+      int64_t o = ringStart[p];
+      for (int64_t i = b; i < e; ++i, ++o)
+      {
+        const Point q{(features.x[i] - grid.originX) / grid.pixelSize, (grid.originY - features.y[i]) / grid.pixelSize};
+        out.vertex[o] = q;
+        most = std::max({most, std::fabs(q.x), std::fabs(q.y)});
+      }
+      for (; o < ringStart[p + 1]; ++o)  // the repeated first vertex
+        out.vertex[o] = out.vertex[ringStart[p]];
+      for (int64_t k = ringStart[p]; k + 1 < ringStart[p + 1]; ++k)
+        out.segmentFeature[k] = features.pathFeature[p];
+    }
+    double seen = largest.load();
+    while (most > seen && !largest.compare_exchange_weak(seen, most))
+    {
+    }
+  });
+  if (control.isCanceled())
+    throw Canceled();
+  for (int64_t p = 0; p < features.pathCount; ++p)
+    out.segmentCount += ringStart[p + 1] - ringStart[p] - 1;
+  {
+    std::vector<char> has(static_cast<size_t>(features.featureCount), 0);
+    for (int64_t p = 0; p < features.pathCount; ++p)
+      if (ringStart[p + 1] - ringStart[p] > 1)
+        has[static_cast<size_t>(features.pathFeature[p])] = 1;
+    out.featuresWithSegments = std::count(has.begin(), has.end(), 1);
+  }
+  // Computed distances err by a few units in the last place of the largest coordinate involved
+  // (the vertices' and the pixel centres'); 2^-40 of it is far above that.
+  const double magnitude = std::max({largest.load(), double(grid.width), double(grid.height)}) + 1.0;
+  out.slack = magnitude * 0x1p-40;
+  out.buckets = chooseBuckets(grid, out.vertex, out.segmentFeature, out.segmentCount, threads);
+
+  if (polygons && interior == PolygonInterior::Zero)
+  {
+    // Parts: runs of paths with the same pathPart.
+    std::vector<int64_t> partFirst;
+    for (int64_t p = 0; p < features.pathCount; ++p)
+      if (p == 0 || features.pathPart[p] != features.pathPart[p - 1])
+        partFirst.push_back(p);
+    partFirst.push_back(features.pathCount);
+    const int64_t parts = static_cast<int64_t>(partFirst.size()) - 1;
+    std::vector<std::vector<Span>> perPart(static_cast<size_t>(parts));
+    parallelFor(parts, 16, threads, [&](int64_t first, int64_t last) {
+      for (int64_t q = first; q < last; ++q)
+        partSpans(grid, out.vertex, ringStart, partFirst[q], partFirst[q + 1],
+                  features.pathFeature[partFirst[q]], perPart[static_cast<size_t>(q)]);
+    }, &control);
+    out.rowSpan.assign(static_cast<size_t>(grid.height + 1), 0);
+    for (const std::vector<Span>& spans : perPart)
+      for (const Span& s : spans)
+        ++out.rowSpan[static_cast<size_t>(s.row + 1)];
+    for (int64_t r = 0; r < grid.height; ++r)
+      out.rowSpan[static_cast<size_t>(r + 1)] += out.rowSpan[static_cast<size_t>(r)];
+    out.spans.resize(static_cast<size_t>(out.rowSpan.back()));
+    std::vector<int64_t> at(out.rowSpan.begin(), out.rowSpan.end() - 1);
+    for (const std::vector<Span>& spans : perPart)
+      for (const Span& s : spans)
+        out.spans[static_cast<size_t>(at[static_cast<size_t>(s.row)]++)] = s;
+  }
+  return out;
+}
+
+void paintCover(const PreparedFeatures& prepared, int64_t width, int64_t row0, int64_t rows, int32_t* cover,
+                int threads)
+{
+  parallelFor(rows, 16, threads, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r)
+    {
+      int32_t* line = cover + r * width;
+      std::fill(line, line + width, INT32_MAX);
+      if (prepared.rowSpan.empty())
+        continue;
+      const int64_t row = row0 + r;
+      for (int64_t k = prepared.rowSpan[static_cast<size_t>(row)]; k < prepared.rowSpan[static_cast<size_t>(row + 1)]; ++k)
+      {
+        const Span& s = prepared.spans[static_cast<size_t>(k)];
+        for (int32_t c = s.c0; c <= s.c1; ++c)
+          line[c] = std::min(line[c], s.feature);
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+namespace {
+
+// The host's bucket index: every segment listed in each bucket it passes through, a bucket's in
+// the order of the segments.
+struct HostSegmentIndex
+{
+  std::vector<int64_t> start;
+  std::vector<sg::Segment> entries;
+};
+
+HostSegmentIndex buildHostIndex(const PreparedFeatures& p)
+{
+  HostSegmentIndex index;
+  const sg::BucketGrid& g = p.buckets;
+  index.start.assign(static_cast<size_t>(g.count() + 1), 0);
+  const int64_t slots = static_cast<int64_t>(p.vertex.size());
+  auto segmentAt = [&](int64_t i) {
+    return sg::makeSegment(p.vertex[i].x, p.vertex[i].y, p.vertex[i + 1].x, p.vertex[i + 1].y, p.segmentFeature[i],
+                           static_cast<int32_t>(i));
+  };
+  for (int64_t i = 0; i < slots; ++i)
+    if (p.segmentFeature[i] >= 0)
+      sg::forEachBucketRow(g, segmentAt(i), [&](int x0, int x1, int y) {
+        for (int x = x0; x <= x1; ++x)
+          ++index.start[static_cast<size_t>(int64_t(y) * g.bx + x + 1)];
+      });
+  for (int64_t b = 0; b < g.count(); ++b)
+    index.start[static_cast<size_t>(b + 1)] += index.start[static_cast<size_t>(b)];
+  index.entries.resize(static_cast<size_t>(index.start.back()));
+  std::vector<int64_t> at(index.start.begin(), index.start.end() - 1);
+  for (int64_t i = 0; i < slots; ++i)
+    if (p.segmentFeature[i] >= 0)
+    {
+      const sg::Segment s = segmentAt(i);
+      sg::forEachBucketRow(g, s, [&](int x0, int x1, int y) {
+        for (int x = x0; x <= x1; ++x)
+          index.entries[static_cast<size_t>(at[static_cast<size_t>(int64_t(y) * g.bx + x)]++)] = s;
+      });
+    }
+  return index;
+}
+
+// What the blocks did, for LabelStats.
+struct BlockCounts
+{
+  int64_t blocks = 0, widened = 0, candidates = 0;
+};
+
+// A segment and its computed squared distance from a disc's centre.
+struct Candidate
+{
+  sg::Segment s;
+  double e;
+};
+
+// Keeps the candidates of `from` that may be nearest to a pixel of [c0, c1] x [r0, r1] (their
+// distances taken from its centre) in `to`; returns how many.
+size_t keepNearest(const std::vector<Candidate>& from, size_t count, int c0, int r0, int c1, int r1, double slack,
+                   std::vector<Candidate>& to)
+{
+  const PixelDisc disc = discOf(c0, r0, c1, r1);
+  if (to.size() < count)
+    to.resize(count);
+  double eMin = HUGE_VAL;
+  for (size_t k = 0; k < count; ++k)
+  {
+    const double e = sg::segmentSquared(disc.cx, disc.cy, from[k].s);
+    eMin = std::min(eMin, e);
+    to[k] = {from[k].s, e};
+  }
+  const double limit = keepLimit(pixelBound(eMin, disc), disc, slack);
+  size_t n = 0;
+  for (size_t k = 0; k < count; ++k)
+    if (to[k].e <= limit)
+      to[n++] = to[k];
+  return n;
+}
+
+// Scratch of one thread: the block's list and its quarters' and cells' lists.
+struct BlockScratch
+{
+  std::vector<Candidate> block, quarter, cell;
+};
+
+// The CPU's form of the block search (the GPU's warp takes the same steps, so the counts agree too):
+// 1. the buckets around the block (doubled while they hold nothing); u, the least distance from
+//    the block's centre plus its radius over their segments, bounds every pixel's nearest; the
+//    rectangle grows to all buckets within u of the block, once or a few times;
+// 2. the segments that may be nearest to some pixel of the block (mayBeNearest) are kept, each
+//    once (a segment is listed in every bucket it crosses), then again for each 4 x 4 quarter and
+//    each 2 x 2 cell of it;
+// 3. each pixel takes the best of its cell's list (from the interior's 0 where it is inside).
+void labelBlock(const SegmentIndexView& v, int c0, int r0, int rowEnd, int64_t bandRow0, const int32_t* cover,
+                int32_t* site, float* distance, double pixelSize, BlockScratch& scratch, BlockCounts& counts)
+{
+  constexpr int K = sg::kBlock;
+  const int c1 = std::min(c0 + K, v.width) - 1, r1 = std::min(r0 + K, rowEnd) - 1;
+  const PixelDisc disc = discOf(c0, r0, c1, r1);
+  sg::Rect rect = blockRect(v.g, c0, r0, c1, r1, 1);
+  auto entriesIn = [&](const sg::Rect& r) {
+    int64_t n = 0;
+    for (int y = r.y0; y <= r.y1; ++y)
+      n += v.rowEntries(y, r.x0, r.x1);
+    return n;
+  };
+  for (int m = 2; entriesIn(rect) == 0 && !wholeGrid(v.g, rect); m *= 2)
+    rect = blockRect(v.g, c0, r0, c1, r1, m);
+  ++counts.blocks;
+  std::vector<Candidate>& list = scratch.block;
+  list.clear();
+  double eMin = HUGE_VAL;
+  sg::Rect scanned;
+  for (;;)
+  {
+    sg::forNewRuns(rect, scanned, [&](int y, int x0, int x1) {
+      const int64_t b = v.start[int64_t(y) * v.g.bx + x0], e = v.start[int64_t(y) * v.g.bx + x1 + 1];
+      for (int64_t k = b; k < e; ++k)
+      {
+        const double ec = sg::segmentSquared(disc.cx, disc.cy, v.entries[k]);
+        eMin = std::min(eMin, ec);
+        list.push_back({v.entries[k], ec});
+      }
+    });
+    scanned = rect;
+    const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
+    if (rect.contains(need))
+      break;
+    rect = need;
+    ++counts.widened;
+  }
+  const double limit = keepLimit(pixelBound(eMin, disc), disc, v.slack);
+  size_t kept = 0;
+  for (const Candidate& c : list)
+    if (c.e <= limit)
+      list[kept++] = c;
+  std::sort(list.begin(), list.begin() + kept, [](const Candidate& a, const Candidate& b) { return a.s.id < b.s.id; });
+  size_t unique = 0;
+  for (size_t k = 0; k < kept; ++k)
+    if (unique == 0 || list[unique - 1].s.id != list[k].s.id)
+      list[unique++] = list[k];
+
+  for (int q = 0; q < 4; ++q)
+  {
+    const int qc0 = c0 + (q & 1) * 4, qr0 = r0 + (q >> 1) * 4;
+    const int qc1 = std::min(qc0 + 3, c1), qr1 = std::min(qr0 + 3, r1);
+    if (qc0 > qc1 || qr0 > qr1)
+      continue;
+    const size_t nq = keepNearest(list, unique, qc0, qr0, qc1, qr1, v.slack, scratch.quarter);
+    for (int k = 0; k < 4; ++k)
+    {
+      const int kc0 = qc0 + (k & 1) * 2, kr0 = qr0 + (k >> 1) * 2;
+      const int kc1 = std::min(kc0 + 1, qc1), kr1 = std::min(kr0 + 1, qr1);
+      if (kc0 > kc1 || kr0 > kr1)
+        continue;
+      const size_t n = keepNearest(scratch.quarter, nq, kc0, kr0, kc1, kr1, v.slack, scratch.cell);
+      counts.candidates += int64_t(n);
+      for (int r = kr0; r <= kr1; ++r)
+      {
+        const double py = double(r) + 0.5;
+        const int64_t row = (int64_t(r) - bandRow0) * v.width;
+        for (int c = kc0; c <= kc1; ++c)
+        {
+          const int32_t covered = cover ? cover[row + c] : INT32_MAX;
+          double best = covered != INT32_MAX ? 0.0 : HUGE_VAL;
+          int32_t label = covered;
+          const double px = double(c) + 0.5;
+          for (size_t j = 0; j < n; ++j)
+          {
+            const sg::Segment& s = scratch.cell[j].s;
+            const double e = sg::segmentSquared(px, py, s);
+            if (sg::better(e, s.feature, best, label))
+            {
+              best = e;
+              label = s.feature;
+            }
+          }
+          site[row + c] = label;
+          if (distance)
+            distance[row + c] = distanceValue(best, pixelSize);
+        }
+      }
+    }
+  }
+}
+
+class CpuFeatureLabeller final : public Labeller
+{
+public:
+  CpuFeatureLabeller(const Grid& grid, const FeatureSites& features, const FeatureLabellerOptions& options,
+                     const RunControl& control)
+    : mGrid(grid), mThreads(options.threads > 0 ? options.threads : defaultThreadCount())
+  {
+    ScopedStage stage(mTimes, "prepare");
+    mPrepared = prepareFeatures(grid, features, options.interior, mThreads, control);
+    mIndex = buildHostIndex(mPrepared);
+    mView.g = mPrepared.buckets;
+    mView.start = mIndex.start.data();
+    mView.entries = mIndex.entries.data();
+    mView.slack = mPrepared.slack;
+    mView.width = static_cast<int>(grid.width);
+    mView.height = static_cast<int>(grid.height);
+    mStats.uniqueSites = mPrepared.featuresWithSegments;
+  }
+
+  void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
+  {
+    if (row0 < 0 || rows < 0 || row0 + rows > mGrid.height)
+      throw InvalidInput("rows " + std::to_string(row0) + " to " + std::to_string(row0 + rows) +
+                         " are outside the grid of " + std::to_string(mGrid.height) + " rows");
+    ScopedStage stage(mTimes, "compute");
+    const bool covered = !mPrepared.rowSpan.empty();
+    if (covered)
+    {
+      mCover.resize(static_cast<size_t>(rows * mGrid.width));
+      paintCover(mPrepared, mGrid.width, row0, rows, mCover.data(), mThreads);
+      int64_t inside = 0;
+      for (int32_t c : mCover)
+        inside += c != INT32_MAX;
+      mStats.refinedPixels += inside;
+    }
+    constexpr int K = sg::kBlock;
+    const int64_t blocksX = (mGrid.width + K - 1) / K, blocksY = (rows + K - 1) / K;
+    std::atomic<int64_t> blocks{0}, widened{0}, candidates{0};
+    parallelFor(
+      blocksX * blocksY, 16, mThreads,
+      [&](int64_t first, int64_t last) {
+        thread_local BlockScratch scratch;
+        BlockCounts counts;
+        for (int64_t b = first; b < last; ++b)
+          labelBlock(mView, static_cast<int>((b % blocksX) * K), static_cast<int>(row0 + (b / blocksX) * K),
+                     static_cast<int>(row0 + rows), row0, covered ? mCover.data() : nullptr, site, distance,
+                     mGrid.pixelSize, scratch, counts);
+        blocks += counts.blocks;
+        widened += counts.widened;
+        candidates += counts.candidates;
+      },
+      &control);
+    mStats.tiles += blocks;
+    mStats.splitTiles += widened;
+    mStats.candidates += candidates;
+  }
+
+  Backend backend() const override { return Backend::Cpu; }
+  std::string deviceName() const override { return cpuDescription(mThreads); }
+  const StageTimes& times() const override { return mTimes; }
+  const LabelStats& stats() const override { return mStats; }
+  std::vector<std::string> warnings() const override { return {}; }
+
+private:
+  Grid mGrid;
+  int mThreads;
+  PreparedFeatures mPrepared;
+  HostSegmentIndex mIndex;
+  SegmentIndexView mView;
+  std::vector<int32_t> mCover;
+  StageTimes mTimes;
+  LabelStats mStats;
+};
+
+}  // namespace
+
+std::unique_ptr<Labeller> makeFeatureLabeller(Backend backend, const Grid& grid, const FeatureSites& features,
+                                              const FeatureLabellerOptions& options, const RunControl& control)
+{
+  validate(grid, features);
+  if (control.isCanceled())
+    throw Canceled();
+  switch (backend)
+  {
+    case Backend::Cpu:
+      return std::make_unique<CpuFeatureLabeller>(grid, features, options, control);
+    case Backend::Gpu:
+      return makeGpuFeatureLabeller(grid, features, options, control);
+    case Backend::Auto:
+      break;
+  }
+  throw InvalidInput("makeFeatureLabeller needs a resolved backend (Cpu or Gpu), not Auto; see resolveBackend().");
+}
+
+}  // namespace gpugeo::voronoi

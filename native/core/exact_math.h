@@ -10,6 +10,8 @@
 
 #ifndef __CUDA_ARCH__
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #endif
 
 namespace gpugeo::exact {
@@ -93,6 +95,24 @@ GPUGEO_HD float toFloat(double a)
   return __double2float_rn(a);
 #else
   return static_cast<float>(a);
+#endif
+}
+
+// c ? a : b without a branch on the CPU (compilers turn a plain ?: on doubles back into a branch,
+// which random data mispredicts); the GPU predicates the plain form.
+GPUGEO_HD double select(bool c, double a, double b)
+{
+#ifdef __CUDA_ARCH__
+  return c ? a : b;
+#else
+  uint64_t ua, ub;
+  std::memcpy(&ua, &a, sizeof a);
+  std::memcpy(&ub, &b, sizeof b);
+  const uint64_t mask = uint64_t(0) - uint64_t(c);
+  const uint64_t r = (ua & mask) | (ub & ~mask);
+  double out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
 #endif
 }
 

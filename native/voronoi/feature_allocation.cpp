@@ -6,6 +6,7 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "core/errors.h"
@@ -22,7 +23,10 @@ namespace {
 
 std::string vertexText(int64_t index, double x, double y)
 {
-  return "vertex " + std::to_string(index + 1) + " (" + std::to_string(x) + ", " + std::to_string(y) + ")";
+  std::ostringstream text;
+  text.precision(15);
+  text << "vertex " << index + 1 << " (" << x << ", " << y << ")";
+  return text.str();
 }
 
 // The bucket side: about one segment a bucket over the grid (a power of two from 4 to 4,096, at
@@ -326,52 +330,72 @@ struct BlockCounts
   int64_t blocks = 0, widened = 0, candidates = 0;
 };
 
-// A segment and its computed squared distance from a disc's centre.
-struct Candidate
-{
-  sg::Segment s;
-  double e;
-};
-
-// Keeps the candidates of `from` that may be nearest to a pixel of [c0, c1] x [r0, r1] (their
-// distances taken from its centre) in `to`; returns how many.
-size_t keepNearest(const std::vector<Candidate>& from, size_t count, int c0, int r0, int c1, int r1, double slack,
-                   std::vector<Candidate>& to)
-{
-  const PixelDisc disc = discOf(c0, r0, c1, r1);
-  if (to.size() < count)
-    to.resize(count);
-  double eMin = HUGE_VAL;
-  for (size_t k = 0; k < count; ++k)
-  {
-    const double e = sg::segmentSquared(disc.cx, disc.cy, from[k].s);
-    eMin = std::min(eMin, e);
-    to[k] = {from[k].s, e};
-  }
-  const double limit = keepLimit(pixelBound(eMin, disc), disc, slack);
-  size_t n = 0;
-  for (size_t k = 0; k < count; ++k)
-    if (to[k].e <= limit)
-      to[n++] = to[k];
-  return n;
-}
-
-// Scratch of one thread: the block's list and its quarters' and cells' lists.
+// Scratch of one thread: the block's segments (each once: `stamp` remembers, per segment id, the
+// last block that took it) with their squared distances from the block's centre, and the lists
+// (indexes into them) of its quarters and cells.
 struct BlockScratch
 {
-  std::vector<Candidate> block, quarter, cell;
+  const void* owner = nullptr;
+  std::vector<uint32_t> stamp;
+  uint32_t serial = 0;
+  std::vector<sg::Segment> segment;
+  std::vector<double> e;
+  std::vector<uint32_t> block, quarter, cell;
+
+  // A new block: a serial no segment carries yet.
+  void next(const void* labeller, size_t ids)
+  {
+    if (owner != labeller || stamp.size() != ids)
+    {
+      owner = labeller;
+      stamp.assign(ids, 0);
+      serial = 0;
+    }
+    if (++serial == 0)
+    {
+      std::fill(stamp.begin(), stamp.end(), 0);
+      serial = 1;
+    }
+    segment.clear();
+    e.clear();
+  }
 };
+
+// Keeps the segments of `from` that may be nearest to a pixel of [c0, c1] x [r0, r1] (their
+// distances taken from its centre) in `to`.
+void keepNearest(const BlockScratch& scratch, const std::vector<uint32_t>& from, int c0, int r0, int c1, int r1,
+                 double slack, std::vector<uint32_t>& to, std::vector<double>& e)
+{
+  const PixelDisc disc = discOf(c0, r0, c1, r1);
+  e.resize(from.size());
+  double eMin = HUGE_VAL;
+  for (size_t k = 0; k < from.size(); ++k)
+  {
+    e[k] = sg::segmentSquared(disc.cx, disc.cy, scratch.segment[from[k]]);
+    eMin = std::min(eMin, e[k]);
+  }
+  const double limit = keepLimit(pixelBound(eMin, disc), disc, slack);
+  to.resize(from.size());
+  size_t n = 0;
+  for (size_t k = 0; k < from.size(); ++k)
+  {
+    to[n] = from[k];
+    n += e[k] <= limit ? 1 : 0;
+  }
+  to.resize(n);
+}
 
 // The CPU's form of the block search (the GPU's warp takes the same steps, so the counts agree too):
 // 1. the buckets around the block (doubled while they hold nothing); u, the least distance from
 //    the block's centre plus its radius over their segments, bounds every pixel's nearest; the
 //    rectangle grows to all buckets within u of the block, once or a few times;
-// 2. the segments that may be nearest to some pixel of the block (mayBeNearest) are kept, each
-//    once (a segment is listed in every bucket it crosses), then again for each 4 x 4 quarter and
-//    each 2 x 2 cell of it;
-// 3. each pixel takes the best of its cell's list (from the interior's 0 where it is inside).
-void labelBlock(const SegmentIndexView& v, int c0, int r0, int rowEnd, int64_t bandRow0, const int32_t* cover,
-                int32_t* site, float* distance, double pixelSize, BlockScratch& scratch, BlockCounts& counts)
+// 2. the segments that may be nearest to some pixel of the block (keepLimit) are kept, each once
+//    (a segment is listed in every bucket it crosses), then again for each 4 x 4 quarter and each
+//    2 x 2 cell of it;
+// 3. each cell's pixels take the best of its list (from the interior's 0 where they are inside).
+void labelBlock(const SegmentIndexView& v, const void* labeller, size_t ids, int c0, int r0, int rowEnd,
+                int64_t bandRow0, const int32_t* cover, int32_t* site, float* distance, double pixelSize,
+                BlockScratch& scratch, BlockCounts& counts)
 {
   constexpr int K = sg::kBlock;
   const int c1 = std::min(c0 + K, v.width) - 1, r1 = std::min(r0 + K, rowEnd) - 1;
@@ -386,8 +410,7 @@ void labelBlock(const SegmentIndexView& v, int c0, int r0, int rowEnd, int64_t b
   for (int m = 2; entriesIn(rect) == 0 && !wholeGrid(v.g, rect); m *= 2)
     rect = blockRect(v.g, c0, r0, c1, r1, m);
   ++counts.blocks;
-  std::vector<Candidate>& list = scratch.block;
-  list.clear();
+  scratch.next(labeller, ids);
   double eMin = HUGE_VAL;
   sg::Rect scanned;
   for (;;)
@@ -396,9 +419,15 @@ void labelBlock(const SegmentIndexView& v, int c0, int r0, int rowEnd, int64_t b
       const int64_t b = v.start[int64_t(y) * v.g.bx + x0], e = v.start[int64_t(y) * v.g.bx + x1 + 1];
       for (int64_t k = b; k < e; ++k)
       {
-        const double ec = sg::segmentSquared(disc.cx, disc.cy, v.entries[k]);
+        const sg::Segment& s = v.entries[k];
+        uint32_t& seen = scratch.stamp[static_cast<size_t>(s.id)];
+        if (seen == scratch.serial)
+          continue;
+        seen = scratch.serial;
+        const double ec = sg::segmentSquared(disc.cx, disc.cy, s);
         eMin = std::min(eMin, ec);
-        list.push_back({v.entries[k], ec});
+        scratch.segment.push_back(s);
+        scratch.e.push_back(ec);
       }
     });
     scanned = rect;
@@ -409,15 +438,10 @@ void labelBlock(const SegmentIndexView& v, int c0, int r0, int rowEnd, int64_t b
     ++counts.widened;
   }
   const double limit = keepLimit(pixelBound(eMin, disc), disc, v.slack);
-  size_t kept = 0;
-  for (const Candidate& c : list)
-    if (c.e <= limit)
-      list[kept++] = c;
-  std::sort(list.begin(), list.begin() + kept, [](const Candidate& a, const Candidate& b) { return a.s.id < b.s.id; });
-  size_t unique = 0;
-  for (size_t k = 0; k < kept; ++k)
-    if (unique == 0 || list[unique - 1].s.id != list[k].s.id)
-      list[unique++] = list[k];
+  scratch.block.clear();
+  for (size_t k = 0; k < scratch.segment.size(); ++k)
+    if (scratch.e[k] <= limit)
+      scratch.block.push_back(static_cast<uint32_t>(k));
 
   for (int q = 0; q < 4; ++q)
   {
@@ -425,39 +449,46 @@ void labelBlock(const SegmentIndexView& v, int c0, int r0, int rowEnd, int64_t b
     const int qc1 = std::min(qc0 + 3, c1), qr1 = std::min(qr0 + 3, r1);
     if (qc0 > qc1 || qr0 > qr1)
       continue;
-    const size_t nq = keepNearest(list, unique, qc0, qr0, qc1, qr1, v.slack, scratch.quarter);
+    keepNearest(scratch, scratch.block, qc0, qr0, qc1, qr1, v.slack, scratch.quarter, scratch.e);
     for (int k = 0; k < 4; ++k)
     {
       const int kc0 = qc0 + (k & 1) * 2, kr0 = qr0 + (k >> 1) * 2;
       const int kc1 = std::min(kc0 + 1, qc1), kr1 = std::min(kr0 + 1, qr1);
       if (kc0 > kc1 || kr0 > kr1)
         continue;
-      const size_t n = keepNearest(scratch.quarter, nq, kc0, kr0, kc1, kr1, v.slack, scratch.cell);
-      counts.candidates += int64_t(n);
-      for (int r = kr0; r <= kr1; ++r)
+      keepNearest(scratch, scratch.quarter, kc0, kr0, kc1, kr1, v.slack, scratch.cell, scratch.e);
+      counts.candidates += int64_t(scratch.cell.size());
+      // The cell's four pixels (some may lie outside a partial block), each segment against all four.
+      double best[4];
+      int32_t label[4];
+      for (int j = 0; j < 4; ++j)
       {
-        const double py = double(r) + 0.5;
-        const int64_t row = (int64_t(r) - bandRow0) * v.width;
-        for (int c = kc0; c <= kc1; ++c)
+        const int c = kc0 + (j & 1), r = kr0 + (j >> 1);
+        const int32_t covered = (cover && c <= kc1 && r <= kr1) ? cover[(int64_t(r) - bandRow0) * v.width + c] : INT32_MAX;
+        best[j] = covered != INT32_MAX ? 0.0 : HUGE_VAL;
+        label[j] = covered;
+      }
+      const double px = double(kc0) + 0.5, py = double(kr0) + 0.5;
+      for (const uint32_t k2 : scratch.cell)
+      {
+        const sg::Segment& s = scratch.segment[k2];
+        for (int j = 0; j < 4; ++j)
         {
-          const int32_t covered = cover ? cover[row + c] : INT32_MAX;
-          double best = covered != INT32_MAX ? 0.0 : HUGE_VAL;
-          int32_t label = covered;
-          const double px = double(c) + 0.5;
-          for (size_t j = 0; j < n; ++j)
-          {
-            const sg::Segment& s = scratch.cell[j].s;
-            const double e = sg::segmentSquared(px, py, s);
-            if (sg::better(e, s.feature, best, label))
-            {
-              best = e;
-              label = s.feature;
-            }
-          }
-          site[row + c] = label;
-          if (distance)
-            distance[row + c] = distanceValue(best, pixelSize);
+          const double d = sg::segmentSquared(px + double(j & 1), py + double(j >> 1), s);
+          const bool take = sg::better(d, s.feature, best[j], label[j]);
+          best[j] = exact::select(take, d, best[j]);
+          label[j] = take ? s.feature : label[j];
         }
+      }
+      for (int j = 0; j < 4; ++j)
+      {
+        const int c = kc0 + (j & 1), r = kr0 + (j >> 1);
+        if (c > kc1 || r > kr1)
+          continue;
+        const int64_t at = (int64_t(r) - bandRow0) * v.width + c;
+        site[at] = label[j];
+        if (distance)
+          distance[at] = distanceValue(best[j], pixelSize);
       }
     }
   }
@@ -507,9 +538,9 @@ public:
         thread_local BlockScratch scratch;
         BlockCounts counts;
         for (int64_t b = first; b < last; ++b)
-          labelBlock(mView, static_cast<int>((b % blocksX) * K), static_cast<int>(row0 + (b / blocksX) * K),
-                     static_cast<int>(row0 + rows), row0, covered ? mCover.data() : nullptr, site, distance,
-                     mGrid.pixelSize, scratch, counts);
+          labelBlock(mView, this, mPrepared.vertex.size(), static_cast<int>((b % blocksX) * K),
+                     static_cast<int>(row0 + (b / blocksX) * K), static_cast<int>(row0 + rows), row0,
+                     covered ? mCover.data() : nullptr, site, distance, mGrid.pixelSize, scratch, counts);
         blocks += counts.blocks;
         widened += counts.widened;
         candidates += counts.candidates;

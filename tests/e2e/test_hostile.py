@@ -112,6 +112,31 @@ def write_raw_points(path, points, epsg):
     ogr.UseExceptions()
 
 
+def write_raw_lines(path, lines, epsg, polygons=False):
+    """Lines (or single-ring polygons) written as raw WKB, NaN coordinates as they are; an empty list
+    is an empty geometry, None no geometry."""
+    ogr.DontUseExceptions()
+    gdal.PushErrorHandler("CPLQuietErrorHandler")
+    dataset = ogr.GetDriverByName("GPKG").CreateDataSource(path)
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(epsg)
+    layer = dataset.CreateLayer("features", srs, ogr.wkbPolygon if polygons else ogr.wkbLineString)
+    for points in lines:
+        feature = ogr.Feature(layer.GetLayerDefn())
+        if points is not None:
+            coordinates = b"".join(struct.pack("<dd", x, y) for x, y in points)
+            if polygons:
+                wkb = struct.pack("<BII", 1, 3, 1 if points else 0) + (struct.pack("<I", len(points)) + coordinates
+                                                                       if points else b"")
+            else:
+                wkb = struct.pack("<BII", 1, 2, len(points)) + coordinates
+            feature.SetGeometry(ogr.CreateGeometryFromWkb(wkb))
+        layer.CreateFeature(feature)
+    dataset = None
+    gdal.PopErrorHandler()
+    ogr.UseExceptions()
+
+
 def write_2dm(path, nodes, triangles):
     with open(path, "w") as f:
         f.write("MESH2D\n")
@@ -326,6 +351,25 @@ class HostileInputTest(QgisProcessBase):
                 words = ("2 of 2 points have a NaN coordinate",) if label == "nan" else (
                     "Could not load source layer for INPUT",)
                 self.refused(name, algorithm, dict(parameters, INPUT=path), *words)
+        # Lines and polygons as Voronoi sites: a NaN vertex, only empty or missing geometries.
+        nan_lines = self.input("nan_lines.gpkg")
+        write_raw_lines(nan_lines, [[(0.0, 0.0), (10.0, 5.0)], [(3.0, 3.0), (NAN, 4.0)]], 32633)
+        empty_lines = self.input("empty_lines.gpkg")
+        write_raw_lines(empty_lines, [[], None], 32633)
+        nan_polygons = self.input("nan_polygons.gpkg")
+        write_raw_lines(nan_polygons, [[(0.0, 0.0), (10.0, 0.0), (NAN, 10.0), (0.0, 0.0)]], 32633, polygons=True)
+        empty_polygons = self.input("empty_polygons.gpkg")
+        write_raw_lines(empty_polygons, [[], None], 32633, polygons=True)
+        for label, path, words in (("nan_lines", nan_lines, "has a coordinate that is not a finite number"),
+                                   ("nan_polygons", nan_polygons, "has a coordinate that is not a finite number"),
+                                   ("empty_lines", empty_lines, "no feature to use (1 features without geometry, "
+                                                                "1 with an empty geometry)"),
+                                   ("empty_polygons", empty_polygons, "no feature to use (1 features without "
+                                                                      "geometry, 1 with an empty geometry)")):
+            name = f"voronoiraster_{label}"
+            self.refused(name, "gpugeo:voronoiraster",
+                         {"INPUT": path, "PIXEL_SIZE": 1, "OUTPUT": self.out(name, "o.tif"),
+                          "OUTPUT_DISTANCE": self.out(name, "d.tif")}, words)
         self.refused("isochrones_outlet_noise", "gpugeo:isochrones",
                      {"INPUT": self.dem, "OUTLET": noise_gpkg, "TRAVEL_TIME": self.out("isochrones_outlet_noise", "t.tif")},
                      "Could not load source layer for OUTLET")
@@ -906,6 +950,16 @@ class HostileInputTest(QgisProcessBase):
         self.refused("voronoiraster_pixel", "gpugeo:voronoiraster",
                      {"INPUT": huge, "PIXEL_SIZE": "1e300", "OUTPUT": self.out("voronoiraster_pixel", "o.tif")},
                      "is too wide for a raster")
+        huge_lines = self.input("huge_lines.gpkg")
+        write_raw_lines(huge_lines, [[(0.0, 0.0), (1e300, 5.0)], [(1.0, 1.0), (2.0, 2.0)]], 32633)
+        # A line 1e300 long: the default pixel (a thousandth of the extent) makes it a 1000 x 1 raster.
+        self.succeeds("voronoiraster_lines", "gpugeo:voronoiraster",
+                      {"INPUT": huge_lines, "OUTPUT": self.out("voronoiraster_lines", "o.tif")},
+                      "Raster: 1000 x 1 pixels of 1e+297")
+        self.refused("voronoiraster_lines_extent", "gpugeo:voronoiraster",
+                     {"INPUT": huge_lines, "EXTENT": "0,10,0,10 [EPSG:32633]", "PIXEL_SIZE": 1,
+                      "OUTPUT": self.out("voronoiraster_lines_extent", "o.tif")},
+                     "lies more than 1e15 pixels from the grid")
         self.refused("isochrones_outlet", "gpugeo:isochrones",
                      {"INPUT": self.dem, "OUTLET": huge, "TRAVEL_TIME": self.out("isochrones_outlet", "t.tif")},
                      "lies outside the DEM")

@@ -44,23 +44,24 @@ GPUGEO_HD Segment makeSegment(double ax, double ay, double bx, double by, int32_
 
 // The squared distance from (px, py) to the segment, in float64 in this order, no fused operations:
 // w = p - a; beyond an end (w.d <= 0, or w.d >= d.d) the squared distance to that end (w - d for
-// the far one); else cross(w, d)^2 / d.d, the divide taken as a multiply by inv.
+// the far one); else cross(w, d)^2 / d.d, the divide taken as a multiply by inv. All three are
+// computed and one is selected: no branch for the CPU to mispredict (the values are the same).
 GPUGEO_HD double segmentSquared(double px, double py, const Segment& s)
 {
   const double wx = exact::sub(px, s.ax), wy = exact::sub(py, s.ay);
   const double along = exact::add(exact::mul(wx, s.dx), exact::mul(wy, s.dy));
-  if (along <= 0.0)
-    return squaredLength(wx, wy);
-  if (along >= squaredLength(s.dx, s.dy))
-    return squaredLength(exact::sub(wx, s.dx), exact::sub(wy, s.dy));
+  const double toA = squaredLength(wx, wy);
+  const double toB = squaredLength(exact::sub(wx, s.dx), exact::sub(wy, s.dy));
   const double cross = exact::sub(exact::mul(wx, s.dy), exact::mul(wy, s.dx));
-  return exact::mul(exact::mul(cross, cross), s.inv);
+  const double toLine = exact::mul(exact::mul(cross, cross), s.inv);
+  const double beyondB = exact::select(along >= squaredLength(s.dx, s.dy), toB, toLine);
+  return exact::select(along <= 0.0, toA, beyondB);
 }
 
 // True when (e, feature) is before (best, bestFeature): nearer, or as near with a lower index.
 GPUGEO_HD bool better(double e, int32_t feature, double best, int32_t bestFeature)
 {
-  return e < best || (e == best && feature < bestFeature);
+  return (e < best) | ((e == best) & (feature < bestFeature));
 }
 
 // The bucket grid: buckets of side 2^shift pixels, bx x by of them; the grid's edge buckets also

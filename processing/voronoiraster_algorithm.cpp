@@ -240,7 +240,7 @@ void logLabelStats(const voronoi::LabelStats& stats, bool features, int64_t site
 {
   if (features)
   {
-    feedback->pushInfo(QObject::tr("%1 features with segments; %2 blocks of 8 x 8 pixels (%3 widened their search), "
+    feedback->pushInfo(QObject::tr("%1 features with segments; %2 blocks of 8 x 8 pixels (%3 far from every segment), "
                                    "%4 candidate segments in their lists; %5 pixels inside polygons.")
                          .arg(stats.uniqueSites)
                          .arg(stats.tiles)

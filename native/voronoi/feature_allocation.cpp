@@ -282,15 +282,53 @@ void paintCover(const PreparedFeatures& prepared, int64_t width, int64_t row0, i
 
 }  // namespace detail
 
+namespace detail {
+
+Pyramid pyramidOf(const sg::BucketGrid& g)
+{
+  Pyramid p;
+  int w = g.bx, h = g.by;
+  for (;;)
+  {
+    p.levelWidth[p.levels] = w;
+    p.levelHeight[p.levels] = h;
+    p.levelStart[p.levels + 1] = p.levelStart[p.levels] + int64_t(w) * h;
+    ++p.levels;
+    if ((w == 1 && h == 1) || p.levels == kMaxPyramid)
+      break;
+    w = (w + 1) / 2;
+    h = (h + 1) / 2;
+  }
+  return p;
+}
+
+}  // namespace detail
+
 namespace {
 
 // The host's bucket index: every segment listed in each bucket it passes through, a bucket's in
-// the order of the segments.
+// the order of the segments; and the pyramid of the buckets' counts.
 struct HostSegmentIndex
 {
   std::vector<int64_t> start;
   std::vector<sg::Segment> entries;
+  Pyramid pyramid;
+  std::vector<int32_t> counts;
 };
+
+void fillPyramid(HostSegmentIndex& index, const sg::BucketGrid& g)
+{
+  index.pyramid = pyramidOf(g);
+  const Pyramid& p = index.pyramid;
+  index.counts.assign(static_cast<size_t>(p.levelStart[p.levels]), 0);
+  for (int64_t b = 0; b < g.count(); ++b)
+    index.counts[static_cast<size_t>(b)] = static_cast<int32_t>(index.start[b + 1] - index.start[b]);
+  for (int k = 1; k < p.levels; ++k)
+    for (int Y = 0; Y < p.levelHeight[k - 1]; ++Y)
+      for (int X = 0; X < p.levelWidth[k - 1]; ++X)
+        index.counts[static_cast<size_t>(p.levelStart[k] + int64_t(Y / 2) * p.levelWidth[k] + X / 2)] +=
+          index.counts[static_cast<size_t>(p.levelStart[k - 1] + int64_t(Y) * p.levelWidth[k - 1] + X)];
+}
 
 HostSegmentIndex buildHostIndex(const PreparedFeatures& p)
 {
@@ -321,6 +359,7 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p)
           index.entries[static_cast<size_t>(at[static_cast<size_t>(int64_t(y) * g.bx + x)]++)] = s;
       });
     }
+  fillPyramid(index, g);
   return index;
 }
 
@@ -328,6 +367,12 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p)
 struct BlockCounts
 {
   int64_t blocks = 0, widened = 0, candidates = 0;
+};
+
+// A cell of the pyramid.
+struct CellRef
+{
+  int k, X, Y;
 };
 
 // Scratch of one thread: the block's segments (each once: `stamp` remembers, per segment id, the
@@ -341,6 +386,7 @@ struct BlockScratch
   std::vector<sg::Segment> segment;
   std::vector<double> e;
   std::vector<uint32_t> block, quarter, cell;
+  std::vector<CellRef> stack;
 
   // A new block: a serial no segment carries yet.
   void next(const void* labeller, size_t ids)
@@ -400,42 +446,106 @@ void labelBlock(const SegmentIndexView& v, const void* labeller, size_t ids, int
   constexpr int K = sg::kBlock;
   const int c1 = std::min(c0 + K, v.width) - 1, r1 = std::min(r0 + K, rowEnd) - 1;
   const PixelDisc disc = discOf(c0, r0, c1, r1);
-  sg::Rect rect = blockRect(v.g, c0, r0, c1, r1, 1);
+  ++counts.blocks;
+  scratch.next(labeller, ids);
+  double eMin = HUGE_VAL;
+  auto scanBucket = [&](int64_t b) {
+    for (int64_t k = v.start[b]; k < v.start[b + 1]; ++k)
+    {
+      const sg::Segment& s = v.entries[k];
+      uint32_t& seen = scratch.stamp[static_cast<size_t>(s.id)];
+      if (seen == scratch.serial)
+        continue;
+      seen = scratch.serial;
+      const double ec = sg::segmentSquared(disc.cx, disc.cy, s);
+      eMin = std::min(eMin, ec);
+      scratch.segment.push_back(s);
+      scratch.e.push_back(ec);
+    }
+  };
+  // 1. The block's buckets and one ring (a few more while that stays small); where they hold
+  //    nothing, a near non-empty bucket found in the pyramid (nearestBucket).
+  auto scanNewRuns = [&](const sg::Rect& now, const sg::Rect& before) {
+    sg::forNewRuns(now, before, [&](int y, int x0, int x1) {
+      for (int x = x0; x <= x1; ++x)
+        scanBucket(int64_t(y) * v.g.bx + x);
+    });
+  };
   auto entriesIn = [&](const sg::Rect& r) {
     int64_t n = 0;
     for (int y = r.y0; y <= r.y1; ++y)
       n += v.rowEntries(y, r.x0, r.x1);
     return n;
   };
-  for (int m = 2; entriesIn(rect) == 0 && !wholeGrid(v.g, rect); m *= 2)
-    rect = blockRect(v.g, c0, r0, c1, r1, m);
-  ++counts.blocks;
-  scratch.next(labeller, ids);
-  double eMin = HUGE_VAL;
-  sg::Rect scanned;
-  for (;;)
-  {
-    sg::forNewRuns(rect, scanned, [&](int y, int x0, int x1) {
-      const int64_t b = v.start[int64_t(y) * v.g.bx + x0], e = v.start[int64_t(y) * v.g.bx + x1 + 1];
-      for (int64_t k = b; k < e; ++k)
-      {
-        const sg::Segment& s = v.entries[k];
-        uint32_t& seen = scratch.stamp[static_cast<size_t>(s.id)];
-        if (seen == scratch.serial)
-          continue;
-        seen = scratch.serial;
-        const double ec = sg::segmentSquared(disc.cx, disc.cy, s);
-        eMin = std::min(eMin, ec);
-        scratch.segment.push_back(s);
-        scratch.e.push_back(ec);
-      }
-    });
-    scanned = rect;
-    const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
-    if (rect.contains(need))
-      break;
-    rect = need;
+  sg::Rect rect = blockRect(v.g, c0, r0, c1, r1, 1);
+  scanNewRuns(rect, sg::Rect{});
+  int64_t greedy = -1;
+  if (scratch.segment.empty())
     ++counts.widened;
+  // A few buckets more while the rectangle stays small (most blocks); beyond, the pyramid.
+  constexpr int64_t kSmallRect = 81;
+  auto area = [](const sg::Rect& r) { return int64_t(r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1); };
+  for (int m = 2; scratch.segment.empty() && m <= 4; m *= 2)
+  {
+    const sg::Rect wider = blockRect(v.g, c0, r0, c1, r1, m);
+    if (entriesIn(wider) == 0)
+      continue;
+    scanNewRuns(wider, rect);
+    rect = wider;
+  }
+  if (scratch.segment.empty())
+  {
+    greedy = nearestBucket(v, c0, r0, c1, r1);
+    scanBucket(greedy);
+  }
+  else
+    for (int step = 0; step < 3; ++step)
+    {
+      const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
+      if (rect.contains(need) || area(need) > kSmallRect)
+        break;
+      scanNewRuns(need, rect);
+      rect = need;
+    }
+  // 2. Every other bucket within reach of the block, down the pyramid from the level whose cells
+  //    span the reach (the reach shrinks as nearer segments turn up).
+  double reach = reachOf(eMin, disc, v.slack);
+  const int k0 = levelSpanning(v, double(std::max(c1 - c0, r1 - r0)) + 2.0 * reach + 1.0);
+  scratch.stack.clear();
+  // (Nothing to do where the reach stays within the buckets already scanned: most blocks.)
+  if (greedy >= 0 || !rect.contains(reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect)))
+  {
+    const int shift = v.g.shift + k0;
+    const int X0 = sg::clampBucket(double(c0) + 0.5 - reach, shift, v.pyramid.levelWidth[k0]);
+    const int X1 = sg::clampBucket(double(c1) + 0.5 + reach, shift, v.pyramid.levelWidth[k0]);
+    const int Y0 = sg::clampBucket(double(r0) + 0.5 - reach, shift, v.pyramid.levelHeight[k0]);
+    const int Y1 = sg::clampBucket(double(r1) + 0.5 + reach, shift, v.pyramid.levelHeight[k0]);
+    for (int Y = Y0; Y <= Y1; ++Y)
+      for (int X = X0; X <= X1; ++X)
+        scratch.stack.push_back({k0, X, Y});
+  }
+  while (!scratch.stack.empty())
+  {
+    const CellRef cell = scratch.stack.back();
+    scratch.stack.pop_back();
+    if (v.count(cell.k, cell.X, cell.Y) == 0 ||
+        beyondReach(cellSquaredDistance(v, cell.k, cell.X, cell.Y, c0, r0, c1, r1), reach))
+      continue;
+    if (cell.k == 0)
+    {
+      const int64_t b = int64_t(cell.Y) * v.g.bx + cell.X;
+      if (b == greedy || (cell.X >= rect.x0 && cell.X <= rect.x1 && cell.Y >= rect.y0 && cell.Y <= rect.y1))
+        continue;
+      scanBucket(b);
+      reach = reachOf(eMin, disc, v.slack);
+      continue;
+    }
+    for (int j = 0; j < 4; ++j)
+    {
+      const int x = 2 * cell.X + (j & 1), y = 2 * cell.Y + (j >> 1);
+      if (x < v.pyramid.levelWidth[cell.k - 1] && y < v.pyramid.levelHeight[cell.k - 1])
+        scratch.stack.push_back({cell.k - 1, x, y});
+    }
   }
   const double limit = keepLimit(pixelBound(eMin, disc), disc, v.slack);
   scratch.block.clear();
@@ -507,6 +617,8 @@ public:
     mView.g = mPrepared.buckets;
     mView.start = mIndex.start.data();
     mView.entries = mIndex.entries.data();
+    mView.pyramid = mIndex.pyramid;
+    mView.counts = mIndex.counts.data();
     mView.slack = mPrepared.slack;
     mView.width = static_cast<int>(grid.width);
     mView.height = static_cast<int>(grid.height);

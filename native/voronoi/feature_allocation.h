@@ -19,10 +19,12 @@
 // and of the formula).
 //
 // Method (both backends): the segments are listed in a grid of square buckets (each segment in
-// every bucket it passes through; a bucket's side about the mean spacing of the segments). Each
-// block of 8 x 8 pixels scans the buckets around it (doubling the rectangle while it holds no
-// segment); the least distance from the block's centre plus the block's radius bounds every pixel's
-// nearest distance, and the rectangle grows to every bucket within that bound of the block. The
+// every bucket it passes through; a bucket's side about the mean spacing of the segments), with a
+// pyramid of the buckets' counts above it. Each block of 8 x 8 pixels scans its buckets and one
+// ring (a few more while that stays small; where all are empty, a near non-empty bucket found in
+// the pyramid); the least distance from the block's centre plus the block's radius bounds every
+// pixel's nearest distance, and every other bucket within that bound is found by descending the
+// pyramid (empty cells and cells beyond it pruned). The
 // segments that may be nearest to one of its pixels are kept, and cut again for smaller parts of
 // the block, down to 2 x 2 cells whose pixels scan their lists. Polygon interiors are painted
 // first from their rows' crossings. The CPU hands blocks to its threads; the GPU gives each block
@@ -74,7 +76,7 @@ constexpr int64_t kMaxFeatureVertices = (int64_t(1) << 31) - 64;
 void validate(const Grid& grid, const FeatureSites& features);
 
 // The labeller of a grid for these features (LabelStats: uniqueSites the features with a segment,
-// tiles the blocks, splitTiles the blocks that widened their first rectangle, refinedPixels the
+// tiles the blocks, splitTiles the blocks whose own buckets and ring held nothing, refinedPixels the
 // pixels inside a polygon, all the same on both backends; candidates the lengths of each backend's
 // candidate lists (the CPU's 2 x 2 cells', the GPU's blocks'); denseTiles 0).
 // Throws what makeLabeller() throws.

@@ -7,13 +7,17 @@
 // Index: each segment's buckets counted (forEachBucketRow), an exclusive scan of the counts (CUB),
 // (bucket, segment) pairs written and sorted by bucket (CUB's radix sort), each bucket's first
 // entry found by binary search, the segments gathered in that order.
-// Labels: the warp finds the bound u and the rectangle of buckets as the CPU does (its lanes over
-// the entries, the least squared distance by a warp reduction; the entries and their distances kept
-// in shared memory), keeps the segments that may be nearest, each once (a hash set of segment ids),
-// copied into shared memory (up to kKeepCap), and each 2 x 2 cell of pixels (two lanes) cuts that
-// list again for itself before scanning it. A block whose list overflows scans the rectangle's
-// entries again for each cell, with the block's cut. LabelStats' candidates count the blocks' lists
-// here (the CPU counts its cells' lists).
+// Index: also the pyramid of the buckets' counts, a level a launch.
+// Labels: the warp finds the bound and the candidate buckets as the CPU does (the block's buckets
+// and ring, a few more while the rectangle stays small, nearestBucket where they are empty, the
+// pyramid descended level by level with the warp's cells in a shared-memory stack; its lanes over
+// the entries, the least squared distance by a warp reduction; the entries and their distances
+// kept in shared memory), keeps the segments that may be nearest, each once (a hash set of segment
+// ids), copied into shared memory (up to kKeepCap), and each 2 x 2 cell of pixels (two lanes) cuts
+// that list again for itself before scanning it. A block whose lists overflow visits the same
+// buckets again for each cell, with the block's cut (where even the stack overflowed: every bucket
+// of the square around the block within reach). LabelStats' candidates count the blocks' lists here
+// (the CPU counts its cells' lists).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -42,6 +46,7 @@ constexpr int kWarps = 4;       // warps (blocks of pixels) per CUDA block
 constexpr int kScanCap = 192;   // entries a warp keeps with their distances while it scans
 constexpr int kKeepCap = 96;    // segments it keeps for its pixels
 constexpr int kTable = 256;     // its hash set of segment ids (a power of two)
+constexpr int kStack = 256;     // its stack of pyramid cells
 
 enum Counter
 {
@@ -101,6 +106,31 @@ __global__ void startKernel(const uint32_t* key, int64_t n, int64_t buckets, int
       hi = mid;
   }
   start[b] = lo;
+}
+
+__global__ void bucketCountKernel(const int64_t* start, int64_t buckets, int32_t* counts)
+{
+  const int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < buckets)
+    counts[b] = int32_t(start[b + 1] - start[b]);
+}
+
+// A level of the pyramid from the one below: each cell the sum of its (up to) four children.
+__global__ void levelUpKernel(const int32_t* below, int widthBelow, int heightBelow, int32_t* above, int width,
+                              int height)
+{
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t(width) * height)
+    return;
+  const int X = int(i % width), Y = int(i / width);
+  int32_t sum = 0;
+  for (int j = 0; j < 4; ++j)
+  {
+    const int x = 2 * X + (j & 1), y = 2 * Y + (j >> 1);
+    if (x < widthBelow && y < heightBelow)
+      sum += below[int64_t(y) * widthBelow + x];
+  }
+  above[i] = sum;
 }
 
 __global__ void gatherKernel(const sg::Segment* seg, const int32_t* value, int64_t n, sg::Segment* entries)
@@ -200,7 +230,79 @@ struct WarpStage
   double e[kScanCap];
   sg::Segment keep[kKeepCap];
   int32_t table[kTable];
+  int32_t stack[kStack];
 };
+
+// A pyramid cell packed in 32 bits: its level, and its index within the level (< 2^24).
+__device__ __forceinline__ int32_t packCell(const SegmentIndexView& v, int k, int X, int Y)
+{
+  return (k << 26) | int32_t(int64_t(Y) * v.pyramid.levelWidth[k] + X);
+}
+
+// Calls visit(b) (warp-uniform) for every bucket b within reachNow() of the block's pixels that is
+// neither in `rect` nor `skip`, descending the pyramid from the level whose cells span the reach
+// (labelBlock's step 2 on the CPU); the reach may shrink between visits. False when the warp's
+// stack overflowed (then not every bucket was visited).
+template <class Reach, class Visit>
+__device__ bool forFarBuckets(const SegmentIndexView& v, int c0, int r0, int c1, int r1, const sg::Rect& rect,
+                              int64_t skip, int32_t* stack, int lane, Reach&& reachNow, Visit&& visit)
+{
+  double reach = reachNow();
+  const int k0 = levelSpanning(v, double(maxOf(c1 - c0, r1 - r0)) + 2.0 * reach + 1.0);
+  const int shift = v.g.shift + k0;
+  const int X0 = sg::clampBucket(double(c0) + 0.5 - reach, shift, v.pyramid.levelWidth[k0]);
+  const int X1 = sg::clampBucket(double(c1) + 0.5 + reach, shift, v.pyramid.levelWidth[k0]);
+  const int Y0 = sg::clampBucket(double(r0) + 0.5 - reach, shift, v.pyramid.levelHeight[k0]);
+  const int Y1 = sg::clampBucket(double(r1) + 0.5 + reach, shift, v.pyramid.levelHeight[k0]);
+  const int first = (X1 - X0 + 1) * (Y1 - Y0 + 1);
+  if (first > kStack)
+    return false;
+  for (int i = lane; i < first; i += 32)
+    stack[i] = packCell(v, k0, X0 + i % (X1 - X0 + 1), Y0 + i / (X1 - X0 + 1));
+  int n = first;
+  bool complete = true;
+  __syncwarp();
+  while (n > 0)
+  {
+    const int take = minOf(n, 32);
+    n -= take;
+    const bool has = lane < take;
+    const int32_t packed = has ? stack[n + lane] : 0;
+    __syncwarp();
+    const int k = packed >> 26, index = packed & ((1 << 26) - 1);
+    const int X = has ? index % v.pyramid.levelWidth[k] : 0, Y = has ? index / v.pyramid.levelWidth[k] : 0;
+    const bool keep = has && v.count(k, X, Y) > 0 &&
+                      !beyondReach(cellSquaredDistance(v, k, X, Y, c0, r0, c1, r1), reach);
+    const int64_t bucket = int64_t(Y) * v.g.bx + X;
+    const bool leaf = keep && k == 0 && bucket != skip &&
+                      !(X >= rect.x0 && X <= rect.x1 && Y >= rect.y0 && Y <= rect.y1);
+    for (int j = 0; j < 4; ++j)
+    {
+      const int x = 2 * X + (j & 1), y = 2 * Y + (j >> 1);
+      const bool push = keep && k > 0 && x < v.pyramid.levelWidth[k - 1] && y < v.pyramid.levelHeight[k - 1];
+      const unsigned votes = __ballot_sync(kFull, push);
+      const int at = n + __popc(votes & ((1u << lane) - 1));
+      if (push && at < kStack)
+        stack[at] = packCell(v, k - 1, x, y);
+      n += __popc(votes);
+      if (n > kStack)
+      {
+        complete = false;
+        n = kStack;
+      }
+    }
+    __syncwarp();
+    unsigned leaves = __ballot_sync(kFull, leaf);
+    while (leaves)
+    {
+      const int source = __ffs(leaves) - 1;
+      leaves &= leaves - 1;
+      visit(__shfl_sync(kFull, bucket, source));
+      reach = reachNow();
+    }
+  }
+  return complete;
+}
 
 // Appends what each lane holds (when `has`) to a warp's array of `cap`; n counts them all, so
 // n > cap afterwards means some did not fit.
@@ -229,44 +331,98 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
   for (int i = lane; i < kTable; i += 32)
     S.table[i] = -1;
 
-  // 1. The rectangle and the bound, as labelBlock on the CPU; the entries kept in shared memory
+  // 1. The block's buckets and one ring (or the nearest non-empty bucket), then every other bucket
+  //    within reach down the pyramid, as labelBlock on the CPU; the entries kept in shared memory
   //    with their distances while they fit.
   sg::Rect rect = blockRect(v.g, c0, r0, c1, r1, 1);
+  double eMin = HUGE_VAL;
+  int nScanned = 0;
+  auto scanRange = [&](int64_t b, int64_t e) {
+    for (int64_t base = b; base < e; base += 32)
+    {
+      const int64_t k = base + lane;
+      const double ec = k < e ? sg::segmentSquared(disc.cx, disc.cy, v.entries[k]) : HUGE_VAL;
+      eMin = minOf(eMin, ec);
+      append(k < e, nScanned, kScanCap, lane, [&](int at) {
+        S.scanned[at] = int32_t(k);
+        S.e[at] = ec;
+      });
+    }
+  };
+  auto scanNewRuns = [&](const sg::Rect& now, const sg::Rect& before) {
+    sg::forNewRuns(now, before, [&](int y, int x0, int x1) {
+      scanRange(v.start[int64_t(y) * v.g.bx + x0], v.start[int64_t(y) * v.g.bx + x1 + 1]);
+    });
+    eMin = warpMin(eMin);
+  };
   auto entriesIn = [&](const sg::Rect& r) {
     int64_t n = 0;
     for (int y = r.y0 + lane; y <= r.y1; y += 32)
       n += v.rowEntries(y, r.x0, r.x1);
     return warpSum(n);
   };
-  for (int m = 2; entriesIn(rect) == 0 && !wholeGrid(v.g, rect); m *= 2)
-    rect = blockRect(v.g, c0, r0, c1, r1, m);
-  double eMin = HUGE_VAL;
-  sg::Rect scanned;
-  int widened = 0, nScanned = 0;
-  for (;;)
+  scanNewRuns(rect, sg::Rect{});
+  const int widened = eMin == HUGE_VAL ? 1 : 0;
+  // A few buckets more while the rectangle stays small (most blocks); beyond, the pyramid.
+  constexpr int64_t kSmallRect = 81;
+  auto area = [](const sg::Rect& r) { return int64_t(r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1); };
+  for (int m = 2; eMin == HUGE_VAL && m <= 4; m *= 2)
   {
-    sg::forNewRuns(rect, scanned, [&](int y, int x0, int x1) {
-      const int64_t b = v.start[int64_t(y) * v.g.bx + x0], e = v.start[int64_t(y) * v.g.bx + x1 + 1];
-      for (int64_t base = b; base < e; base += 32)
-      {
-        const int64_t k = base + lane;
-        const double ec = k < e ? sg::segmentSquared(disc.cx, disc.cy, v.entries[k]) : HUGE_VAL;
-        eMin = minOf(eMin, ec);
-        append(k < e, nScanned, kScanCap, lane, [&](int at) {
-          S.scanned[at] = int32_t(k);
-          S.e[at] = ec;
-        });
-      }
-    });
-    eMin = warpMin(eMin);
-    scanned = rect;
-    const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
-    if (rect.contains(need))
-      break;
-    rect = need;
-    ++widened;
+    const sg::Rect wider = blockRect(v.g, c0, r0, c1, r1, m);
+    if (entriesIn(wider) == 0)
+      continue;
+    scanNewRuns(wider, rect);
+    rect = wider;
   }
+  int64_t greedy = -1;
+  if (eMin == HUGE_VAL)
+  {
+    greedy = nearestBucket(v, c0, r0, c1, r1);
+    scanRange(v.start[greedy], v.start[greedy + 1]);
+    eMin = warpMin(eMin);
+  }
+  else
+    for (int step = 0; step < 3; ++step)
+    {
+      const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
+      if (rect.contains(need) || area(need) > kSmallRect)
+        break;
+      scanNewRuns(need, rect);
+      rect = need;
+    }
+  // (Nothing to do where the reach stays within the buckets already scanned: most blocks.)
+  const bool far =
+    greedy >= 0 || !rect.contains(reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect));
+  bool searched = true;
+  if (far)
+    searched = forFarBuckets(v, c0, r0, c1, r1, rect, greedy, S.stack, lane, [&] { return reachOf(eMin, disc, v.slack); },
+                             [&](int64_t b) {
+                               scanRange(v.start[b], v.start[b + 1]);
+                               eMin = warpMin(eMin);
+                             });
   const double limit = keepLimit(pixelBound(eMin, disc), disc, v.slack);
+  // Every entry that may be nearest, again (when shared memory could not hold them): the same
+  // buckets, with the final reach; or, where the search's stack overflowed, every bucket within
+  // reach in the rectangle around the block.
+  const sg::Rect square = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
+  auto forCandidateRanges = [&](auto&& visitRange) {
+    if (!searched)
+    {
+      sg::forNewRuns(square, sg::Rect{}, [&](int y, int x0, int x1) {
+        visitRange(v.start[int64_t(y) * v.g.bx + x0], v.start[int64_t(y) * v.g.bx + x1 + 1]);
+      });
+      return;
+    }
+    sg::forNewRuns(rect, sg::Rect{}, [&](int y, int x0, int x1) {
+      visitRange(v.start[int64_t(y) * v.g.bx + x0], v.start[int64_t(y) * v.g.bx + x1 + 1]);
+    });
+    if (greedy >= 0)
+      visitRange(v.start[greedy], v.start[greedy + 1]);
+    if (far)
+      forFarBuckets(
+      v, c0, r0, c1, r1, rect, greedy, S.stack, lane, [&] { return reachOf(eMin, disc, v.slack); },
+      [&](int64_t b) { visitRange(v.start[b], v.start[b + 1]); });
+  };
   __syncwarp();
 
   // 2. The segments that may be nearest, each once, copied into shared memory while they fit.
@@ -285,8 +441,7 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
   }
   else
   {
-    sg::forNewRuns(rect, sg::Rect{}, [&](int y, int x0, int x1) {
-      const int64_t b = v.start[int64_t(y) * v.g.bx + x0], e = v.start[int64_t(y) * v.g.bx + x1 + 1];
+    forCandidateRanges([&](int64_t b, int64_t e) {
       for (int64_t base = b; base < e; base += 32)
       {
         const int64_t k = base + lane;
@@ -334,17 +489,17 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
           evaluate(s, px, py, p);
       }
   }
-  else if (valid)
+  else
   {
-    // Too many to keep (piles of segments): every entry of the rectangle within the block's cut.
-    sg::forNewRuns(rect, sg::Rect{}, [&](int y, int x0, int x1) {
-      const int64_t b = v.start[int64_t(y) * v.g.bx + x0], e = v.start[int64_t(y) * v.g.bx + x1 + 1];
-      for (int64_t k = b + half; k < e; k += 2)
-      {
-        const sg::Segment s = v.entries[k];
-        if (sg::segmentSquared(disc.cx, disc.cy, s) <= limit)
-          evaluate(s, px, py, p);
-      }
+    // Too many to keep (piles of segments): every candidate entry within the block's cut.
+    forCandidateRanges([&](int64_t b, int64_t e) {
+      if (valid)
+        for (int64_t k = b + half; k < e; k += 2)
+        {
+          const sg::Segment s = v.entries[k];
+          if (sg::segmentSquared(disc.cx, disc.cy, s) <= limit)
+            evaluate(s, px, py, p);
+        }
     });
   }
 #pragma unroll
@@ -555,6 +710,17 @@ private:
     mStart.resize(static_cast<size_t>(buckets + 1));
     startKernel<<<gridFor(buckets + 1), 256, 0, mStream>>>(keySorted.data(), total, buckets, mStart.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
+    mPyramid = pyramidOf(p.buckets);
+    mCounts.resize(static_cast<size_t>(mPyramid.levelStart[mPyramid.levels]));
+    bucketCountKernel<<<gridFor(buckets), 256, 0, mStream>>>(mStart.data(), buckets, mCounts.data());
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    for (int k = 1; k < mPyramid.levels; ++k)
+    {
+      levelUpKernel<<<gridFor(int64_t(mPyramid.levelWidth[k]) * mPyramid.levelHeight[k]), 256, 0, mStream>>>(
+        mCounts.data() + mPyramid.levelStart[k - 1], mPyramid.levelWidth[k - 1], mPyramid.levelHeight[k - 1],
+        mCounts.data() + mPyramid.levelStart[k], mPyramid.levelWidth[k], mPyramid.levelHeight[k]);
+      GPUGEO_CUDA_CHECK_LAUNCH();
+    }
     mEntries.resize(static_cast<size_t>(std::max<int64_t>(1, total)));
     gatherKernel<<<gridFor(total), 256, 0, mStream>>>(seg.data(), valueSorted.data(), total, mEntries.data());
     GPUGEO_CUDA_CHECK_LAUNCH();
@@ -565,6 +731,8 @@ private:
     mView.g = p.buckets;
     mView.start = mStart.data();
     mView.entries = mEntries.data();
+    mView.pyramid = mPyramid;
+    mView.counts = mCounts.data();
     mView.slack = p.slack;
     mView.width = static_cast<int>(mGrid.width);
     mView.height = static_cast<int>(mGrid.height);
@@ -628,6 +796,8 @@ private:
   SegmentIndexView mView;
   DeviceBuffer<int64_t> mStart;
   DeviceBuffer<sg::Segment> mEntries;
+  Pyramid mPyramid;
+  DeviceBuffer<int32_t> mCounts;
   DeviceBuffer<Span> mSpans;
   std::vector<int64_t> mRowSpan;
   int64_t mSpanCount = 0;

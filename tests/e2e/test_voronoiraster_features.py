@@ -2,7 +2,7 @@
 """End-to-end tests of gpugeo:voronoiraster with lines and polygons as sites, through qgis_process:
 the labels and distances against a NumPy brute force over every segment (exact distances, not to
 rasterized pixels), against gdal:rasterize + gdal:proximity on the same grid (within half a pixel's
-diagonal), polygons inside and boundary modes with holes and multiparts, curves, empty geometries.
+diagonal of the exact transform of the burned pixels), polygons inside and boundary modes with holes and multiparts, curves, empty geometries.
 
 usage: test_voronoiraster_features.py [unittest arguments, e.g. FeatureAllocationTest.test_lines]
 """
@@ -128,7 +128,12 @@ class FeatureAllocationTest(QgisProcessBase):
         self.run_alg("gdal:proximity", {"INPUT": burned, "BAND": 1, "VALUES": "1", "UNITS": 0,
                                         "DATA_TYPE": 5, "OUTPUT": self.path("proximity.tif")})
         theirs = read_raster(self.path("proximity.tif"))[0]
-        self.assertLessEqual(float(np.max(np.abs(distance - theirs))), pixel * np.sqrt(0.5) + 1e-3)
+        # Against the exact distance transform of the burned pixels: within half a pixel's diagonal;
+        # GDAL's own propagation overestimates that transform by up to about a quarter of a pixel.
+        from scipy import ndimage
+        exact = ndimage.distance_transform_edt(read_raster(burned)[0] == 0) * pixel
+        self.assertLessEqual(float(np.max(np.abs(distance - exact))), pixel * np.sqrt(0.5) + 1e-3)
+        self.assertLessEqual(float(np.max(np.abs(distance - theirs))), pixel * (np.sqrt(0.5) + 0.3))
 
     def test_polygons_inside_and_boundary(self):
         shell = [(0, 0), (60, 0), (60, 50), (0, 50), (0, 0)]

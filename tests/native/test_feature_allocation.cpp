@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "core/errors.h"
 #include "feature_cases.h"
@@ -179,6 +180,13 @@ TEST(FeatureAllocation, SparseAndFarFeatures)
   c.addPath(1, {{-4000.0, -100.0}, {-3000.0, -150.0}});
   c.addPath(2, {{150.0, 5000.0}, {200.0, 5000.0}, {250.0, 6000.0}});
   c.addPath(3, {{-1e6, -700.0}, {1e6, -700.0}});  // a long line below the grid
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 20.0);
+  for (int f = 4; f < 304; ++f)  // a dense cluster in the top-left corner: small buckets
+  {
+    const double x = u(rng), y = -u(rng);
+    c.addPath(f, {{x, y}, {x + 0.5, y - 0.3}});
+  }
   const Reference ref = gpugeo::testing::bruteForce(c, PolygonInterior::Zero);
   const Result got = label(c, PolygonInterior::Zero);
   expectReference(c, got, ref);

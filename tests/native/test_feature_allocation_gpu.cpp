@@ -152,4 +152,28 @@ TEST(FeatureAllocationGpu, SparseClusteredAndTiedFeaturesMatchTheCpu)
   expectSame(c.name, label(Backend::Gpu, c, PolygonInterior::Zero), cpu, c.grid.width);
 }
 
+TEST(FeatureAllocationGpu, AClusterFarFromMostPixelsMatchesTheCpu)
+{
+  SKIP_WITHOUT_GPU();
+  // 6,000 short segments in a 60 x 60 corner of a 900 x 700 grid: small buckets, most blocks far
+  // from every segment (their search descends the pyramid), long lists near the cluster's edge.
+  FeatureCase c;
+  c.name = "cluster";
+  c.grid = Grid{0.0, 0.0, 1.0, gpugeo::testing::gpuSide(900), gpugeo::testing::gpuSide(700)};
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> u(0.0, 60.0), step(-2.0, 2.0);
+  const int count = int(gpugeo::testing::gpuCount(6000));
+  for (int f = 0; f < count; ++f)
+  {
+    const double x = 700.0 + u(rng), y = -500.0 - u(rng);
+    c.addPath(f, {{x, y}, {x + step(rng), y + step(rng)}});
+  }
+  const Result cpu = label(Backend::Cpu, c, PolygonInterior::Zero);
+  const Result gpu = label(Backend::Gpu, c, PolygonInterior::Zero);
+  expectSame(c.name, gpu, cpu, c.grid.width);
+  EXPECT_EQ(gpu.stats.tiles, cpu.stats.tiles);
+  EXPECT_EQ(gpu.stats.splitTiles, cpu.stats.splitTiles);
+  EXPECT_GT(cpu.stats.splitTiles, 0);
+}
+
 }  // namespace

@@ -45,12 +45,30 @@ PreparedFeatures prepareFeatures(const Grid& grid, const FeatureSites& features,
 void paintCover(const PreparedFeatures& prepared, int64_t width, int64_t row0, int64_t rows, int32_t* cover,
                 int threads);
 
+// The pyramid over the buckets: level 0 the buckets, each level above cells of 2 x 2 of the one
+// below (ceil'd), up to a single cell; counts[levelStart[k] + Y * levelWidth[k] + X] is how many
+// entries cell (X, Y) of level k holds. Far from every segment a block finds its candidates by
+// descending it instead of scanning every bucket of a wide rectangle.
+constexpr int kMaxPyramid = 26;
+
+struct Pyramid
+{
+  int levels = 0;
+  int64_t levelStart[kMaxPyramid + 1] = {};
+  int levelWidth[kMaxPyramid] = {}, levelHeight[kMaxPyramid] = {};
+};
+
+// The levels' sizes for a bucket grid (counts filled by the backend).
+Pyramid pyramidOf(const segments::BucketGrid& g);
+
 // The bucket index of the segments: bucket b's entries are entries[start[b] .. start[b + 1] - 1].
 struct SegmentIndexView
 {
   segments::BucketGrid g;
   const int64_t* start = nullptr;
   const segments::Segment* entries = nullptr;
+  Pyramid pyramid;
+  const int32_t* counts = nullptr;
   double slack = 0.0;
   int width = 0, height = 0;
 
@@ -58,7 +76,32 @@ struct SegmentIndexView
   {
     return start[int64_t(y) * g.bx + x1 + 1] - start[int64_t(y) * g.bx + x0];
   }
+  GPUGEO_HD int32_t count(int k, int X, int Y) const
+  {
+    return counts[pyramid.levelStart[k] + int64_t(Y) * pyramid.levelWidth[k] + X];
+  }
 };
+
+// The squared distance from the pixel centres [c0, c1] x [r0, r1] to cell (X, Y) of level k (cells
+// on the grid's edge reach out to infinity: their buckets hold what lies beyond). Exact: every
+// term is a whole or half number.
+GPUGEO_HD double cellSquaredDistance(const SegmentIndexView& v, int k, int X, int Y, int c0, int r0, int c1, int r1)
+{
+  const double side = double(int64_t(1) << (v.g.shift + k));
+  const bool left = X == 0, right = (int64_t(X + 1) << k) >= v.g.bx;
+  const bool top = Y == 0, bottom = (int64_t(Y + 1) << k) >= v.g.by;
+  const double x0 = double(c0) + 0.5, x1 = double(c1) + 0.5, y0 = double(r0) + 0.5, y1 = double(r1) + 0.5;
+  const double dx = maxOf(0.0, maxOf(left ? 0.0 : double(X) * side - x1, right ? 0.0 : x0 - double(X + 1) * side));
+  const double dy = maxOf(0.0, maxOf(top ? 0.0 : double(Y) * side - y1, bottom ? 0.0 : y0 - double(Y + 1) * side));
+  return exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+}
+
+// Whether a cell at squared distance dd from the block is beyond reach r (r >= 0, with its margin).
+GPUGEO_HD bool beyondReach(double dd, double r)
+{
+  return dd > exact::mul(exact::mul(r, r), 1.0 + 0x1p-40);
+}
+
 
 // The bucket rectangle of a block of pixels [c0, c1] x [r0, r1] widened by m buckets, clamped.
 GPUGEO_HD segments::Rect blockRect(const segments::BucketGrid& g, int c0, int r0, int c1, int r1, int m)
@@ -110,6 +153,60 @@ GPUGEO_HD double keepLimit(double u, const PixelDisc& disc, double slack)
 {
   const double reach = exact::mul(exact::add(exact::add(u, disc.h), boundMargin(u, slack)), 1.0 + 0x1p-50);
   return exact::mul(exact::mul(reach, reach), 1.0 + 0x1p-50);
+}
+
+// The reach of a block whose least squared distance from its centre is eMin: every point nearer
+// to one of its pixels than that pixel's nearest segment lies within it of the block's pixels.
+GPUGEO_HD double reachOf(double eMin, const PixelDisc& disc, double slack)
+{
+  const double u = pixelBound(eMin, disc);
+  return exact::add(u, boundMargin(u, slack));
+}
+
+// A non-empty bucket near the block's pixels, for a first bound where its own buckets hold nothing:
+// up the pyramid from the bucket of the block's first pixel to the first non-empty cell, then down
+// by each level's nearest non-empty child.
+GPUGEO_HD int64_t nearestBucket(const SegmentIndexView& v, int c0, int r0, int c1, int r1)
+{
+  int k = 0, X = c0 >> v.g.shift, Y = r0 >> v.g.shift;
+  while (k + 1 < v.pyramid.levels && v.count(k, X, Y) == 0)
+  {
+    ++k;
+    X >>= 1;
+    Y >>= 1;
+  }
+  while (k > 0)
+  {
+    double best = HUGE_VAL;
+    int bestX = -1, bestY = -1;
+    for (int j = 0; j < 4; ++j)
+    {
+      const int x = 2 * X + (j & 1), y = 2 * Y + (j >> 1);
+      if (x >= v.pyramid.levelWidth[k - 1] || y >= v.pyramid.levelHeight[k - 1] || v.count(k - 1, x, y) == 0)
+        continue;
+      const double dd = cellSquaredDistance(v, k - 1, x, y, c0, r0, c1, r1);
+      if (dd < best)
+      {
+        best = dd;
+        bestX = x;
+        bestY = y;
+      }
+    }
+    --k;
+    X = bestX;
+    Y = bestY;
+  }
+  return int64_t(Y) * v.g.bx + X;
+}
+
+// The level whose cells are at least `span` pixels a side (so that a span meets at most two of
+// them on each axis), at most the top.
+GPUGEO_HD int levelSpanning(const SegmentIndexView& v, double span)
+{
+  int k = 0;
+  while (k + 1 < v.pyramid.levels && double(int64_t(1) << (v.g.shift + k)) < span)
+    ++k;
+  return k;
 }
 
 // The bucket rectangle holding every point within u (plus the margin) of the pixel centres of

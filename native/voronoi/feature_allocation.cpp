@@ -134,19 +134,24 @@ void validate(const Grid& grid, const FeatureSites& features)
   if (features.featureCount <= 0 || features.featureCount > kMaxSites)
     throw InvalidInput("There are " + std::to_string(features.featureCount) + " features; the limit is " +
                        std::to_string(kMaxSites) + ".");
+  if (!features.x || !features.y)
+    throw InvalidInput("The features have no coordinate arrays.");
   if (features.pathStart[0] != 0)
     throw InvalidInput("The first path does not start at vertex 0.");
   int64_t explicitVertices = 0;
   for (int64_t p = 0; p < features.pathCount; ++p)
   {
     const int64_t n = features.pathStart[p + 1] - features.pathStart[p];
-    if (n < 0)
-      throw InvalidInput("Path " + std::to_string(p + 1) + " ends before it starts.");
+    if (n < 0 || n > kMaxFeatureVertices)
+      throw InvalidInput("Path " + std::to_string(p + 1) + " ends before it starts or has more than " +
+                         std::to_string(kMaxFeatureVertices) + " vertices.");
     if (features.pathFeature[p] < 0 || features.pathFeature[p] >= features.featureCount)
       throw InvalidInput("Path " + std::to_string(p + 1) + " belongs to feature " +
                          std::to_string(features.pathFeature[p]) + ", outside 0 to " +
                          std::to_string(features.featureCount - 1) + ".");
     explicitVertices += n + 1;
+    if (explicitVertices > kMaxFeatureVertices)
+      throw InvalidInput("The features have more than " + std::to_string(kMaxFeatureVertices) + " vertices.");
   }
   const int64_t vertices = features.pathStart[features.pathCount];
   if (vertices <= 0)
@@ -348,6 +353,10 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p)
       });
   for (int64_t b = 0; b < g.count(); ++b)
     index.start[static_cast<size_t>(b + 1)] += index.start[static_cast<size_t>(b)];
+  // The pyramid counts entries in int32, as the GPU's index does.
+  if (index.start.back() >= (int64_t(1) << 31))
+    throw InvalidInput("The segments would be listed " + std::to_string(index.start.back()) +
+                       " times in their buckets, more than the index holds (2^31); use a larger pixel size.");
   index.entries.resize(static_cast<size_t>(index.start.back()));
   std::vector<int64_t> at(index.start.begin(), index.start.end() - 1);
   for (int64_t i = 0; i < slots; ++i)

@@ -82,8 +82,9 @@ __global__ void emitKernel(const sg::Segment* seg, const int64_t* offset, int64_
   if (i >= slots || seg[i].feature < 0)
     return;
   int64_t at = offset[i];
+  const int64_t end = offset[i + 1];  // the count pass's total: never written past
   sg::forEachBucketRow(g, seg[i], [&](int x0, int x1, int y) {
-    for (int x = x0; x <= x1; ++x, ++at)
+    for (int x = x0; x <= x1 && at < end; ++x, ++at)
     {
       key[at] = uint32_t(int64_t(y) * g.bx + x);
       value[at] = int32_t(i);
@@ -405,12 +406,15 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
   // buckets, with the final reach; or, where the search's stack overflowed, every bucket within
   // reach in the rectangle around the block.
   const sg::Rect square = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
+  auto forSquare = [&](auto&& visitRange) {
+    sg::forNewRuns(square, sg::Rect{}, [&](int y, int x0, int x1) {
+      visitRange(v.start[int64_t(y) * v.g.bx + x0], v.start[int64_t(y) * v.g.bx + x1 + 1]);
+    });
+  };
   auto forCandidateRanges = [&](auto&& visitRange) {
     if (!searched)
     {
-      sg::forNewRuns(square, sg::Rect{}, [&](int y, int x0, int x1) {
-        visitRange(v.start[int64_t(y) * v.g.bx + x0], v.start[int64_t(y) * v.g.bx + x1 + 1]);
-      });
+      forSquare(visitRange);
       return;
     }
     sg::forNewRuns(rect, sg::Rect{}, [&](int y, int x0, int x1) {
@@ -418,16 +422,20 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
     });
     if (greedy >= 0)
       visitRange(v.start[greedy], v.start[greedy + 1]);
-    if (far)
-      forFarBuckets(
-      v, c0, r0, c1, r1, rect, greedy, S.stack, lane, [&] { return reachOf(eMin, disc, v.slack); },
-      [&](int64_t b) { visitRange(v.start[b], v.start[b + 1]); });
+    // This descent starts from the final reach's level and may overflow where the first did not:
+    // then the square as well (a bucket visited twice costs time only: copies are merged by id
+    // and evaluating a segment twice changes nothing).
+    if (far && !forFarBuckets(v, c0, r0, c1, r1, rect, greedy, S.stack, lane,
+                              [&] { return reachOf(eMin, disc, v.slack); },
+                              [&](int64_t b) { visitRange(v.start[b], v.start[b + 1]); }))
+      forSquare(visitRange);
   };
   __syncwarp();
 
-  // 2. The segments that may be nearest, each once, copied into shared memory while they fit.
+  // 2. The segments that may be nearest, each once, copied into shared memory while they fit (the
+  //    scanned entries are all of them only when the search did not overflow its stack).
   int n = 0;
-  if (nScanned <= kScanCap)
+  if (searched && nScanned <= kScanCap)
   {
     for (int base = 0; base < nScanned; base += 32)
     {

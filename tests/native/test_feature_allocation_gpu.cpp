@@ -176,4 +176,27 @@ TEST(FeatureAllocationGpu, AClusterFarFromMostPixelsMatchesTheCpu)
   EXPECT_GT(cpu.stats.splitTiles, 0);
 }
 
+TEST(FeatureAllocationGpu, ASearchThatOverflowsItsStackStillFindsEveryCandidate)
+{
+  SKIP_WITHOUT_GPU();
+  // A dense field of short segments (one per 4 x 4 pixels) left of x = 1000 and one lone segment
+  // near x = 2000: the empty blocks near x = 1100 first find the lone segment up the pyramid, so
+  // their first reach (about 900 pixels) spans the whole field and their stack of cells overflows
+  // before nearer segments shrink it (found by review; the GPU must then visit the square).
+  FeatureCase c;
+  c.name = "stack overflow";
+  const int64_t side = 2048;
+  c.grid = Grid{0.0, 0.0, 1.0, side, side};
+  int f = 0;
+  for (int y = 0; y < side; y += 4)
+    for (int x = 0; x < 1000; x += 4)
+    {
+      c.addPath(f, {{x + 1.0, -(y + 1.0)}, {x + 2.5, -(y + 2.0)}});
+      ++f;
+    }
+  c.addPath(f, {{2000.0, -1000.0}, {2001.0, -1001.0}});
+  const Result cpu = label(Backend::Cpu, c, PolygonInterior::Zero);
+  expectSame(c.name, label(Backend::Gpu, c, PolygonInterior::Zero), cpu, c.grid.width);
+}
+
 }  // namespace

@@ -153,7 +153,7 @@ void VoronoiRasterAlgorithm::initAlgorithm(const QVariantMap&)
     QStringLiteral("POLYGON_DISTANCE"), QObject::tr("Inside polygons"),
     QStringList() << QObject::tr("Distance 0 (the pixels belong to the polygon)")
                   << QObject::tr("Distance to the boundary (inside and out)"),
-    false, 0));
+    false, 0, true));  // optional: models saved before it existed stay valid
   addDeviceParameter();
   addOutputFormatParameters();
   addParameter(new QgsProcessingParameterRasterDestination(QStringLiteral("OUTPUT"), QObject::tr("Voronoi allocation")));

@@ -239,14 +239,14 @@ class QgisProcessTest(QgisProcessBase):
         dataset = ogr.GetDriverByName("GPKG").CreateDataSource(lines)
         layer = dataset.CreateLayer("lines", None, ogr.wkbLineString)
         feature = ogr.Feature(layer.GetLayerDefn())
-        feature.SetGeometry(ogr.CreateGeometryFromWkt("LINESTRING (0 0, 1 1)"))
+        feature.SetGeometry(ogr.CreateGeometryFromWkt("LINESTRING EMPTY"))
         layer.CreateFeature(feature)
         dataset = None
         cases = [
             ({"INPUT": empty}, "no point to use"),
             ({"INPUT": two, "PIXEL_SIZE": 0}, "PIXEL_SIZE (Pixel size) must be a number greater than 0; got 0."),
             ({"INPUT": two, "PIXEL_SIZE": 0.0001}, "limits of 2^31"),
-            ({"INPUT": lines}, "INPUT must be a point layer"),
+            ({"INPUT": lines}, "no feature to use (0 features without geometry, 1 with an empty geometry)"),
         ]
         for parameters, words in cases:
             output = self.path("bad.tif")

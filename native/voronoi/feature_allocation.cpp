@@ -441,9 +441,10 @@ void keepNearest(const BlockScratch& scratch, const std::vector<uint32_t>& from,
 }
 
 // The CPU's form of the block search (the GPU's warp takes the same steps, so the counts agree too):
-// 1. the buckets around the block (doubled while they hold nothing); u, the least distance from
-//    the block's centre plus its radius over their segments, bounds every pixel's nearest; the
-//    rectangle grows to all buckets within u of the block, once or a few times;
+// 1. the block's buckets and one ring, a few more while the rectangle stays small (kSmallRect), or
+//    where all are empty a near non-empty bucket (nearestBucket); u, the least distance from the
+//    block's centre plus its radius over their segments, bounds every pixel's nearest; every other
+//    bucket within u of the block is found by descending the pyramid;
 // 2. the segments that may be nearest to some pixel of the block (keepLimit) are kept, each once
 //    (a segment is listed in every bucket it crosses), then again for each 4 x 4 quarter and each
 //    2 x 2 cell of it;
@@ -492,7 +493,6 @@ void labelBlock(const SegmentIndexView& v, const void* labeller, size_t ids, int
   if (scratch.segment.empty())
     ++counts.widened;
   // A few buckets more while the rectangle stays small (most blocks); beyond, the pyramid.
-  constexpr int64_t kSmallRect = 81;
   auto area = [](const sg::Rect& r) { return int64_t(r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1); };
   for (int m = 2; scratch.segment.empty() && m <= 4; m *= 2)
   {

@@ -365,7 +365,6 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
   scanNewRuns(rect, sg::Rect{});
   const int widened = eMin == HUGE_VAL ? 1 : 0;
   // A few buckets more while the rectangle stays small (most blocks); beyond, the pyramid.
-  constexpr int64_t kSmallRect = 81;
   auto area = [](const sg::Rect& r) { return int64_t(r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1); };
   for (int m = 2; eMin == HUGE_VAL && m <= 4; m *= 2)
   {

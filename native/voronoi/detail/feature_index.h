@@ -102,6 +102,8 @@ GPUGEO_HD bool beyondReach(double dd, double r)
   return dd > exact::mul(exact::mul(r, r), 1.0 + 0x1p-40);
 }
 
+// The most buckets a block's rectangle grows to before the pyramid takes over (both backends).
+constexpr int64_t kSmallRect = 81;
 
 // The bucket rectangle of a block of pixels [c0, c1] x [r0, r1] widened by m buckets, clamped.
 GPUGEO_HD segments::Rect blockRect(const segments::BucketGrid& g, int c0, int r0, int c1, int r1, int m)
@@ -112,11 +114,6 @@ GPUGEO_HD segments::Rect blockRect(const segments::BucketGrid& g, int c0, int r0
   rect.x1 = minOf(g.bx - 1, (c1 >> g.shift) + m);
   rect.y1 = minOf(g.by - 1, (r1 >> g.shift) + m);
   return rect;
-}
-
-GPUGEO_HD bool wholeGrid(const segments::BucketGrid& g, const segments::Rect& r)
-{
-  return r.x0 == 0 && r.y0 == 0 && r.x1 == g.bx - 1 && r.y1 == g.by - 1;
 }
 
 // A box of pixels [c0, c1] x [r0, r1] (inclusive) as a disc around its centre: every pixel centre

@@ -11,6 +11,19 @@
 // unless a bucket holds more than a tile's list can (then they are dropped first, by a hash table,
 // so that piles of copies cannot make pixels scan them all).
 //
+// Overlapped start (500,000 sites or more, spread over the grid, no bucket holding more than a
+// tile's list): the host cuts the sites into up to eight bands of bucket rows of about equal counts
+// (detail/site_bands.h), each site with its input index. The bands go up one after another, in the
+// order that lets labelling start soonest; each is indexed into its own buckets (count, scan from the
+// band's first slot, scatter) on an index stream as soon as it has arrived, and the pixel rows of a
+// band are labelled once every band within reach of them is indexed, while later bands are still on
+// their way (two labelling streams taking turns, so that one band's last tiles overlap the next
+// band's first). Until a band is indexed its buckets read as empty and its slots as sites farther
+// than any; the reach (from a bound on every pixel's nearest distance) keeps every site that can be
+// nearest, ties included, inside the bands waited for, so labels and distances are the same bits as
+// the one-piece index's. A read beyond the reach (a tile's bound from a site outside the grid) may
+// meet a band being indexed: it sees real sites or far ones, never a slot outside the sites.
+//
 // Labels, per 64 x 64 root of the band (planned from its own buckets):
 // - Roots of evenly filled dense buckets are labelled directly: the block stages the root's
 //   buckets and two rings in shared memory; each warp's 8 x 8 pixels scan ring after ring of
@@ -34,6 +47,7 @@
 #include "core/device_buffer.h"
 #include "core/parallel.h"
 #include "detail/bucket_grid.h"
+#include "detail/site_bands.h"
 #include "site_tree.h"
 #include "voronoi_backends.h"
 #include "voronoi_cuda.h"
@@ -48,6 +62,9 @@ namespace {
 namespace g = detail::grid;
 
 constexpr double kSitesPerBucket = 4.0;  // in the densest root
+constexpr int64_t kBandedAtLeast = 500000;  // sites for the overlapped start
+constexpr int kBands = 8;
+constexpr int kSpreadRoot = 4;  // the densest root at most this many times the mean: sites spread out
 
 struct BucketChoice
 {
@@ -100,6 +117,17 @@ BucketChoice chooseBuckets(const Grid& grid, const Point* points, int64_t n, int
   return choice;
 }
 
+// Whether the sites are spread over the grid (the densest root holds at most kSpreadRoot times the
+// mean): then each band's labelling spreads over many roots and overlaps the next band's upload
+// well. Where most sites crowd into a few roots, a band of them labelled alone keeps only a few
+// blocks busy (measured: 90 % of 4,000,000 sites in 1 % of 8192^2, 3.8 ms overlapped against
+// 3.4 ms in one piece, H200), so those start in one piece.
+bool spread(const BucketChoice& choice, int64_t n, const Grid& grid)
+{
+  const double roots = double((grid.width + g::kRoot - 1) / g::kRoot) * double((grid.height + g::kRoot - 1) / g::kRoot);
+  return double(choice.densestRoot) <= kSpreadRoot * double(n) / roots;
+}
+
 // A power of two, about twice the sites (n < 2^31, so n + 1 <= 2^31 always fits).
 uint32_t tableCapacity(int64_t n)
 {
@@ -129,6 +157,8 @@ public:
     }
     catch (...)
     {
+      cudaStreamSynchronize(mStream);
+      releaseStart();
       cudaStreamDestroy(mStream);
       throw;
     }
@@ -140,6 +170,7 @@ public:
     cudaStreamSynchronize(mStream);
     for (auto& event : mPhaseEvents)
       cudaEventDestroy(event.second);
+    releaseStart();
     cudaStreamDestroy(mStream);
   }
 
@@ -151,17 +182,75 @@ public:
     checkRows(row0, rows);
     if (rows == 0)
       return;
+    // In one piece where the whole index is there (it always is but during an overlapped start).
+    const cudaEvent_t lastIndexed = mBands.count() > 0 ? mIndexed[size_t(mBands.order.back())] : nullptr;
+    const bool indexed = !lastIndexed || cudaEventQuery(lastIndexed) == cudaSuccess;
+    cudaGetLastError();  // a query's "not ready" is an answer, not an error
+    if (indexed)
+    {
+      if (lastIndexed)
+        GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, lastIndexed, 0));
+      labelPiece(row0, rows, deviceSite, deviceDistance, mWork[0], mStream);
+      return;
+    }
+    // Band by band, each once the bands within its reach are indexed; the bands take turns on this
+    // stream and a side stream (each with work buffers of its own), so that one band's last tiles
+    // overlap the next band's first.
+    const int bucket = 1 << mBands.shift;
+    GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side stream after this stream's earlier work
+    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mSideStream, mSideDone, 0));
+    int turn = 0;
+    for (const int b : mLabelOrder)
+    {
+      const int64_t first = std::max<int64_t>(row0, int64_t(mBands.row0[size_t(b)]) * bucket);
+      const int64_t end = std::min<int64_t>({row0 + rows, int64_t(mBands.row0[size_t(b) + 1]) * bucket, mGrid.height});
+      if (first >= end)
+        continue;
+      const cudaStream_t stream = turn == 0 ? mStream : mSideStream;
+      for (int k = mBands.needFirst[size_t(b)]; k <= mBands.needLast[size_t(b)]; ++k)
+        GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(k)], 0));
+      const int64_t skip = (first - row0) * mGrid.width;
+      labelPiece(first, end - first, deviceSite + skip, deviceDistance ? deviceDistance + skip : nullptr, mWork[turn],
+                 stream);
+      turn ^= 1;
+    }
+    GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mSideStream));
+    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, mSideDone, 0));
+  }
+
+  // The buffers one labelling at a time uses (launchLabels').
+  struct LabelWork
+  {
+    DeviceBuffer<g::TileJob> jobs;
+    DeviceBuffer<int> queueCount;
+    DeviceBuffer<int> heavyCount;
+    DeviceBuffer<g::RootItem> heavy;
+    DeviceBuffer<g::RootItem> light;
+
+    void reserve(int levels, int64_t roots)
+    {
+      jobs.resize(size_t(levels) * g::kQueueCap);
+      queueCount.resize(size_t(levels));
+      heavyCount.resize(1);
+      heavy.resize(static_cast<size_t>(g::kHeavyParts * roots));
+      light.resize(static_cast<size_t>(roots));
+    }
+  };
+
+  // Enqueues the labelling of rows [row0, row0 + rows) on `stream`, whose reach is indexed.
+  void labelPiece(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance, LabelWork& work,
+                  cudaStream_t stream)
+  {
     const int64_t roots = ((mGrid.width + g::kRoot - 1) / g::kRoot) * ((rows + g::kRoot - 1) / g::kRoot);
-    mHeavy.resize(static_cast<size_t>(4 * roots));
-    mLight.resize(static_cast<size_t>(roots));
+    work.reserve(mLevels, roots);
     g::GridView view = mView;
     view.rowBegin = static_cast<int>(row0);
     view.rowEnd = static_cast<int>(row0 + rows);
     view.outSite = deviceSite;
     view.outDistance = deviceDistance;
     phase(nullptr);
-    g::launchLabels(view, mLevels, mHeavy.data(), mLight.data(), mHeavyCount.data(), mJobs.data(), mQueueCount.data(),
-                    mMultiprocessors, mStream, &GpuLabeller::phaseHook, this);
+    g::launchLabels(view, mLevels, work.heavy.data(), work.light.data(), work.heavyCount.data(), work.jobs.data(),
+                    work.queueCount.data(), mMultiprocessors, stream, &GpuLabeller::phaseHook, this);
   }
 
   void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
@@ -211,6 +300,7 @@ public:
   }
 
   cudaStream_t stream() const override { return mStream; }
+  cudaEvent_t startEvent() const override { return mStartEvent; }
   void setProfiling(bool on) override { mProfiling = on; }
   StageTimes phaseTimes() override
   {
@@ -232,13 +322,18 @@ public:
 
   Backend backend() const override { return Backend::Gpu; }
   std::string deviceName() const override { return mDeviceName; }
-  const StageTimes& times() const override { return mTimes; }
+  const StageTimes& times() const override
+  {
+    settleStart();
+    return mTimes;
+  }
   // Waits for the stream, then reads the device counters; the distinct sites are counted on the
   // first call where the index did not need to (a hash table over the sites).
   const LabelStats& stats() const override
   {
     unsigned long long counters[g::kCounterCount] = {};
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    settleStart();
     GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
     GPUGEO_CUDA_CHECK(cudaMemcpy(counters, mCounters.data(), sizeof(counters), cudaMemcpyDeviceToHost));
     if (mStats.uniqueSites < 0)
@@ -248,29 +343,40 @@ public:
     mStats.candidates = static_cast<int64_t>(counters[g::kCandidates]);
     mStats.refinedPixels = static_cast<int64_t>(counters[g::kRefinedPixels]);
     mStats.denseTiles = static_cast<int64_t>(counters[g::kDirectRoots] + counters[g::kExactPixels]);
+    mStats.siteBands = mBands.count();
     return mStats;
   }
   std::vector<std::string> warnings() const override { return mWarnings; }
 
 private:
-  // The sites' bucket grid: prepared on the host (pixel frame into pinned memory, bucket side,
-  // device buffers), uploaded in chunks, each chunk's sites counted into their buckets while the
-  // next is on its way, then the counting sort's scan, order and gather.
+  // The sites' bucket grid: prepared on the host (pixel frame, bucket side, the bands where they
+  // apply, device buffers), then built in one piece (buildWhole, waited for) or band by band
+  // (startBanded, not waited for).
   void buildIndex(const Sites& sites, const RunControl& control)
   {
     const int32_t n = static_cast<int32_t>(sites.count);
     mSiteCount = n;
-    cuda::PinnedBuffer<Point> host;
-    DeviceBuffer<Point> input;
-    DeviceBuffer<uint32_t> key;
-    DeviceBuffer<int32_t> rank, count;
+    const int threads = mOptions.threads;
+    cuda::PinnedBuffer<Point>& host = mHostWhole;
     BucketChoice choice;
     int buckets = 0;
     {
       ScopedStage stage(mTimes, "prepare");
-      host.resize(n);
-      toPixelFrame(mGrid, sites, host.data(), mOptions.threads);
-      choice = chooseBuckets(mGrid, host.data(), n, mOptions.threads);
+      // A large input goes to the pixel frame in pageable memory first: the bands are made from it.
+      const bool large = n >= kBandedAtLeast;
+      std::vector<Point> frame;
+      if (large)
+      {
+        frame = hugeVector<Point>(size_t(n));
+        toPixelFrame(mGrid, sites, frame.data(), threads);
+      }
+      else
+      {
+        host.resize(n);
+        toPixelFrame(mGrid, sites, host.data(), threads);
+      }
+      const Point* points = large ? frame.data() : host.data();
+      choice = chooseBuckets(mGrid, points, n, threads);
       mView.width = static_cast<int>(mGrid.width);
       mView.height = static_cast<int>(mGrid.height);
       mView.shift = choice.shift;
@@ -281,46 +387,92 @@ private:
       mView.pixelSize = mGrid.pixelSize;
       mLevels = mView.maxTile == 32 ? 5 : 4;
       buckets = mView.bx * mView.by;
-      input.resize(n);
-      key.resize(n);
-      rank.resize(n);
-      count.resize(buckets + 1);
+      if (large && spread(choice, n, mGrid))
+        mBands = planSiteBands(points, n, mView.width, mView.height, mView.shift, mView.maxTile, kBands, threads);
+      if (mBands.count() > 0)
+      {
+        mHostBanded.resize(n);
+        mHostOriginal.resize(n);
+        partitionSites(mBands, points, n, mHostBanded.data(), mHostOriginal.data(), threads);
+        // A bucket holding more than a tile's list (piles of copies; only possible where a root
+        // does) needs the one-piece start, which drops the copies first.
+        const bool bucketsWithinCells = mView.bucket <= kReachCell;
+        if ((!bucketsWithinCells || mBands.fullestCell > g::kCap) &&
+            detail::fullestBucket(mBands, mHostBanded.data(), threads) > g::kCap)
+        {
+          mBands = SiteBands{};
+          mHostBanded.release();
+          mHostOriginal.release();
+        }
+      }
+      if (mBands.count() == 0 && large)
+      {
+        host.resize(n);
+        std::copy(frame.begin(), frame.end(), host.data());
+      }
+      mInput.resize(n);
+      mKey.resize(n);
+      mRank.resize(n);
+      mCount.resize(buckets + 1);
       mStart.resize(buckets + 1);
       mSiteIndex.resize(n);
       mPoints.resize(n);
-      mJobs.resize(size_t(mLevels) * g::kQueueCap);
-      mQueueCount.resize(mLevels);
-      mHeavyCount.resize(1);
       mCounters.resize(g::kCounterCount);
       size_t scanBytes = 0, maxBytes = 0;
-      GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, count.data(), mStart.data(), buckets + 1, mStream));
-      GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, maxBytes, count.data(), mStart.data(), buckets, mStream));
+      GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, mCount.data(), mStart.data(), buckets + 1, mStream));
+      GPUGEO_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, maxBytes, mCount.data(), mStart.data(), buckets, mStream));
       mScanTemp.resize(std::max(scanBytes, maxBytes));
+      GPUGEO_CUDA_CHECK(cudaEventCreate(&mStartEvent));
+      // The whole grid's work items now: no allocation (which may wait for the device) between the
+      // index and the first labelling, or between the bands' labellings.
+      const int64_t roots = ((mGrid.width + g::kRoot - 1) / g::kRoot) * ((mGrid.height + g::kRoot - 1) / g::kRoot);
+      mWork[0].reserve(mLevels, roots);
+      if (mBands.count() > 0)
+      {
+        mWork[1].reserve(mLevels, roots);
+        mOriginal.resize(n);
+      }
     }
     if (control.isCanceled())
       throw Canceled();
+    if (mBands.count() > 0)
+      startBanded(n, buckets);
+    else
+      buildWhole(host, choice, n, buckets);
+    mView.start = mStart.data();
+    mView.points = mPoints.data();
+    mView.index = mSiteIndex.data();
+    mView.counters = mCounters.data();
+    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCounters.data(), 0, sizeof(unsigned long long) * g::kCounterCount, mStream));
+    if (mBands.count() == 0)
+      GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
+  }
 
+  // The one-piece index: uploaded in chunks, each chunk's sites counted into their buckets while the
+  // next is on its way, then the counting sort's scan, order and gather. Waits for it.
+  void buildWhole(cuda::PinnedBuffer<Point>& host, const BucketChoice& choice, int32_t n, int buckets)
+  {
     cudaStream_t copy = nullptr;
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
     std::vector<cudaEvent_t> events;
     try
     {
       const int chunks = std::max(1, std::min(8, n / 65536));
-      events.resize(size_t(chunks) + 3, nullptr);
+      events.resize(size_t(chunks) + 2, nullptr);
       for (cudaEvent_t& e : events)
         GPUGEO_CUDA_CHECK(cudaEventCreate(&e));
-      const cudaEvent_t cleared = events[0], uploadStart = events[1], indexed = events[2];
-      const cudaEvent_t* arrivedChunk = events.data() + 3;
-      GPUGEO_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, sizeof(int32_t) * (buckets + 1), mStream));
+      const cudaEvent_t cleared = events[0], indexed = events[1];
+      const cudaEvent_t* arrivedChunk = events.data() + 2;
+      GPUGEO_CUDA_CHECK(cudaEventRecord(mStartEvent, mStream));
+      GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mStream));
       GPUGEO_CUDA_CHECK(cudaEventRecord(cleared, mStream));
       GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(copy, cleared, 0));
-      GPUGEO_CUDA_CHECK(cudaEventRecord(uploadStart, copy));
       auto chunkFirst = [&](int c) { return int(int64_t(n) * c / chunks); };
       // All the copies first (the copy engine never waits for the host), then the counts, each
       // after its chunk.
       for (int c = 0; c < chunks; ++c)
       {
-        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(input.data() + chunkFirst(c), host.data() + chunkFirst(c),
+        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mInput.data() + chunkFirst(c), host.data() + chunkFirst(c),
                                           sizeof(Point) * size_t(chunkFirst(c + 1) - chunkFirst(c)),
                                           cudaMemcpyHostToDevice, copy));
         GPUGEO_CUDA_CHECK(cudaEventRecord(arrivedChunk[c], copy));
@@ -328,33 +480,33 @@ private:
       for (int c = 0; c < chunks; ++c)
       {
         GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, arrivedChunk[c], 0));
-        g::launchCount(input.data(), nullptr, chunkFirst(c), chunkFirst(c + 1) - chunkFirst(c), mView.shift, mView.bx,
-                       mView.by, key.data(), rank.data(), count.data(), mStream);
+        g::launchCount(mInput.data(), nullptr, chunkFirst(c), chunkFirst(c + 1) - chunkFirst(c), mView.shift, mView.bx,
+                       mView.by, mKey.data(), mRank.data(), mCount.data(), mStream);
       }
       const cudaEvent_t arrived = arrivedChunk[chunks - 1];
       int32_t kept = n;
       DeviceBuffer<uint8_t> duplicate;
       // Piles of exact copies would make every pixel near them scan them all: where a bucket holds
       // more than a tile's list can (only possible where a root does), they are dropped first.
-      if (choice.densestRoot > g::kCap && fullestBucket(count.data(), buckets) > g::kCap)
+      if (choice.densestRoot > g::kCap && fullestBucket(mCount.data(), buckets) > g::kCap)
       {
         duplicate.resize(n);
-        kept = markDuplicates(input.data(), n, duplicate.data());
+        kept = markDuplicates(mInput.data(), n, duplicate.data());
         mStats.uniqueSites = kept;
-        GPUGEO_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, sizeof(int32_t) * (buckets + 1), mStream));
-        g::launchCount(input.data(), duplicate.data(), 0, n, mView.shift, mView.bx, mView.by, key.data(), rank.data(),
-                       count.data(), mStream);
+        GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mStream));
+        g::launchCount(mInput.data(), duplicate.data(), 0, n, mView.shift, mView.bx, mView.by, mKey.data(), mRank.data(),
+                       mCount.data(), mStream);
       }
       size_t bytes = mScanTemp.size();
       GPUGEO_CUDA_CHECK(
-        cub::DeviceScan::ExclusiveSum(mScanTemp.data(), bytes, count.data(), mStart.data(), buckets + 1, mStream));
-      g::launchOrder(input.data(), duplicate.size() ? duplicate.data() : nullptr, key.data(), rank.data(),
+        cub::DeviceScan::ExclusiveSum(mScanTemp.data(), bytes, mCount.data(), mStart.data(), buckets + 1, mStream));
+      g::launchOrder(mInput.data(), duplicate.size() ? duplicate.data() : nullptr, mKey.data(), mRank.data(),
                      mStart.data(), n, mSiteIndex.data(), mStream);
-      g::launchGather(input.data(), mSiteIndex.data(), kept, mPoints.data(), mStream);
+      g::launchGather(mInput.data(), mSiteIndex.data(), kept, mPoints.data(), mStream);
       GPUGEO_CUDA_CHECK(cudaEventRecord(indexed, mStream));
       GPUGEO_CUDA_CHECK(cudaEventSynchronize(indexed));
       float uploadMs = 0.f, indexMs = 0.f;
-      GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&uploadMs, uploadStart, arrived));
+      GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&uploadMs, mStartEvent, arrived));
       GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&indexMs, arrived, indexed));
       mTimes.add("upload", uploadMs);
       mTimes.add("index", indexMs);
@@ -372,13 +524,135 @@ private:
     for (cudaEvent_t e : events)
       cudaEventDestroy(e);
     cudaStreamDestroy(copy);
+  }
 
-    mView.start = mStart.data();
-    mView.points = mPoints.data();
-    mView.index = mSiteIndex.data();
-    mView.counters = mCounters.data();
-    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCounters.data(), 0, sizeof(unsigned long long) * g::kCounterCount, mStream));
-    GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
+  // The overlapped start: each band's upload on the copy stream and its index on the index stream
+  // once it has arrived (its sites' buckets and ranks, the scan of its buckets from its first slot,
+  // the points and input indices scattered to their slots), after the index is made empty (every
+  // bucket at its band's first slot, every slot a site that never wins). Returns at once;
+  // labelRowsOnDevice waits for the bands each labelling needs.
+  void startBanded(int32_t n, int buckets)
+  {
+    GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mCopyStream, cudaStreamNonBlocking));
+    GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mIndexStream, cudaStreamNonBlocking));
+    GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mSideStream, cudaStreamNonBlocking));
+    GPUGEO_CUDA_CHECK(cudaEventCreateWithFlags(&mSideDone, cudaEventDisableTiming));
+    const int bands = mBands.count();
+    mArrived.assign(size_t(bands), nullptr);
+    mIndexed.assign(size_t(bands), nullptr);
+    for (int b = 0; b < bands; ++b)
+    {
+      GPUGEO_CUDA_CHECK(cudaEventCreate(&mArrived[size_t(b)]));
+      GPUGEO_CUDA_CHECK(cudaEventCreate(&mIndexed[size_t(b)]));
+    }
+    const auto bucketsOf = [&](int b) {
+      return std::make_pair(mBands.row0[size_t(b)] * mView.bx, mBands.row0[size_t(b) + 1] * mView.bx);
+    };
+    size_t scanBytes = 0;
+    for (int b = 0; b < bands; ++b)
+    {
+      const auto [b0, b1] = bucketsOf(b);
+      size_t need = 0;
+      GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, need, mCount.data() + b0, mStart.data() + b0,
+                                                       ::cuda::std::plus<int32_t>{}, int32_t(0), b1 - b0, mIndexStream));
+      scanBytes = std::max(scanBytes, need);
+    }
+    mBandScanTemp.resize(std::max<size_t>(scanBytes, 1));
+
+    // The labellings in the order their bands' reach arrives.
+    std::vector<int> arrival(static_cast<size_t>(bands));
+    for (int k = 0; k < bands; ++k)
+      arrival[size_t(mBands.order[size_t(k)])] = k;
+    const auto readyAt = [&](int b) {
+      int at = 0;
+      for (int k = mBands.needFirst[size_t(b)]; k <= mBands.needLast[size_t(b)]; ++k)
+        at = std::max(at, arrival[size_t(k)]);
+      return at;
+    };
+    mLabelOrder.resize(size_t(bands));
+    for (int b = 0; b < bands; ++b)
+      mLabelOrder[size_t(b)] = b;
+    std::stable_sort(mLabelOrder.begin(), mLabelOrder.end(), [&](int a, int b) { return readyAt(a) < readyAt(b); });
+
+    GPUGEO_CUDA_CHECK(cudaEventRecord(mStartEvent, mIndexStream));
+    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mCopyStream, mStartEvent, 0));
+    for (const int b : mBands.order)
+    {
+      const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;
+      if (count > 0)
+      {
+        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mInput.data() + first, mHostBanded.data() + first, sizeof(Point) * size_t(count),
+                                          cudaMemcpyHostToDevice, mCopyStream));
+        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mOriginal.data() + first, mHostOriginal.data() + first,
+                                          sizeof(int32_t) * size_t(count), cudaMemcpyHostToDevice, mCopyStream));
+      }
+      GPUGEO_CUDA_CHECK(cudaEventRecord(mArrived[size_t(b)], mCopyStream));
+    }
+    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mIndexStream));
+    for (int b = 0; b < bands; ++b)
+    {
+      const auto [b0, b1] = bucketsOf(b);
+      g::launchFill(mStart.data(), b0, b1 - b0, mBands.offset[size_t(b)], mIndexStream);
+    }
+    g::launchFill(mStart.data(), buckets, 1, n, mIndexStream);
+    g::launchFarSites(mPoints.data(), mSiteIndex.data(), n, mIndexStream);
+    for (const int b : mBands.order)
+    {
+      const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;
+      const auto [b0, b1] = bucketsOf(b);
+      GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mIndexStream, mArrived[size_t(b)], 0));
+      g::launchCount(mInput.data(), nullptr, first, count, mView.shift, mView.bx, mView.by, mKey.data(), mRank.data(),
+                     mCount.data(), mIndexStream);
+      size_t bytes = mBandScanTemp.size();
+      GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(mBandScanTemp.data(), bytes, mCount.data() + b0, mStart.data() + b0,
+                                                       ::cuda::std::plus<int32_t>{}, first, b1 - b0, mIndexStream));
+      g::launchScatter(mInput.data(), mOriginal.data(), mKey.data(), mRank.data(), mStart.data(), first, count,
+                       mPoints.data(), mSiteIndex.data(), mIndexStream);
+      GPUGEO_CUDA_CHECK(cudaEventRecord(mIndexed[size_t(b)], mIndexStream));
+    }
+  }
+
+  // The overlapped start's times ("upload": to the last band's arrival, "index": from there to the
+  // last band indexed), once it is done; waits for it.
+  void settleStart() const
+  {
+    if (mBands.count() == 0 || mStartSettled)
+      return;
+    GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mIndexStream));
+    float uploadMs = 0.f, indexMs = 0.f;
+    const size_t last = size_t(mBands.order.back());
+    GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&uploadMs, mStartEvent, mArrived[last]));
+    GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&indexMs, mArrived[last], mIndexed[last]));
+    mTimes.add("upload", uploadMs);
+    mTimes.add("index", indexMs);
+    mStartSettled = true;
+  }
+
+  // The start's streams and events (after the index is done or abandoned).
+  void releaseStart()
+  {
+    for (cudaStream_t stream : {mCopyStream, mIndexStream, mSideStream})
+      if (stream)
+        cudaStreamSynchronize(stream);
+    for (cudaEvent_t e : mArrived)
+      if (e)
+        cudaEventDestroy(e);
+    for (cudaEvent_t e : mIndexed)
+      if (e)
+        cudaEventDestroy(e);
+    mArrived.clear();
+    mIndexed.clear();
+    if (mStartEvent)
+      cudaEventDestroy(mStartEvent);
+    mStartEvent = nullptr;
+    if (mSideDone)
+      cudaEventDestroy(mSideDone);
+    mSideDone = nullptr;
+    for (cudaStream_t stream : {mCopyStream, mIndexStream, mSideStream})
+      if (stream)
+        cudaStreamDestroy(stream);
+    mCopyStream = mIndexStream = mSideStream = nullptr;
   }
 
   // The most sites any bucket holds (waits for the stream).
@@ -459,8 +733,11 @@ private:
   {
     mSiteOut.release();
     mDistanceOut.release();
-    mHeavy.release();
-    mLight.release();
+    for (LabelWork& w : mWork)
+    {
+      w.heavy.release();
+      w.light.release();
+    }
   }
 
   Grid mGrid;
@@ -469,12 +746,33 @@ private:
   int mDevice = 0;
   int mMultiprocessors = 1;
   cudaStream_t mStream = nullptr;
-  StageTimes mTimes;
+  mutable StageTimes mTimes;
   mutable LabelStats mStats{-1};
   std::vector<std::string> mWarnings;
   int64_t mBandRows = 0;
   bool mProfiling = false;
   std::vector<std::pair<const char*, cudaEvent_t>> mPhaseEvents;
+
+  // The overlapped start (startBanded): the bands, its streams and events; what the index reads
+  // (both starts: kept until the labeller goes, no free between the index and the labelling).
+  SiteBands mBands;
+  cudaStream_t mCopyStream = nullptr;
+  cudaStream_t mIndexStream = nullptr;
+  cudaStream_t mSideStream = nullptr;  // the other labelling stream of the bands' turns
+  cudaEvent_t mSideDone = nullptr;
+  std::vector<int> mLabelOrder;  // the bands' labellings, in the order their reach arrives
+  cudaEvent_t mStartEvent = nullptr;  // before the first upload (either start)
+  std::vector<cudaEvent_t> mArrived, mIndexed;
+  mutable bool mStartSettled = false;
+  cuda::PinnedBuffer<Point> mHostWhole;  // the one-piece start's (freeing pinned memory takes a while)
+  cuda::PinnedBuffer<Point> mHostBanded;
+  cuda::PinnedBuffer<int32_t> mHostOriginal;
+  DeviceBuffer<Point> mInput;
+  DeviceBuffer<int32_t> mOriginal;
+  DeviceBuffer<uint32_t> mKey;
+  DeviceBuffer<int32_t> mRank;
+  DeviceBuffer<int32_t> mCount;
+  DeviceBuffer<unsigned char> mBandScanTemp;
 
   int32_t mSiteCount = 0;
   int mLevels = 5;
@@ -482,11 +780,7 @@ private:
   DeviceBuffer<int32_t> mStart;
   DeviceBuffer<Point> mPoints;
   DeviceBuffer<int32_t> mSiteIndex;
-  DeviceBuffer<g::TileJob> mJobs;
-  DeviceBuffer<int> mQueueCount;
-  DeviceBuffer<int> mHeavyCount;
-  DeviceBuffer<g::RootItem> mHeavy;
-  DeviceBuffer<g::RootItem> mLight;
+  LabelWork mWork[2];  // the second for the bands' turns
   DeviceBuffer<unsigned long long> mCounters;
   DeviceBuffer<unsigned char> mScanTemp;
   DeviceBuffer<int32_t> mSiteOut;

@@ -11,7 +11,7 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 constexpr double kMaxDouble = 1.79769313486231570e308;
-constexpr int kHeavySide = 4;  // roots of tiles this small or smaller are quartered and started first
+constexpr int kHeavySide = 4;  // roots of tiles this small or smaller are cut into parts and started first
 
 unsigned blocksFor(long long items, int threads)
 {
@@ -56,6 +56,36 @@ __global__ void gatherKernel(const Point* p, const int32_t* order, int n, Point*
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
     sorted[i] = p[order[i]];
+}
+
+__global__ void fillKernel(int32_t* start, int first, int count, int32_t value)
+{
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count)
+    start[first + i] = value;
+}
+
+__global__ void farSitesKernel(Point* points, int32_t* index, int n)
+{
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+  {
+    // Squared distances to it overflow to infinity: never below a bound, never a best (its index
+    // loses every tie, even infinity's).
+    points[i] = Point{1e300, 1e300};
+    index[i] = 0x7fffffff;
+  }
+}
+
+__global__ void scatterKernel(const Point* p, const int32_t* original, const uint32_t* key, const int32_t* rank,
+                              const int32_t* start, int first, int count, Point* sorted, int32_t* index)
+{
+  const int i = first + blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= first + count)
+    return;
+  const int32_t to = start[key[i]] + rank[i];
+  sorted[to] = p[i];
+  index[to] = original[i];
 }
 
 __device__ __forceinline__ uint32_t pointHash(const Point& p)
@@ -493,7 +523,10 @@ __device__ void forRect(const GridView& g, int x0, int y0, int x1, int y1, int l
     if (y <= y1 && x0 <= x1)
     {
       s0 = g.start[y * g.bx + x0];
-      len = g.start[y * g.bx + x1 + 1] - s0;
+      // Never negative, even where a band is being indexed beside this labelling (an overlapped
+      // start, voronoi_cuda.cu, only lets the reach of a pixel's nearest sites wait for its bands;
+      // a wider read may see a band half written): every slot read stays within the sites.
+      len = max(0, g.start[y * g.bx + x1 + 1] - s0);
     }
     int incl = len;
     for (int o = 1; o < 32; o <<= 1)
@@ -713,8 +746,9 @@ __device__ void processTile(const GridView& g, WarpList& L, const TileJob& job, 
   splitInWarp(g, L, job, lane, counts);
 }
 
-// A warp per root: its plan. Dense roots (tile side <= kHeavySide) become four quarter items listed
-// first, so that the costliest work starts first and is spread over four blocks.
+// A warp per root: its plan. Dense roots (tile side <= kHeavySide) become kHeavyParts items of a
+// side kRoot / kHeavyPerSide each, listed first, so that the costliest work starts first and is
+// spread over many blocks (a dense cluster of a few roots keeps the whole GPU busy).
 __global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, RootItem* light, int* heavyCount)
 {
   const int root = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
@@ -729,9 +763,10 @@ __global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, R
     item.side = 0;
   else if (plan.side <= kHeavySide)
   {
-    const int at = atomicAdd(heavyCount, 4);
-    for (int q = 0; q < 4; ++q)
-      heavy[at + q] = RootItem{c0 + (q & 1) * (kRoot / 2), r0 + (q >> 1) * (kRoot / 2), kRoot / 2, plan.side};
+    constexpr int part = kRoot / kHeavyPerSide;
+    const int at = atomicAdd(heavyCount, kHeavyParts);
+    for (int q = 0; q < kHeavyParts; ++q)
+      heavy[at + q] = RootItem{c0 + (q % kHeavyPerSide) * part, r0 + (q / kHeavyPerSide) * part, part, plan.side};
     item.side = 0;
   }
   light[root] = item;
@@ -802,6 +837,32 @@ void launchGather(const Point* points, const int32_t* order, int n, Point* sorte
   if (n <= 0)
     return;
   gatherKernel<<<blocksFor(n, 256), 256, 0, stream>>>(points, order, n, sorted);
+  GPUGEO_CUDA_CHECK_LAUNCH();
+}
+
+void launchFill(int32_t* start, int first, int count, int32_t value, cudaStream_t stream)
+{
+  if (count <= 0)
+    return;
+  fillKernel<<<blocksFor(count, 256), 256, 0, stream>>>(start, first, count, value);
+  GPUGEO_CUDA_CHECK_LAUNCH();
+}
+
+void launchFarSites(Point* points, int32_t* index, int n, cudaStream_t stream)
+{
+  if (n <= 0)
+    return;
+  farSitesKernel<<<blocksFor(n, 256), 256, 0, stream>>>(points, index, n);
+  GPUGEO_CUDA_CHECK_LAUNCH();
+}
+
+void launchScatter(const Point* points, const int32_t* original, const uint32_t* key, const int32_t* rank,
+                   const int32_t* start, int first, int count, Point* sorted, int32_t* index, cudaStream_t stream)
+{
+  if (count <= 0)
+    return;
+  scatterKernel<<<blocksFor(count, 256), 256, 0, stream>>>(points, original, key, rank, start, first, count, sorted,
+                                                           index);
   GPUGEO_CUDA_CHECK_LAUNCH();
 }
 

@@ -93,11 +93,13 @@ struct LabelStats
   int64_t denseTiles = 0;     // leaf tiles answered per pixel by the tree (list too long)
   int64_t candidates = 0;     // list entries over all leaf tiles
   int64_t refinedPixels = 0;  // pixels re-evaluated in float64 because of a near tie
+  int64_t siteBands = 0;      // GPU: bands of sites uploaded, indexed and labelled in turn (0: one piece)
 
   bool operator==(const LabelStats& o) const
   {
     return uniqueSites == o.uniqueSites && tiles == o.tiles && splitTiles == o.splitTiles &&
-           denseTiles == o.denseTiles && candidates == o.candidates && refinedPixels == o.refinedPixels;
+           denseTiles == o.denseTiles && candidates == o.candidates && refinedPixels == o.refinedPixels &&
+           siteBands == o.siteBands;
   }
 };
 

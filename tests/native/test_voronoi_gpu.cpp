@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "core/backend.h"
 #include "core/errors.h"
@@ -105,6 +106,78 @@ TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
   if (!gpugeo::testing::gpuTestsSmall())
     EXPECT_GT(gpu.stats.denseTiles, 0) << dense.name;
   expectIdentical(dense, gpu, cpu);
+}
+
+// 500,000 sites or more, spread over the grid, start overlapped (voronoi_cuda.cu): the sites go up
+// in bands of rows, each indexed on arrival and its pixel rows labelled once the bands within reach
+// are there. The same labels and distance bits as the CPU's: uniform sites with some outside the
+// grid, half the sites in a quarter of the area, sites crowded into the top rows (the lower bands
+// wait for all), whole coordinates (ties, copies); whole, and in bands of rows that cut across the
+// bands of sites.
+TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
+{
+  SKIP_WITHOUT_GPU();
+  std::vector<VoronoiCase> cases = {gpugeo::testing::uniformCase(201, 2048, 1536, 1200000, 0.0, 0.0, 1.0, 20.0)};
+  std::mt19937_64 rng(203);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  VoronoiCase skewed;
+  skewed.name = "1,100,000 sites on 2048 x 2048, half of them in a quarter of the area";
+  skewed.grid = Grid{0.0, 0.0, 1.0, 2048, 2048};
+  for (int i = 0; i < 1100000; ++i)
+  {
+    const bool spread = i % 2 == 0;
+    skewed.x.push_back(spread ? 2048 * u(rng) : 700 + 1024 * u(rng));
+    skewed.y.push_back(-(spread ? 2048 * u(rng) : 900 + 1024 * u(rng)));
+  }
+  cases.push_back(skewed);
+  VoronoiCase top;
+  top.name = "1,100,000 sites in the top 600 rows of 2048 x 1536, ten elsewhere";
+  top.grid = Grid{0.0, 0.0, 1.0, 2048, 1536};
+  for (int i = 0; i < 1100000; ++i)
+  {
+    top.x.push_back(2048 * u(rng));
+    top.y.push_back(-600 * u(rng));
+  }
+  for (int i = 0; i < 10; ++i)
+  {
+    top.x.push_back(2048 * u(rng));
+    top.y.push_back(-1536 * u(rng));
+  }
+  cases.push_back(top);
+  VoronoiCase whole;
+  whole.name = "1,100,000 sites at whole coordinates of 2048 x 1536 (ties and copies)";
+  whole.grid = Grid{0.0, 0.0, 1.0, 2048, 1536};
+  std::uniform_int_distribution<int> cx(0, 2048), cy(0, 1536);
+  for (int i = 0; i < 1100000; ++i)
+  {
+    whole.x.push_back(cx(rng));
+    whole.y.push_back(-cy(rng));
+  }
+  cases.push_back(whole);
+  // 90 % of the sites in 1 % of the area start in one piece (a band of them alone would keep few
+  // blocks busy): the same labels.
+  VoronoiCase crowded;
+  crowded.name = "1,100,000 sites on 2048 x 2048, 90 % of them in 1 % of the area";
+  crowded.grid = Grid{0.0, 0.0, 1.0, 2048, 2048};
+  for (int i = 0; i < 1100000; ++i)
+  {
+    const bool spread = i % 10 == 0;
+    crowded.x.push_back(spread ? 2048 * u(rng) : 760 + 205 * u(rng));
+    crowded.y.push_back(-(spread ? 2048 * u(rng) : 1250 + 205 * u(rng)));
+  }
+  const Labels crowdedCpu = run(Backend::Cpu, crowded);
+  const Labels crowdedGpu = run(Backend::Gpu, crowded);
+  EXPECT_EQ(crowdedGpu.stats.siteBands, 0) << crowded.name;
+  expectIdentical(crowded, crowdedGpu, crowdedCpu);
+  for (const VoronoiCase& c : cases)
+  {
+    const Labels cpu = run(Backend::Cpu, c);
+    const Labels gpu = run(Backend::Gpu, c);
+    EXPECT_GE(gpu.stats.siteBands, 3) << c.name;
+    EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
+    expectIdentical(c, gpu, cpu);
+    expectIdentical(c, run(Backend::Gpu, c, 300), cpu);
+  }
 }
 
 // Dense clusters overflow the tiles' lists: the tiles split (down to single pixels where need be).

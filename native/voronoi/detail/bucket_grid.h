@@ -17,6 +17,8 @@ constexpr int kQueueCap = 1 << 18;  // overflowed tiles per split level
 constexpr int kMaxBuckets = 1 << 24;
 constexpr int kMinShift = 1;       // buckets of at least 2 x 2 pixels ...
 constexpr int kMaxShift = 10;      // ... and at most 1024 x 1024
+constexpr int kHeavyPerSide = 2;   // a dense root's parts a side (launchLabels' heavy items; 4 tried: slower)
+constexpr int kHeavyParts = kHeavyPerSide * kHeavyPerSide;
 
 // Counters read back by the labeller's stats() (one atomicAdd per warp or block).
 enum Counter
@@ -70,6 +72,15 @@ void launchOrder(const Point* points, const uint8_t* duplicate, const uint32_t* 
                  const int32_t* start, int n, int32_t* order, cudaStream_t stream);
 void launchGather(const Point* points, const int32_t* order, int n, Point* sorted, cudaStream_t stream);
 
+// The banded index (voronoi_cuda.cu, detail/site_bands.h): every bucket of [first, first + count)
+// starts at `value`; every slot of `points` made a site farther than any (its index the largest),
+// so that a band not indexed yet reads as empty or as sites that never win; the sorted slot of
+// sites [first, first + count) (start[key] + rank) given the point and its input index original[i].
+void launchFill(int32_t* start, int first, int count, int32_t value, cudaStream_t stream);
+void launchFarSites(Point* points, int32_t* index, int n, cudaStream_t stream);
+void launchScatter(const Point* points, const int32_t* original, const uint32_t* key, const int32_t* rank,
+                   const int32_t* start, int first, int count, Point* sorted, int32_t* index, cudaStream_t stream);
+
 // Exact duplicates: `table` (capacity a power of two, at least n + 1, filled with -1) keeps the lowest
 // input index of each distinct point; duplicate[i] = 1 where site i is not its point's lowest.
 // `uniqueCount` (zeroed by the caller) receives the distinct points.
@@ -77,7 +88,7 @@ void launchMarkDuplicates(const Point* points, int n, int32_t* table, uint32_t c
                           int32_t* uniqueCount, cudaStream_t stream);
 
 // Labels the band of `g`: plans the roots, labels the direct ones, then the tiles and the split
-// levels. `heavy`/`light` hold 4 x roots and roots items, `heavyCount` one int, `jobs` levels x
+// levels. `heavy`/`light` hold kHeavyParts x roots and roots items, `heavyCount` one int, `jobs` levels x
 // kQueueCap jobs and `queueCount` levels ints (all zeroed here).
 void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, int* heavyCount, TileJob* jobs,
                   int* queueCount, int multiprocessors, cudaStream_t stream, void (*phase)(void*, const char*),

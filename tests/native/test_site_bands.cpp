@@ -1,0 +1,171 @@
+// The GPU backend's bands of sites (voronoi/detail/site_bands.h), on the host: the partition, and
+// that every site that can be a pixel's nearest lies in a band its labelling waits for.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "voronoi/detail/site_bands.h"
+
+using namespace gpugeo::voronoi::detail;
+
+namespace {
+
+constexpr int kSide = 512;
+
+struct BandCase
+{
+  std::string name;
+  std::vector<Point> points;
+  int shift = 1;
+};
+
+std::vector<BandCase> cases()
+{
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<BandCase> out;
+  {
+    BandCase c{"uniform, some outside the grid", {}, 1};
+    for (int i = 0; i < 30000; ++i)
+      c.points.push_back(Point{-40 + (kSide + 80) * u(rng), -40 + (kSide + 80) * u(rng)});
+    out.push_back(c);
+  }
+  {
+    BandCase c{"a dense cluster and a few sites elsewhere", {}, 1};
+    for (int i = 0; i < 25000; ++i)
+      c.points.push_back(Point{230 + 60 * u(rng), 300 + 60 * u(rng)});
+    for (int i = 0; i < 100; ++i)
+      c.points.push_back(Point{kSide * u(rng), kSide * u(rng)});
+    out.push_back(c);
+  }
+  {
+    BandCase c{"sites in the top rows only, one far below the grid", {}, 2};
+    for (int i = 0; i < 6000; ++i)
+      c.points.push_back(Point{kSide * u(rng), 200 * u(rng)});
+    c.points.push_back(Point{100.5, 5000.0});
+    out.push_back(c);
+  }
+  {
+    BandCase c{"whole coordinates: ties and copies", {}, 1};
+    std::uniform_int_distribution<int> k(0, kSide);
+    for (int i = 0; i < 20000; ++i)
+      c.points.push_back(Point{double(k(rng)), double(k(rng))});
+    out.push_back(c);
+  }
+  return out;
+}
+
+int bandOf(const SiteBands& b, const Point& p)
+{
+  const int row = bucketRow(p, b.shift, b.by);
+  return int(std::upper_bound(b.row0.begin(), b.row0.end(), row) - b.row0.begin()) - 1;
+}
+
+}  // namespace
+
+TEST(SiteBands, ThePartitionKeepsEverySiteOnceInBandOrder)
+{
+  for (const BandCase& c : cases())
+  {
+    const int64_t n = int64_t(c.points.size());
+    const SiteBands b = planSiteBands(c.points.data(), n, kSide, kSide, c.shift, 16, 8, 2);
+    ASSERT_GE(b.count(), 3) << c.name;
+    ASSERT_LE(b.count(), 8) << c.name;
+    EXPECT_EQ(b.offset.front(), 0) << c.name;
+    EXPECT_EQ(b.offset.back(), n) << c.name;
+    EXPECT_EQ(b.row0.back(), b.by) << c.name;
+    for (int k = 0; k < b.count(); ++k)
+    {
+      EXPECT_EQ((b.row0[size_t(k)] << c.shift) % 64, 0) << c.name << ": bands are whole root rows";
+      EXPECT_LE(b.needFirst[size_t(k)], k) << c.name;
+      EXPECT_GE(b.needLast[size_t(k)], k) << c.name;
+    }
+    std::vector<int> order = b.order;
+    std::sort(order.begin(), order.end());
+    for (int k = 0; k < b.count(); ++k)
+      EXPECT_EQ(order[size_t(k)], k) << c.name << ": the upload order takes every band once";
+    std::vector<Point> banded(c.points.size());
+    std::vector<int32_t> original(c.points.size(), -1);
+    partitionSites(b, c.points.data(), n, banded.data(), original.data(), 3);
+    std::vector<int> seen(c.points.size(), 0);
+    for (int k = 0; k < b.count(); ++k)
+      for (int32_t i = b.offset[size_t(k)]; i < b.offset[size_t(k) + 1]; ++i)
+      {
+        ASSERT_GE(original[size_t(i)], 0) << c.name;
+        ++seen[size_t(original[size_t(i)])];
+        const Point& p = c.points[size_t(original[size_t(i)])];
+        EXPECT_TRUE(banded[size_t(i)].x == p.x && banded[size_t(i)].y == p.y) << c.name;
+        EXPECT_EQ(bandOf(b, p), k) << c.name;
+        if (i > b.offset[size_t(k)])
+          EXPECT_LT(original[size_t(i) - 1], original[size_t(i)]) << c.name << ": stable within a band";
+      }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; })) << c.name;
+    // The fullest bucket, counted the plain way.
+    std::vector<int32_t> perBucket(size_t(b.bx) * size_t(b.by), 0);
+    for (const Point& p : c.points)
+    {
+      const int column = int(std::fmin(std::fmax(std::floor(p.x / double(1 << c.shift)), 0.0), double(b.bx - 1)));
+      ++perBucket[size_t(bucketRow(p, c.shift, b.by)) * size_t(b.bx) + size_t(column)];
+    }
+    const int32_t fullest = *std::max_element(perBucket.begin(), perBucket.end());
+    EXPECT_EQ(fullestBucket(b, banded.data(), 2), fullest) << c.name;
+    EXPECT_GE(b.fullestCell, fullest) << c.name << ": buckets of at most a cell's side";
+  }
+}
+
+TEST(SiteBands, EveryPixelsNearestSitesLieInTheBandsItsLabellingWaitsFor)
+{
+  for (const BandCase& c : cases())
+  {
+    const int64_t n = int64_t(c.points.size());
+    const SiteBands b = planSiteBands(c.points.data(), n, kSide, kSide, c.shift, 16, 8, 2);
+    ASSERT_GE(b.count(), 3) << c.name;
+    int64_t checked = 0;
+    for (int row = 0; row < kSide; row += 9)
+      for (int column = (row / 9) % 11; column < kSide; column += 11)
+      {
+        const double px = column + 0.5, py = row + 0.5;
+        double best = std::numeric_limits<double>::infinity();
+        for (const Point& p : c.points)
+          best = std::min(best, squaredDistance(px, py, p));
+        const int band = bandOf(b, Point{px, py});
+        for (const Point& p : c.points)
+          if (squaredDistance(px, py, p) <= best)
+          {
+            const int k = bandOf(b, p);
+            EXPECT_TRUE(k >= b.needFirst[size_t(band)] && k <= b.needLast[size_t(band)])
+              << c.name << ": pixel (" << column << ", " << row << ") in band " << band << " has a nearest site in band "
+              << k;
+          }
+        ++checked;
+      }
+    EXPECT_GT(checked, 2000) << c.name;
+  }
+  // Uniform sites: a band waits for its neighbours, not for every band.
+  const BandCase uniform = cases().front();
+  const SiteBands b = planSiteBands(uniform.points.data(), int64_t(uniform.points.size()), kSide, kSide, 1, 16, 8, 2);
+  ASSERT_GE(b.count(), 6);
+  EXPECT_EQ(b.needFirst[0], 0);
+  EXPECT_LE(b.needLast[0], 2);
+  EXPECT_GE(b.needFirst[size_t(b.count()) - 1], b.count() - 3);
+}
+
+TEST(SiteBands, NoBandsWhereTheyCannotHelp)
+{
+  std::vector<Point> oneRow;
+  for (int i = 0; i < 1000; ++i)
+    oneRow.push_back(Point{i * 0.5, 10.25});
+  EXPECT_EQ(planSiteBands(oneRow.data(), 1000, kSide, kSide, 1, 16, 8, 2).count(), 0) << "one root row holds all";
+  std::vector<Point> outside;
+  for (int i = 0; i < 1000; ++i)
+    outside.push_back(Point{-5.0 - i, 3.0 * i});
+  EXPECT_EQ(planSiteBands(outside.data(), 1000, kSide, kSide, 1, 16, 8, 2).count(), 0) << "no site inside the grid";
+  std::vector<Point> uniform;
+  for (int i = 0; i < 1000; ++i)
+    uniform.push_back(Point{double(i % 500), double(i / 2)});
+  EXPECT_EQ(planSiteBands(uniform.data(), 1000, kSide, kSide, 7, 16, 8, 2).count(), 0) << "buckets above a root";
+  EXPECT_GE(planSiteBands(uniform.data(), 1000, kSide, kSide, 1, 16, 8, 2).count(), 3);
+}

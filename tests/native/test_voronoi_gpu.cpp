@@ -120,16 +120,21 @@ TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
   std::vector<VoronoiCase> cases = {gpugeo::testing::uniformCase(201, 2048, 1536, 1200000, 0.0, 0.0, 1.0, 20.0)};
   std::mt19937_64 rng(203);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  VoronoiCase skewed;
-  skewed.name = "1,100,000 sites on 2048 x 2048, half of them in a quarter of the area";
-  skewed.grid = Grid{0.0, 0.0, 1.0, 2048, 2048};
-  for (int i = 0; i < 1100000; ++i)
-  {
-    const bool spread = i % 2 == 0;
-    skewed.x.push_back(spread ? 2048 * u(rng) : 700 + 1024 * u(rng));
-    skewed.y.push_back(-(spread ? 2048 * u(rng) : 900 + 1024 * u(rng)));
-  }
-  cases.push_back(skewed);
+  // 1,100,000 sites on 2048 x 2048: every `every`-th anywhere, the others in a square of `side`
+  // pixels at (x0, y0).
+  const auto concentrated = [&](const std::string& name, int every, double x0, double y0, double side) {
+    VoronoiCase c;
+    c.name = name;
+    c.grid = Grid{0.0, 0.0, 1.0, 2048, 2048};
+    for (int i = 0; i < 1100000; ++i)
+    {
+      const bool anywhere = i % every == 0;
+      c.x.push_back(anywhere ? 2048 * u(rng) : x0 + side * u(rng));
+      c.y.push_back(-(anywhere ? 2048 * u(rng) : y0 + side * u(rng)));
+    }
+    return c;
+  };
+  cases.push_back(concentrated("1,100,000 sites on 2048 x 2048, half of them in a quarter of the area", 2, 700, 900, 1024));
   VoronoiCase top;
   top.name = "1,100,000 sites in the top 600 rows of 2048 x 1536, ten elsewhere";
   top.grid = Grid{0.0, 0.0, 1.0, 2048, 1536};
@@ -156,15 +161,8 @@ TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
   cases.push_back(whole);
   // 90 % of the sites in 1 % of the area start in one piece (a band of them alone would keep few
   // blocks busy): the same labels.
-  VoronoiCase crowded;
-  crowded.name = "1,100,000 sites on 2048 x 2048, 90 % of them in 1 % of the area";
-  crowded.grid = Grid{0.0, 0.0, 1.0, 2048, 2048};
-  for (int i = 0; i < 1100000; ++i)
-  {
-    const bool spread = i % 10 == 0;
-    crowded.x.push_back(spread ? 2048 * u(rng) : 760 + 205 * u(rng));
-    crowded.y.push_back(-(spread ? 2048 * u(rng) : 1250 + 205 * u(rng)));
-  }
+  const VoronoiCase crowded =
+    concentrated("1,100,000 sites on 2048 x 2048, 90 % of them in 1 % of the area", 10, 760, 1250, 205);
   const Labels crowdedCpu = run(Backend::Cpu, crowded);
   const Labels crowdedGpu = run(Backend::Gpu, crowded);
   EXPECT_EQ(crowdedGpu.stats.siteBands, 0) << crowded.name;

@@ -6,9 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <future>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -289,38 +289,31 @@ inline void requireDeviceMemory(const std::string& what, std::size_t need)
     throw DeviceOutOfMemory(memoryLimitMessage(what, need, available, total));
 }
 
-// On leaving a call's scope without an exception, waits for the calling thread's stream: the
-// stream-ordered pool gives back what it holds above its release threshold at a synchronisation,
-// and a call that freed gigabytes left that (9-12 ms after the 10,000^2 isochrone chain on the
-// H200) to the next call's first synchronisation: there, the next chain's upload (24 ms instead of
-// 9). Each call pays for its own memory.
-class SettleOnReturn
-{
-public:
-  SettleOnReturn() = default;
-  SettleOnReturn(const SettleOnReturn&) = delete;
-  SettleOnReturn& operator=(const SettleOnReturn&) = delete;
-  ~SettleOnReturn()
-  {
-    if (std::uncaught_exceptions() == mEntered && cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess)
-      cudaGetLastError();  // a failed stream shows in the next call's check
-  }
-
-private:
-  int mEntered = std::uncaught_exceptions();
-};
-
 // Runs work() after requireDeviceMemory(what, need); an out-of-memory inside it (the estimate fell
 // short, or another process took memory meanwhile) is rethrown with the same message. Returns after
-// the memory work() freed is settled (SettleOnReturn).
+// waiting for the calling thread's stream (an error there is thrown): the stream-ordered pool gives
+// back what it holds above its release threshold at a synchronisation, and a call that freed
+// gigabytes left that (9-12 ms after the 10,000^2 isochrone chain on the H200) to the next call's
+// first synchronisation: there, the next chain's upload (24 ms instead of 9). Each call pays for its
+// own memory.
 template <typename Work>
 auto withinDeviceMemory(const std::string& what, std::size_t need, Work&& work) -> decltype(work())
 {
   requireDeviceMemory(what, need);
-  const SettleOnReturn settle;
+  const auto settle = [] { GPUGEO_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread)); };
   try
   {
-    return work();
+    if constexpr (std::is_void_v<decltype(work())>)
+    {
+      work();
+      settle();
+    }
+    else
+    {
+      auto result = work();
+      settle();
+      return result;
+    }
   }
   catch (const DeviceOutOfMemory& e)
   {

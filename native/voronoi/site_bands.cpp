@@ -83,9 +83,11 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   // outside in the nearest edge cell, as the buckets hold them).
   const int cw = (width + kReachCell - 1) / kReachCell, ch = (height + kReachCell - 1) / kReachCell;
   std::vector<uint8_t> held(std::size_t(cw) * std::size_t(ch), 0);
-  const int parts = partsFor(n, threads);
+  // Each part counts into cells of its own (16-bit, saturating): at most 64 MiB of them in all.
+  const int parts = static_cast<int>(std::max<std::size_t>(
+    1, std::min<std::size_t>(std::size_t(partsFor(n, threads)), (std::size_t(64) << 20) / (2 * held.size()))));
   std::vector<std::vector<int64_t>> perPart(static_cast<std::size_t>(parts));
-  std::vector<std::vector<uint16_t>> cellsPerPart(static_cast<std::size_t>(parts));  // saturating
+  std::vector<std::vector<uint16_t>> cellsPerPart(static_cast<std::size_t>(parts));
   parallelFor(parts, 1, parts, [&](int64_t first, int64_t last) {
     for (int64_t part = first; part < last; ++part)
     {

@@ -21,8 +21,10 @@
 // band's first). Until a band is indexed its buckets read as empty and its slots as sites farther
 // than any; the reach (from a bound on every pixel's nearest distance) keeps every site that can be
 // nearest, ties included, inside the bands waited for, so labels and distances are the same bits as
-// the one-piece index's. A read beyond the reach (a tile's bound from a site outside the grid) may
-// meet a band being indexed: it sees real sites or far ones, never a slot outside the sites.
+// the one-piece index's. Every read of the direct scan (its staged rings included) lies within the
+// reach; a tile's may not (its bound from a site outside the grid, held in an edge bucket) and may
+// meet a band being indexed: forRect reads bucket lengths as at least 0 and the sites are fewer
+// than 2^26, so it sees real sites or far ones, never a slot outside the sites.
 //
 // Labels, per 64 x 64 root of the band (planned from its own buckets):
 // - Roots of evenly filled dense buckets are labelled directly: the block stages the root's
@@ -62,7 +64,10 @@ namespace {
 namespace g = detail::grid;
 
 constexpr double kSitesPerBucket = 4.0;  // in the densest root
-constexpr int64_t kBandedAtLeast = 500000;  // sites for the overlapped start
+constexpr int64_t kBandedAtLeast = 500000;  // sites for the overlapped start ...
+// ... and fewer than this: a read beyond the reach sums up to 32 rows of a band being indexed, each
+// at most the band's sites, in 32-bit offsets (voronoi_grid_cuda.cu, forRect).
+constexpr int64_t kBandedBelow = int64_t(1) << 26;
 constexpr int kBands = 8;
 constexpr int kSpreadRoot = 4;  // the densest root at most this many times the mean: sites spread out
 
@@ -184,8 +189,14 @@ public:
       return;
     // In one piece where the whole index is there (it always is but during an overlapped start).
     const cudaEvent_t lastIndexed = mBands.count() > 0 ? mIndexed[size_t(mBands.order.back())] : nullptr;
-    const bool indexed = !lastIndexed || cudaEventQuery(lastIndexed) == cudaSuccess;
-    cudaGetLastError();  // a query's "not ready" is an answer, not an error
+    bool indexed = true;
+    if (lastIndexed)
+    {
+      const cudaError_t query = cudaEventQuery(lastIndexed);
+      if (query != cudaErrorNotReady)
+        GPUGEO_CUDA_CHECK(query);
+      indexed = query == cudaSuccess;
+    }
     if (indexed)
     {
       if (lastIndexed)
@@ -200,22 +211,31 @@ public:
     GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side stream after this stream's earlier work
     GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mSideStream, mSideDone, 0));
     int turn = 0;
-    for (const int b : mLabelOrder)
+    try
     {
-      const int64_t first = std::max<int64_t>(row0, int64_t(mBands.row0[size_t(b)]) * bucket);
-      const int64_t end = std::min<int64_t>({row0 + rows, int64_t(mBands.row0[size_t(b) + 1]) * bucket, mGrid.height});
-      if (first >= end)
-        continue;
-      const cudaStream_t stream = turn == 0 ? mStream : mSideStream;
-      for (int k = mBands.needFirst[size_t(b)]; k <= mBands.needLast[size_t(b)]; ++k)
-        GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(k)], 0));
-      const int64_t skip = (first - row0) * mGrid.width;
-      labelPiece(first, end - first, deviceSite + skip, deviceDistance ? deviceDistance + skip : nullptr, mWork[turn],
-                 stream);
-      turn ^= 1;
+      for (const int b : mLabelOrder)
+      {
+        const int64_t first = std::max<int64_t>(row0, int64_t(mBands.row0[size_t(b)]) * bucket);
+        const int64_t end =
+          std::min<int64_t>({row0 + rows, int64_t(mBands.row0[size_t(b) + 1]) * bucket, mGrid.height});
+        if (first >= end)
+          continue;
+        const cudaStream_t stream = turn == 0 ? mStream : mSideStream;
+        for (int k = mBands.needFirst[size_t(b)]; k <= mBands.needLast[size_t(b)]; ++k)
+          GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(k)], 0));
+        const int64_t skip = (first - row0) * mGrid.width;
+        labelPiece(first, end - first, deviceSite + skip, deviceDistance ? deviceDistance + skip : nullptr,
+                   mWork[turn], stream);
+        turn ^= 1;
+      }
+      GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mSideStream));
+      GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, mSideDone, 0));
     }
-    GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mSideStream));
-    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, mSideDone, 0));
+    catch (...)
+    {
+      cudaStreamSynchronize(mSideStream);  // nothing left writing the caller's buffers
+      throw;
+    }
   }
 
   // The buffers one labelling at a time uses (launchLabels').
@@ -286,8 +306,11 @@ public:
       }
       catch (const DeviceOutOfMemory&)
       {
-        // The band buffers are allocated before any kernel runs, so nothing was counted.
+        // The band's output buffers are allocated before any kernel runs (the work buffers are
+        // made for the whole grid in the constructor and kept), so nothing was counted.
         GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
+        if (mSideStream)
+          GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mSideStream));
         releaseBandBuffers();
         if (mBandRows <= g::kRoot)
           throw;
@@ -363,7 +386,7 @@ private:
     {
       ScopedStage stage(mTimes, "prepare");
       // A large input goes to the pixel frame in pageable memory first: the bands are made from it.
-      const bool large = n >= kBandedAtLeast;
+      const bool large = n >= kBandedAtLeast && n < kBandedBelow;
       std::vector<Point> frame;
       if (large)
       {
@@ -405,7 +428,7 @@ private:
           mHostOriginal.release();
         }
       }
-      if (mBands.count() == 0 && large)
+      if (mBands.count() == 0 && large)  // the one-piece start after all
       {
         host.resize(n);
         std::copy(frame.begin(), frame.end(), host.data());
@@ -729,15 +752,12 @@ private:
     mPhaseEvents.emplace_back(name, event);
   }
 
+  // The outputs of a band (the work buffers, a few bytes a root, are kept: a band's labelling
+  // allocates nothing).
   void releaseBandBuffers()
   {
     mSiteOut.release();
     mDistanceOut.release();
-    for (LabelWork& w : mWork)
-    {
-      w.heavy.release();
-      w.light.release();
-    }
   }
 
   Grid mGrid;

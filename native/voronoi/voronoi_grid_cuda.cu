@@ -34,8 +34,11 @@ __device__ __forceinline__ uint32_t bucketKey(const Point& p, int shift, int bx,
 __global__ void countKernel(const Point* p, const uint8_t* duplicate, int first, int count, int shift, int bx, int by,
                             uint32_t* key, int32_t* rank, int32_t* bucketCount)
 {
-  const int i = first + blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= first + count || (duplicate && duplicate[i]))
+  const unsigned j = blockIdx.x * blockDim.x + threadIdx.x;  // unsigned: no wrap near 2^31 sites
+  if (j >= unsigned(count))
+    return;
+  const int i = first + int(j);
+  if (duplicate && duplicate[i])
     return;
   const uint32_t k = bucketKey(p[i], shift, bx, by);
   key[i] = k;
@@ -80,9 +83,10 @@ __global__ void farSitesKernel(Point* points, int32_t* index, int n)
 __global__ void scatterKernel(const Point* p, const int32_t* original, const uint32_t* key, const int32_t* rank,
                               const int32_t* start, int first, int count, Point* sorted, int32_t* index)
 {
-  const int i = first + blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= first + count)
+  const unsigned j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= unsigned(count))
     return;
+  const int i = first + int(j);
   const int32_t to = start[key[i]] + rank[i];
   sorted[to] = p[i];
   index[to] = original[i];
@@ -524,8 +528,9 @@ __device__ void forRect(const GridView& g, int x0, int y0, int x1, int y1, int l
     {
       s0 = g.start[y * g.bx + x0];
       // Never negative, even where a band is being indexed beside this labelling (an overlapped
-      // start, voronoi_cuda.cu, only lets the reach of a pixel's nearest sites wait for its bands;
-      // a wider read may see a band half written): every slot read stays within the sites.
+      // start, voronoi_cuda.cu, waits only for the bands within a tile's reach; a tile's bound from
+      // a site outside the grid may read wider and see a band half written): every slot read stays
+      // within the sites (fewer than 2^26 there, so 32 rows' sum fits).
       len = max(0, g.start[y * g.bx + x1 + 1] - s0);
     }
     int incl = len;

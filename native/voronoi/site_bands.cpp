@@ -282,8 +282,7 @@ int32_t fullestBucket(const SiteBands& bands, const Point* banded, int threads)
       for (int32_t i = bands.offset[std::size_t(b)]; i < bands.offset[std::size_t(b) + 1]; ++i)
       {
         const Point& p = banded[i];
-        const double fx = std::floor(p.x / double(1 << bands.shift));
-        const int column = int(std::fmin(std::fmax(fx, 0.0), double(bands.bx - 1)));
+        const int column = bucketOf(p.x, bands.shift, bands.bx);
         const std::size_t k =
           std::size_t(bucketRow(p, bands.shift, bands.by) - row0) * std::size_t(bands.bx) + std::size_t(column);
         if (count[k] < 65535)

@@ -122,6 +122,12 @@ BucketChoice chooseBuckets(const Grid& grid, const Point* points, int64_t n, int
   return choice;
 }
 
+// The 64 x 64 roots of `rows` rows of `width` pixels.
+int64_t rootsOf(int64_t width, int64_t rows)
+{
+  return ((width + g::kRoot - 1) / g::kRoot) * ((rows + g::kRoot - 1) / g::kRoot);
+}
+
 // Whether the sites are spread over the grid (the densest root holds at most kSpreadRoot times the
 // mean): then each band's labelling spreads over many roots and overlaps the next band's upload
 // well. Where most sites crowd into a few roots, a band of them labelled alone keeps only a few
@@ -129,8 +135,7 @@ BucketChoice chooseBuckets(const Grid& grid, const Point* points, int64_t n, int
 // 3.4 ms in one piece, H200), so those start in one piece.
 bool spread(const BucketChoice& choice, int64_t n, const Grid& grid)
 {
-  const double roots = double((grid.width + g::kRoot - 1) / g::kRoot) * double((grid.height + g::kRoot - 1) / g::kRoot);
-  return double(choice.densestRoot) <= kSpreadRoot * double(n) / roots;
+  return double(choice.densestRoot) <= kSpreadRoot * double(n) / double(rootsOf(grid.width, grid.height));
 }
 
 // A power of two, about twice the sites (n < 2^31, so n + 1 <= 2^31 always fits).
@@ -261,8 +266,7 @@ public:
   void labelPiece(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance, LabelWork& work,
                   cudaStream_t stream)
   {
-    const int64_t roots = ((mGrid.width + g::kRoot - 1) / g::kRoot) * ((rows + g::kRoot - 1) / g::kRoot);
-    work.reserve(mLevels, roots);
+    work.reserve(mLevels, rootsOf(mGrid.width, rows));
     g::GridView view = mView;
     view.rowBegin = static_cast<int>(row0);
     view.rowEnd = static_cast<int>(row0 + rows);
@@ -448,7 +452,7 @@ private:
       GPUGEO_CUDA_CHECK(cudaEventCreate(&mStartEvent));
       // The whole grid's work items now: no allocation (which may wait for the device) between the
       // index and the first labelling, or between the bands' labellings.
-      const int64_t roots = ((mGrid.width + g::kRoot - 1) / g::kRoot) * ((mGrid.height + g::kRoot - 1) / g::kRoot);
+      const int64_t roots = rootsOf(mGrid.width, mGrid.height);
       mWork[0].reserve(mLevels, roots);
       if (mBands.count() > 0)
       {

@@ -24,11 +24,7 @@ __device__ __forceinline__ uint32_t bucketKey(const Point& p, int shift, int bx,
 {
   // Sites outside the grid go to the nearest edge bucket, which only brings them nearer: every
   // certificate below treats the edge buckets as reaching to infinity.
-  const double fx = floor(p.x / double(1 << shift));
-  const double fy = floor(p.y / double(1 << shift));
-  const int cx = int(fmin(fmax(fx, 0.0), double(bx - 1)));
-  const int cy = int(fmin(fmax(fy, 0.0), double(by - 1)));
-  return uint32_t(cy) * uint32_t(bx) + uint32_t(cx);
+  return uint32_t(bucketOf(p.y, shift, by)) * uint32_t(bx) + uint32_t(bucketOf(p.x, shift, bx));
 }
 
 __global__ void countKernel(const Point* p, const uint8_t* duplicate, int first, int count, int shift, int bx, int by,

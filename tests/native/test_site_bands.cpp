@@ -107,7 +107,7 @@ TEST(SiteBands, ThePartitionKeepsEverySiteOnceInBandOrder)
     std::vector<int32_t> perBucket(size_t(b.bx) * size_t(b.by), 0);
     for (const Point& p : c.points)
     {
-      const int column = int(std::fmin(std::fmax(std::floor(p.x / double(1 << c.shift)), 0.0), double(b.bx - 1)));
+      const int column = bucketOf(p.x, c.shift, b.bx);
       ++perBucket[size_t(bucketRow(p, c.shift, b.by)) * size_t(b.bx) + size_t(column)];
     }
     const int32_t fullest = *std::max_element(perBucket.begin(), perBucket.end());

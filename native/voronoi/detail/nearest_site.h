@@ -110,6 +110,15 @@ GPUGEO_HD bool certainlyWithin(double value, double bound)
   return value <= exact::mul(bound, 1.0 - 0x1p-44);
 }
 
+// The column (or row) of the bucket of side 2^shift that holds a pixel-frame coordinate, of
+// `buckets` a row (a column); a site outside the grid goes to the nearest edge bucket. The GPU's
+// index and the host's bands of sites (site_bands.h) both place sites by it.
+GPUGEO_HD int bucketOf(double v, int shift, int buckets)
+{
+  const double f = floor(v / double(1 << shift));
+  return int(fmin(fmax(f, 0.0), double(buckets - 1)));
+}
+
 GPUGEO_HD Box pointBox(const Point& p)
 {
   return Box{p.x, p.y, p.x, p.y};

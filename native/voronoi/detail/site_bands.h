@@ -38,12 +38,10 @@ struct SiteBands
   int count() const { return row0.empty() ? 0 : static_cast<int>(row0.size()) - 1; }
 };
 
-// The bucket row of a pixel-frame point, as the device's bucketKey computes it (a site outside the
-// grid in the nearest edge row).
+// The bucket row of a pixel-frame point (the device's bucketKey's).
 inline int bucketRow(const Point& p, int shift, int by)
 {
-  const double fy = std::floor(p.y / double(1 << shift));
-  return int(std::fmin(std::fmax(fy, 0.0), double(by - 1)));
+  return bucketOf(p.y, shift, by);
 }
 
 // Rows beyond a pixel that the GPU's labelling of it may read, where every pixel of its band has a

@@ -27,18 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/staged_copy.h"
-
-#define CHECK(call)                                                                                \
-  do                                                                                               \
-  {                                                                                                \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess)                                                                         \
-    {                                                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 namespace {
 
@@ -62,12 +52,12 @@ std::vector<Lane> makeLanes(int threads, std::size_t chunk)
   std::vector<Lane> lanes(static_cast<std::size_t>(threads));
   for (Lane& l : lanes)
   {
-    CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+    GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
     for (int k = 0; k < 2; ++k)
     {
-      CHECK(cudaMallocHost(&l.chunk[k], chunk));
+      GPUGEO_CUDA_CHECK(cudaMallocHost(&l.chunk[k], chunk));
       std::memset(l.chunk[k], 0, chunk);
-      CHECK(cudaEventCreateWithFlags(&l.moved[k], cudaEventDisableTiming));
+      GPUGEO_CUDA_CHECK(cudaEventCreateWithFlags(&l.moved[k], cudaEventDisableTiming));
     }
     l.bytes = chunk;
   }
@@ -109,16 +99,16 @@ double spread(std::vector<Lane>& lanes, char* dst, const char* src, std::size_t 
       for (std::size_t at = begin; at < end; at += l.bytes, k ^= 1)
       {
         const std::size_t n = std::min(l.bytes, end - at);
-        CHECK(cudaEventSynchronize(l.moved[k]));
+        GPUGEO_CUDA_CHECK(cudaEventSynchronize(l.moved[k]));
         if (part != Part::DmaOnly)
           std::memcpy(l.chunk[k], src + at, n);
         if (part != Part::HostOnly)
         {
-          CHECK(cudaMemcpyAsync(dst + at, l.chunk[k], n, cudaMemcpyHostToDevice, l.stream));
-          CHECK(cudaEventRecord(l.moved[k], l.stream));
+          GPUGEO_CUDA_CHECK(cudaMemcpyAsync(dst + at, l.chunk[k], n, cudaMemcpyHostToDevice, l.stream));
+          GPUGEO_CUDA_CHECK(cudaEventRecord(l.moved[k], l.stream));
         }
       }
-      CHECK(cudaStreamSynchronize(l.stream));
+      GPUGEO_CUDA_CHECK(cudaStreamSynchronize(l.stream));
       took[t] = now() - s;
     });
   for (auto& p : pool)
@@ -159,9 +149,9 @@ int main(int argc, char** argv)
     largest = std::max(largest, bytes);
   }
   char* dev = nullptr;
-  CHECK(cudaMalloc(&dev, largest));
+  GPUGEO_CUDA_CHECK(cudaMalloc(&dev, largest));
   char* pinned = nullptr;
-  CHECK(cudaMallocHost(&pinned, largest));
+  GPUGEO_CUDA_CHECK(cudaMallocHost(&pinned, largest));
   std::memset(pinned, 1, largest);
 
   struct Way
@@ -204,20 +194,20 @@ int main(int argc, char** argv)
         {
           char* to = dev;
           cudaMemPool_t pool;
-          CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+          GPUGEO_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
           if (ways[w].threads == -2)
           {
-            CHECK(cudaMemPoolTrimTo(pool, 0));
-            CHECK(cudaMallocAsync(reinterpret_cast<void**>(&to), bytes, cudaStreamPerThread));
+            GPUGEO_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+            GPUGEO_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&to), bytes, cudaStreamPerThread));
           }
           else if (ways[w].threads == -3)
-            CHECK(cudaMalloc(reinterpret_cast<void**>(&to), bytes));
-          CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+            GPUGEO_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&to), bytes));
+          GPUGEO_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
           const double t0 = now();
           gpugeo::cuda::copyToDevice(to, hosts[s], bytes);
           seconds = now() - t0;
           std::vector<unsigned> probe(1);
-          CHECK(cudaMemcpy(probe.data(), to + bytes / 2 / 4 * 4, 4, cudaMemcpyDeviceToHost));
+          GPUGEO_CUDA_CHECK(cudaMemcpy(probe.data(), to + bytes / 2 / 4 * 4, 4, cudaMemcpyDeviceToHost));
           if (probe[0] != unsigned(bytes / 2 / 4 * 4 * 2654435761u))
           {
             std::fprintf(stderr, "%s: a copy did not arrive whole\n", ways[w].name.c_str());
@@ -225,22 +215,22 @@ int main(int argc, char** argv)
           }
           if (ways[w].threads == -2)
           {
-            CHECK(cudaFreeAsync(to, cudaStreamPerThread));
-            CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+            GPUGEO_CUDA_CHECK(cudaFreeAsync(to, cudaStreamPerThread));
+            GPUGEO_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
           }
           else if (ways[w].threads == -3)
-            CHECK(cudaFree(to));
+            GPUGEO_CUDA_CHECK(cudaFree(to));
         }
         else if (ways[w].threads == 0)
         {
           const double t0 = now();
-          CHECK(cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));
+          GPUGEO_CUDA_CHECK(cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));
           seconds = now() - t0;
         }
         else
         {
-          CHECK(cudaMemset(dev, 0, bytes));
-          CHECK(cudaDeviceSynchronize());
+          GPUGEO_CUDA_CHECK(cudaMemset(dev, 0, bytes));
+          GPUGEO_CUDA_CHECK(cudaDeviceSynchronize());
           seconds = spread(lanesOf[w], dev, hosts[s], bytes, ways[w].part, slowest, fastest);
           spreadRatio[{w, s}].push_back(slowest / fastest);
           if (ways[w].part == Part::Both)
@@ -248,7 +238,7 @@ int main(int argc, char** argv)
             std::vector<unsigned> probe(1);
             for (std::size_t i = 0; i < bytes; i += bytes / 97 / 4 * 4)
             {
-              CHECK(cudaMemcpy(probe.data(), dev + i, 4, cudaMemcpyDeviceToHost));
+              GPUGEO_CUDA_CHECK(cudaMemcpy(probe.data(), dev + i, 4, cudaMemcpyDeviceToHost));
               if (probe[0] != unsigned(i * 2654435761u))
               {
                 std::fprintf(stderr, "%s: a copy did not arrive whole\n", ways[w].name.c_str());

@@ -54,6 +54,15 @@ std::vector<int32_t> cellDistance(const std::vector<uint8_t>& held, int cw, int 
   return d;
 }
 
+// The band of each bucket row.
+std::vector<int> bandsOfRows(const SiteBands& bands)
+{
+  std::vector<int> band(std::size_t(bands.by));
+  for (int b = 0; b < bands.count(); ++b)
+    std::fill(band.begin() + bands.row0[std::size_t(b)], band.begin() + bands.row0[std::size_t(b) + 1], b);
+  return band;
+}
+
 }  // namespace
 
 int reachRows(double nearest, int bucket, int maxTile)
@@ -99,8 +108,7 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
       {
         const Point& p = points[i];
         ++rows[std::size_t(bucketRow(p, shift, plan.by))];
-        const int cx = int(std::fmin(std::fmax(std::floor(p.x / kReachCell), 0.0), double(cw - 1)));
-        const int cy = int(std::fmin(std::fmax(std::floor(p.y / kReachCell), 0.0), double(ch - 1)));
+        const int cx = bucketOf(p.x, kReachShift, cw), cy = bucketOf(p.y, kReachShift, ch);
         const std::size_t cell = std::size_t(cy) * std::size_t(cw) + std::size_t(cx);
         if (inCell[cell] < 65535)
           ++inCell[cell];
@@ -153,9 +161,7 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   // What each band's labelling reads: the rows within reach of its pixels, from the farthest any of
   // its pixels can be from a site.
   const std::vector<int32_t> distance = cellDistance(held, cw, ch);
-  std::vector<int> bandOfRow(std::size_t(plan.by));
-  for (int b = 0; b < plan.count(); ++b)
-    std::fill(bandOfRow.begin() + plan.row0[std::size_t(b)], bandOfRow.begin() + plan.row0[std::size_t(b) + 1], b);
+  const std::vector<int> bandOfRow = bandsOfRows(plan);
   for (int b = 0; b < plan.count(); ++b)
   {
     const int64_t pixel0 = int64_t(plan.row0[std::size_t(b)]) * bucket;
@@ -231,9 +237,7 @@ void partitionSites(const SiteBands& bands, const Point* points, int64_t n, Poin
                     int threads)
 {
   const int count = bands.count();
-  std::vector<int> bandOfRow(std::size_t(bands.by));
-  for (int b = 0; b < count; ++b)
-    std::fill(bandOfRow.begin() + bands.row0[std::size_t(b)], bandOfRow.begin() + bands.row0[std::size_t(b) + 1], b);
+  const std::vector<int> bandOfRow = bandsOfRows(bands);
   const int parts = partsFor(n, threads);
   // Each part's count per band, then each part's first position in each band (parts in order:
   // the partition is stable).

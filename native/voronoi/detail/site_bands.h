@@ -22,7 +22,8 @@
 
 namespace gpugeo::voronoi::detail {
 
-constexpr int kReachCell = 16;  // pixels a side of the cells that bound the nearest distance
+constexpr int kReachShift = 4;  // the cells that bound the nearest distance: 2^4 pixels a side
+constexpr int kReachCell = 1 << kReachShift;
 
 struct SiteBands
 {

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "feature_cases.h"
+#include "voronoi/detail/feature_index.h"
 
 using namespace gpugeo;
 using namespace gpugeo::voronoi;
@@ -112,6 +113,24 @@ TEST(FeatureAllocation, RandomLinesMatchBruteForce)
     expectReference(c, got, ref);
     EXPECT_EQ(got.stats.uniqueSites, 40);
     EXPECT_GT(got.stats.tiles, 0);
+  }
+}
+
+// The CPU labels with AVX2 vectors where the processor has them, else with the same vector code
+// compiled for any x86-64: both must give brute force's bits (on a machine without AVX2 this runs
+// the second form twice).
+TEST(FeatureAllocation, WithAndWithoutAvx2TheSameBits)
+{
+  const FeatureCase lines = gpugeo::testing::randomLines("lines 4", 150, 111, 60, 12, 4);
+  const FeatureCase polygons = polygonCase(7);
+  const Reference lineRef = gpugeo::testing::bruteForce(lines, PolygonInterior::Zero);
+  const Reference polygonRef = gpugeo::testing::bruteForce(polygons, PolygonInterior::Zero);
+  for (bool avx2 : {false, true})
+  {
+    const bool before = voronoi::detail::allowAvx2Labelling(avx2);
+    expectReference(lines, label(lines, PolygonInterior::Zero, 40), lineRef);
+    expectReference(polygons, label(polygons, PolygonInterior::Zero), polygonRef);
+    voronoi::detail::allowAvx2Labelling(before);
   }
 }
 

@@ -40,6 +40,10 @@ struct PreparedFeatures
 PreparedFeatures prepareFeatures(const Grid& grid, const FeatureSites& features, PolygonInterior interior,
                                  int threads, const RunControl& control);
 
+// The CPU labeller's AVX2 form (feature_labeller_cpu.cpp): used where the processor has AVX2 unless
+// turned off here (the tests run both forms); returns the previous setting.
+bool allowAvx2Labelling(bool allow);
+
 // The labels' starting point from the interiors: cover[(r - row0) * width + c] = the lowest
 // feature whose interior holds pixel (c, r), INT32_MAX where none; rows [row0, row0 + rows).
 void paintCover(const PreparedFeatures& prepared, int64_t width, int64_t row0, int64_t rows, int32_t* cover,

@@ -1,0 +1,160 @@
+// The CPU's vector form of segments::segmentSquared (segment_grid.h): a block's segments as
+// columns (one array per field), so that one instruction weighs four segments from one point (the
+// cuts) or one segment from four pixels (a 2 x 2 cell's scan). The operations are the scalar
+// formula's, in its order, with no fused multiply-add (the host is compiled with
+// -ffp-contract=off): every lane's value has the scalar's bits, so the CPU still equals the GPU.
+// Host only (GCC/Clang vector extensions).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "segment_grid.h"
+
+// The vectors are passed between inline functions only (no ABI concern where AVX is off).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// Inlined into their callers, so that a caller compiled for AVX2 runs them with AVX2.
+#define GPUGEO_LANES_INLINE __attribute__((always_inline)) inline
+
+namespace gpugeo::voronoi::detail::segments {
+
+constexpr int kLanes = 4;
+typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
+typedef int64_t LaneInts __attribute__((vector_size(kLanes * sizeof(int64_t))));
+
+GPUGEO_LANES_INLINE Lanes loadLanes(const double* p)
+{
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+GPUGEO_LANES_INLINE Lanes splat(double v)
+{
+  return Lanes{v, v, v, v};
+}
+
+// segmentSquared with every argument a vector (a scalar's bits in each lane).
+GPUGEO_LANES_INLINE Lanes segmentSquaredLanes(Lanes px, Lanes py, Lanes ax, Lanes ay, Lanes dx, Lanes dy, Lanes inv, Lanes dd)
+{
+  const Lanes wx = px - ax, wy = py - ay;
+  const Lanes along = wx * dx + wy * dy;
+  const Lanes toA = wx * wx + wy * wy;
+  const Lanes bx = wx - dx, by = wy - dy;
+  const Lanes toB = bx * bx + by * by;
+  const Lanes cross = wx * dy - wy * dx;
+  const Lanes toLine = (cross * cross) * inv;
+  const Lanes beyondB = along >= dd ? toB : toLine;
+  return along <= 0.0 ? toA : beyondB;
+}
+
+// Segments as columns, padded with far points (distance +inf, feature INT32_MAX) to whole vectors.
+struct SegmentColumns
+{
+  std::vector<double> ax, ay, dx, dy, inv, dd;
+  std::vector<int32_t> feature;
+  std::vector<uint32_t> kept;  // keepFrom's positions
+  size_t n = 0;
+
+  void clear() { n = 0; }
+
+  void push(const Segment& s)
+  {
+    grow(n + 1);
+    put(n++, s.ax, s.ay, s.dx, s.dy, s.inv, squaredLength(s.dx, s.dy), s.feature);
+  }
+
+  // The segments of `from` whose e[k] <= limit (their positions found without a branch per
+  // segment, then copied); returns the padded count.
+  GPUGEO_LANES_INLINE size_t keepFrom(const SegmentColumns& from, const double* e, double limit)
+  {
+    grow(from.n + kLanes);
+    n = 0;
+    for (size_t k = 0; k < from.n; ++k)
+    {
+      kept[n] = static_cast<uint32_t>(k);
+      n += e[k] <= limit ? 1 : 0;
+    }
+    for (size_t j = 0; j < n; ++j)
+    {
+      const size_t k = kept[j];
+      put(j, from.ax[k], from.ay[k], from.dx[k], from.dy[k], from.inv[k], from.dd[k], from.feature[k]);
+    }
+    return padded();
+  }
+
+  // Pads to a whole number of vectors; call after the last push.
+  GPUGEO_LANES_INLINE size_t padded()
+  {
+    const size_t full = (n + kLanes - 1) / kLanes * kLanes;
+    grow(full);
+    for (size_t k = n; k < full; ++k)
+      put(k, 1e300, 1e300, 0.0, 0.0, 0.0, 0.0, INT32_MAX);
+    return full;
+  }
+
+  // e[k] = the squared distance from (px, py) to segment k, for the padded count; returns the least.
+  GPUGEO_LANES_INLINE double squaredFrom(double px, double py, double* e, size_t count) const
+  {
+    const Lanes x = splat(px), y = splat(py);
+    Lanes least = splat(HUGE_VAL);
+    for (size_t k = 0; k < count; k += kLanes)
+    {
+      const Lanes d = segmentSquaredLanes(x, y, loadLanes(&ax[k]), loadLanes(&ay[k]), loadLanes(&dx[k]),
+                                          loadLanes(&dy[k]), loadLanes(&inv[k]), loadLanes(&dd[k]));
+      std::memcpy(e + k, &d, sizeof d);
+      least = d < least ? d : least;
+    }
+    double m = least[0];
+    for (int j = 1; j < kLanes; ++j)
+      m = least[j] < m ? least[j] : m;
+    return m;
+  }
+
+private:
+  void grow(size_t size)
+  {
+    if (ax.size() >= size)
+      return;
+    const size_t cap = size < 64 ? 64 : size * 2;
+    for (auto* v : {&ax, &ay, &dx, &dy, &inv, &dd})
+      v->resize(cap);
+    feature.resize(cap);
+    kept.resize(cap);
+  }
+
+  void put(size_t k, double x, double y, double sx, double sy, double si, double sd, int32_t f)
+  {
+    ax[k] = x;
+    ay[k] = y;
+    dx[k] = sx;
+    dy[k] = sy;
+    inv[k] = si;
+    dd[k] = sd;
+    feature[k] = f;
+  }
+};
+
+// The best (nearest, then lowest feature) of a 2 x 2 cell's four pixels, lanes j = (x + (j & 1),
+// y + (j >> 1)), over segments `which` of `c`; best and label start as the pixels' own.
+GPUGEO_LANES_INLINE void scanCell(const SegmentColumns& c, const uint32_t* which, size_t count, double x, double y, Lanes& best,
+                     LaneInts& label)
+{
+  const Lanes px = Lanes{x, x + 1.0, x, x + 1.0}, py = Lanes{y, y, y + 1.0, y + 1.0};
+  for (size_t i = 0; i < count; ++i)
+  {
+    const size_t k = which[i];
+    const Lanes d = segmentSquaredLanes(px, py, splat(c.ax[k]), splat(c.ay[k]), splat(c.dx[k]), splat(c.dy[k]),
+                                        splat(c.inv[k]), splat(c.dd[k]));
+    const int64_t f = c.feature[k];
+    const LaneInts fl = LaneInts{f, f, f, f};
+    const LaneInts take = (d < best) | ((d == best) & (fl < label));
+    best = take ? d : best;
+    label = take ? fl : label;
+  }
+}
+
+}  // namespace gpugeo::voronoi::detail::segments

@@ -1,0 +1,535 @@
+// The CPU backend of the allocation to lines and polygons: the host's bucket index and the search
+// by tiles of blocks. The GPU (feature_allocation_cuda.cu) searches block by block; both keep every
+// segment that may be nearest to a pixel and weigh it with the same formula, so the labels and
+// distances are the same bits.
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "core/errors.h"
+#include "core/parallel.h"
+#include "detail/feature_index.h"
+#include "detail/segment_batch.h"
+#include "voronoi_backends.h"
+
+namespace gpugeo::voronoi {
+
+using namespace detail;
+namespace sg = detail::segments;
+
+namespace {
+
+// The host's bucket index: every segment listed (by its number) in each bucket it passes through, a
+// bucket's in the order of the segments; and the pyramid of the buckets' counts. The GPU lists the
+// segments' records themselves; here numbers keep the index small (a million segments listed 2
+// million times: 8 MB of numbers instead of 96 MB of records, whose first touch alone took 0.3-0.5 s
+// on this project's 2-core machine).
+struct HostSegmentIndex
+{
+  std::vector<int64_t> start;
+  std::vector<int32_t> entries;
+  std::vector<double> inverse;  // per vertex slot: the segment's inv (makeSegment's), 0 for a point
+  const Point* vertex = nullptr;
+  const int32_t* feature = nullptr;
+  Pyramid pyramid;
+  std::vector<int32_t> counts;
+
+  // The record of segment i, as makeSegment made it (dx = dy = 0 where inv is 0).
+  sg::Segment segment(int32_t i) const
+  {
+    const double ax = vertex[i].x, ay = vertex[i].y, inv = inverse[static_cast<size_t>(i)];
+    const bool line = inv != 0.0;
+    return sg::Segment{ax, ay, line ? exact::sub(vertex[i + 1].x, ax) : 0.0, line ? exact::sub(vertex[i + 1].y, ay) : 0.0,
+                       inv, feature[i], i};
+  }
+};
+
+void fillPyramid(HostSegmentIndex& index, const sg::BucketGrid& g)
+{
+  index.pyramid = pyramidOf(g);
+  const Pyramid& p = index.pyramid;
+  index.counts.assign(static_cast<size_t>(p.levelStart[p.levels]), 0);
+  for (int64_t b = 0; b < g.count(); ++b)
+    index.counts[static_cast<size_t>(b)] = static_cast<int32_t>(index.start[b + 1] - index.start[b]);
+  for (int k = 1; k < p.levels; ++k)
+    for (int Y = 0; Y < p.levelHeight[k - 1]; ++Y)
+      for (int X = 0; X < p.levelWidth[k - 1]; ++X)
+        index.counts[static_cast<size_t>(p.levelStart[k] + int64_t(Y / 2) * p.levelWidth[k] + X / 2)] +=
+          index.counts[static_cast<size_t>(p.levelStart[k - 1] + int64_t(Y) * p.levelWidth[k - 1] + X)];
+}
+
+// Built on `threads` threads: the buckets' counts and then the entries are claimed with atomic
+// additions (__atomic builtins: C++17 has no atomic_ref), each bucket's numbers then sorted, so the
+// index is the same whatever the threads' timing.
+HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const RunControl& control)
+{
+  HostSegmentIndex index;
+  const sg::BucketGrid& g = p.buckets;
+  index.vertex = p.vertex.data();
+  index.feature = p.segmentFeature.data();
+  index.start.assign(static_cast<size_t>(g.count() + 1), 0);
+  const int64_t slots = static_cast<int64_t>(p.vertex.size());
+  index.inverse.assign(static_cast<size_t>(slots), 0.0);
+  int64_t* start = index.start.data();
+  parallelFor(slots, 1 << 14, threads, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i)
+      if (p.segmentFeature[i] >= 0)
+      {
+        const sg::Segment s = sg::makeSegment(p.vertex[i].x, p.vertex[i].y, p.vertex[i + 1].x, p.vertex[i + 1].y,
+                                              p.segmentFeature[i], static_cast<int32_t>(i));
+        index.inverse[static_cast<size_t>(i)] = s.inv;
+        sg::forEachBucketRow(g, s, [&](int x0, int x1, int y) {
+          for (int x = x0; x <= x1; ++x)
+            __atomic_fetch_add(&start[int64_t(y) * g.bx + x + 1], 1, __ATOMIC_RELAXED);
+        });
+      }
+  }, &control);
+  if (control.isCanceled())
+    throw Canceled();
+  for (int64_t b = 0; b < g.count(); ++b)
+    start[b + 1] += start[b];
+  // The pyramid counts entries in int32, as the GPU's index does.
+  if (index.start.back() >= (int64_t(1) << 31))
+    throw InvalidInput("The segments would be listed " + std::to_string(index.start.back()) +
+                       " times in their buckets, more than the index holds (2^31); use a larger pixel size.");
+  index.entries.resize(static_cast<size_t>(index.start.back()));
+  // Each entry takes the slot below its bucket's end (start[b + 1] counts down to the bucket's
+  // beginning), then the beginnings move down one place.
+  parallelFor(slots, 1 << 14, threads, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i)
+      if (p.segmentFeature[i] >= 0)
+        sg::forEachBucketRow(g, index.segment(static_cast<int32_t>(i)), [&](int x0, int x1, int y) {
+          for (int x = x0; x <= x1; ++x)
+          {
+            const int64_t slot = __atomic_sub_fetch(&start[int64_t(y) * g.bx + x + 1], 1, __ATOMIC_RELAXED);
+            index.entries[static_cast<size_t>(slot)] = static_cast<int32_t>(i);
+          }
+        });
+  }, &control);
+  if (control.isCanceled())
+    throw Canceled();
+  const int64_t total = static_cast<int64_t>(index.entries.size());
+  std::copy(index.start.begin() + 1, index.start.end(), index.start.begin());
+  index.start.back() = total;
+  parallelFor(g.count(), 1 << 12, threads, [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b)
+      if (start[b + 1] - start[b] > 1)
+        std::sort(index.entries.begin() + start[b], index.entries.begin() + start[b + 1]);
+  });
+  fillPyramid(index, g);
+  return index;
+}
+
+// What the blocks did, for LabelStats.
+struct BlockCounts
+{
+  int64_t blocks = 0, widened = 0, candidates = 0;
+};
+
+// A cell of the pyramid.
+struct CellRef
+{
+  int k, X, Y;
+};
+
+// Scratch of one thread: the tile's segments (each once: `stamp` remembers, per segment id, the
+// last tile that took it) with their squared distances from the tile's centre; the lists of the
+// tile, a block, a quarter as columns; a cell's list (indexes into its quarter's).
+struct TileScratch
+{
+  const void* owner = nullptr;
+  std::vector<uint32_t> stamp;
+  uint32_t serial = 0;
+  std::vector<sg::Segment> segment;
+  std::vector<double> e;
+  std::vector<uint32_t> cell;
+  sg::SegmentColumns tileColumns, blockColumns, quarterColumns;
+  std::vector<CellRef> stack;
+
+  // A new tile: a serial no segment carries yet.
+  void next(const void* labeller, size_t ids)
+  {
+    if (owner != labeller || stamp.size() != ids)
+    {
+      owner = labeller;
+      stamp.assign(ids, 0);
+      serial = 0;
+    }
+    if (++serial == 0)
+    {
+      std::fill(stamp.begin(), stamp.end(), 0);
+      serial = 1;
+    }
+    segment.clear();
+    e.clear();
+  }
+};
+
+// This thread's scratch, its address taken once per call (a thread_local used in the block loop
+// itself cost a TLS lookup per use: 5 % of the labelling).
+__attribute__((noinline)) TileScratch& threadScratch()
+{
+  thread_local TileScratch scratch;
+  return scratch;
+}
+
+// The search for the pixels [c0, c1] x [r0, r1] (a tile; the GPU does it per block): every segment
+// that may be nearest to one of them, into scratch.segment with its squared distance from the
+// rectangle's centre in scratch.e; returns the least of those.
+// 1. the rectangle's buckets and one ring, a few more while it stays small (kSmallRect), or where
+//    all are empty a near non-empty bucket (nearestBucket); u, the least distance from the centre
+//    plus the radius over their segments, bounds every pixel's nearest;
+// 2. every other bucket within u of the rectangle, found by descending the pyramid.
+double gatherSegments(const SegmentIndexView& v, const HostSegmentIndex& index, int c0, int r0, int c1, int r1,
+                      TileScratch& scratch)
+{
+  const PixelDisc disc = discOf(c0, r0, c1, r1);
+  double eMin = HUGE_VAL;
+  auto scanBucket = [&](int64_t b) {
+    for (int64_t k = v.start[b]; k < v.start[b + 1]; ++k)
+    {
+      const int32_t id = index.entries[static_cast<size_t>(k)];
+      uint32_t& seen = scratch.stamp[static_cast<size_t>(id)];
+      if (seen == scratch.serial)
+        continue;
+      seen = scratch.serial;
+      const sg::Segment s = index.segment(id);
+      const double ec = sg::segmentSquared(disc.cx, disc.cy, s);
+      eMin = std::min(eMin, ec);
+      scratch.segment.push_back(s);
+      scratch.e.push_back(ec);
+    }
+  };
+  // 1. The rectangle's buckets and one ring (a few more while that stays small); where they hold
+  //    nothing, a near non-empty bucket found in the pyramid (nearestBucket).
+  auto scanNewRuns = [&](const sg::Rect& now, const sg::Rect& before) {
+    sg::forNewRuns(now, before, [&](int y, int x0, int x1) {
+      for (int x = x0; x <= x1; ++x)
+        scanBucket(int64_t(y) * v.g.bx + x);
+    });
+  };
+  auto entriesIn = [&](const sg::Rect& r) {
+    int64_t n = 0;
+    for (int y = r.y0; y <= r.y1; ++y)
+      n += v.rowEntries(y, r.x0, r.x1);
+    return n;
+  };
+  sg::Rect rect = blockRect(v.g, c0, r0, c1, r1, 1);
+  scanNewRuns(rect, sg::Rect{});
+  int64_t greedy = -1;
+  // A few buckets more while the rectangle stays small (most blocks); beyond, the pyramid.
+  auto area = [](const sg::Rect& r) { return int64_t(r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1); };
+  for (int m = 2; scratch.segment.empty() && m <= 4; m *= 2)
+  {
+    const sg::Rect wider = blockRect(v.g, c0, r0, c1, r1, m);
+    if (entriesIn(wider) == 0)
+      continue;
+    scanNewRuns(wider, rect);
+    rect = wider;
+  }
+  if (scratch.segment.empty())
+  {
+    greedy = nearestBucket(v, c0, r0, c1, r1);
+    scanBucket(greedy);
+  }
+  else
+    for (int step = 0; step < 3; ++step)
+    {
+      const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
+      if (rect.contains(need) || area(need) > kSmallRect)
+        break;
+      scanNewRuns(need, rect);
+      rect = need;
+    }
+  // 2. Every other bucket within reach of the rectangle, down the pyramid from the level whose cells
+  //    span the reach (the reach shrinks as nearer segments turn up).
+  double reach = reachOf(eMin, disc, v.slack);
+  const int k0 = levelSpanning(v, double(std::max(c1 - c0, r1 - r0)) + 2.0 * reach + 1.0);
+  scratch.stack.clear();
+  // (Nothing to do where the reach stays within the buckets already scanned: most blocks.)
+  if (greedy >= 0 || !rect.contains(reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect)))
+  {
+    const int shift = v.g.shift + k0;
+    const int X0 = sg::clampBucket(double(c0) + 0.5 - reach, shift, v.pyramid.levelWidth[k0]);
+    const int X1 = sg::clampBucket(double(c1) + 0.5 + reach, shift, v.pyramid.levelWidth[k0]);
+    const int Y0 = sg::clampBucket(double(r0) + 0.5 - reach, shift, v.pyramid.levelHeight[k0]);
+    const int Y1 = sg::clampBucket(double(r1) + 0.5 + reach, shift, v.pyramid.levelHeight[k0]);
+    for (int Y = Y0; Y <= Y1; ++Y)
+      for (int X = X0; X <= X1; ++X)
+        scratch.stack.push_back({k0, X, Y});
+  }
+  while (!scratch.stack.empty())
+  {
+    const CellRef cell = scratch.stack.back();
+    scratch.stack.pop_back();
+    if (v.count(cell.k, cell.X, cell.Y) == 0 ||
+        beyondReach(cellSquaredDistance(v, cell.k, cell.X, cell.Y, c0, r0, c1, r1), reach))
+      continue;
+    if (cell.k == 0)
+    {
+      const int64_t b = int64_t(cell.Y) * v.g.bx + cell.X;
+      if (b == greedy || (cell.X >= rect.x0 && cell.X <= rect.x1 && cell.Y >= rect.y0 && cell.Y <= rect.y1))
+        continue;
+      scanBucket(b);
+      reach = reachOf(eMin, disc, v.slack);
+      continue;
+    }
+    for (int j = 0; j < 4; ++j)
+    {
+      const int x = 2 * cell.X + (j & 1), y = 2 * cell.Y + (j >> 1);
+      if (x < v.pyramid.levelWidth[cell.k - 1] && y < v.pyramid.levelHeight[cell.k - 1])
+        scratch.stack.push_back({cell.k - 1, x, y});
+    }
+  }
+  return eMin;
+}
+
+// The segments of `from` (padded count fromCount) that may be nearest to a pixel of [c0, c1] x
+// [r0, r1] (keepLimit, their distances from its centre) into `to`; returns to's padded count.
+__attribute__((always_inline)) inline size_t keepNearest(const sg::SegmentColumns& from, size_t fromCount, int c0,
+                                                         int r0, int c1, int r1, double slack, std::vector<double>& e,
+                                                         sg::SegmentColumns& to)
+{
+  const PixelDisc disc = discOf(c0, r0, c1, r1);
+  e.resize(std::max(fromCount, e.size()));
+  const double least = from.squaredFrom(disc.cx, disc.cy, e.data(), fromCount);
+  const double limit = keepLimit(pixelBound(least, disc), disc, slack);
+  return to.keepFrom(from, e.data(), limit);
+}
+
+// A quarter's list up to this long is scanned whole by its cells' pixels, not cut again per cell
+// (on the uniform 8192^2 bench the cut took a third of the labelling).
+constexpr size_t kWholeQuarter = 12;
+
+// The tile's 8 x 8 blocks, from the tile's list: each block's list (keepNearest), again for each
+// 4 x 4 quarter, each 2 x 2 cell of it, whose four pixels then take the best of the cell's list
+// (from the interior's 0 where they are inside), four at a time (segment_batch.h). Inlined into
+// one function per instruction set (below).
+__attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexView& v, int tc0, int tr0, int tc1, int tr1, int64_t bandRow0,
+                     const int32_t* cover, int32_t* site, float* distance, double pixelSize, TileScratch& scratch,
+                     BlockCounts& counts)
+{
+  constexpr int K = sg::kBlock;
+  const size_t tileCount = scratch.tileColumns.padded();
+  sg::SegmentColumns &block = scratch.blockColumns, &quarter = scratch.quarterColumns;
+  for (int r0 = tr0; r0 <= tr1; r0 += K)
+    for (int c0 = tc0; c0 <= tc1; c0 += K)
+    {
+      const int c1 = std::min(c0 + K - 1, tc1), r1 = std::min(r0 + K - 1, tr1);
+      ++counts.blocks;
+      // (The GPU's count of blocks whose buckets and ring hold nothing.)
+      const sg::Rect ring = blockRect(v.g, c0, r0, c1, r1, 1);
+      int64_t inRing = 0;
+      for (int y = ring.y0; y <= ring.y1; ++y)
+        inRing += v.rowEntries(y, ring.x0, ring.x1);
+      counts.widened += inRing == 0 ? 1 : 0;
+      const size_t blockCount = keepNearest(scratch.tileColumns, tileCount, c0, r0, c1, r1, v.slack, scratch.e, block);
+      for (int q = 0; q < 4; ++q)
+      {
+        const int qc0 = c0 + (q & 1) * 4, qr0 = r0 + (q >> 1) * 4;
+        const int qc1 = std::min(qc0 + 3, c1), qr1 = std::min(qr0 + 3, r1);
+        if (qc0 > qc1 || qr0 > qr1)
+          continue;
+        const size_t quarterCount = keepNearest(block, blockCount, qc0, qr0, qc1, qr1, v.slack, scratch.e, quarter);
+        scratch.cell.resize(std::max(quarterCount, scratch.cell.size()));
+        for (int k = 0; k < 4; ++k)
+        {
+          const int kc0 = qc0 + (k & 1) * 2, kr0 = qr0 + (k >> 1) * 2;
+          const int kc1 = std::min(kc0 + 1, qc1), kr1 = std::min(kr0 + 1, qr1);
+          if (kc0 > kc1 || kr0 > kr1)
+            continue;
+          // The cell's list as indexes into the quarter's: the whole quarter's where it is short
+          // (scanning a few more costs less than the cut), else those that may be nearest.
+          size_t n = 0;
+          if (quarter.n <= kWholeQuarter)
+            for (; n < quarter.n; ++n)
+              scratch.cell[n] = static_cast<uint32_t>(n);
+          else
+          {
+            const PixelDisc kd = discOf(kc0, kr0, kc1, kr1);
+            const double kMin = quarter.squaredFrom(kd.cx, kd.cy, scratch.e.data(), quarterCount);
+            const double kLimit = keepLimit(pixelBound(kMin, kd), kd, v.slack);
+            for (size_t j = 0; j < quarter.n; ++j)
+            {
+              scratch.cell[n] = static_cast<uint32_t>(j);
+              n += scratch.e[j] <= kLimit ? 1 : 0;
+            }
+          }
+          counts.candidates += int64_t(n);
+          // Its four pixels (some may lie outside a partial block), each segment against all four.
+          sg::Lanes best = {};
+          sg::LaneInts label = {};
+          for (int j = 0; j < 4; ++j)
+          {
+            const int c = kc0 + (j & 1), r = kr0 + (j >> 1);
+            const int32_t covered =
+              (cover && c <= kc1 && r <= kr1) ? cover[(int64_t(r) - bandRow0) * v.width + c] : INT32_MAX;
+            best[j] = covered != INT32_MAX ? 0.0 : HUGE_VAL;
+            label[j] = covered;
+          }
+          sg::scanCell(quarter, scratch.cell.data(), n, double(kc0) + 0.5, double(kr0) + 0.5, best, label);
+          for (int j = 0; j < 4; ++j)
+          {
+            const int c = kc0 + (j & 1), r = kr0 + (j >> 1);
+            if (c > kc1 || r > kr1)
+              continue;
+            const int64_t at = (int64_t(r) - bandRow0) * v.width + c;
+            site[at] = static_cast<int32_t>(label[j]);
+            if (distance)
+              distance[at] = distanceValue(best[j], pixelSize);
+          }
+        }
+      }
+    }
+}
+
+// labelTileBlocks compiled twice, for AVX2 and for any x86-64, the one to run chosen by the
+// processor (the vector form is twice as fast with AVX2; the values are the same bits). Chosen in
+// plain code, not by an ifunc (target_clones): ThreadSanitizer's build crashed in the resolver.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void labelTileBlocksAvx2(const SegmentIndexView& v, int tc0, int tr0, int tc1, int tr1,
+                                                         int64_t bandRow0, const int32_t* cover, int32_t* site,
+                                                         float* distance, double pixelSize, TileScratch& scratch,
+                                                         BlockCounts& counts)
+{
+  labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+}
+
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+std::atomic<bool> gAllowAvx2{true};
+
+void labelTileBlocksHere(const SegmentIndexView& v, int tc0, int tr0, int tc1, int tr1, int64_t bandRow0,
+                         const int32_t* cover, int32_t* site, float* distance, double pixelSize, TileScratch& scratch,
+                         BlockCounts& counts)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveAvx2 && gAllowAvx2.load(std::memory_order_relaxed))
+    return labelTileBlocksAvx2(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+#endif
+  labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+}
+
+// The pixels [tc0, tc1] x [tr0, tr1]: the search for the whole tile, then its blocks.
+void labelTile(const SegmentIndexView& v, const HostSegmentIndex& index, const void* labeller, size_t ids, int tc0,
+               int tr0, int tc1, int tr1, int64_t bandRow0, const int32_t* cover, int32_t* site, float* distance,
+               double pixelSize, TileScratch& scratch, BlockCounts& counts)
+{
+  scratch.next(labeller, ids);
+  const double eMin = gatherSegments(v, index, tc0, tr0, tc1, tr1, scratch);
+  const PixelDisc disc = discOf(tc0, tr0, tc1, tr1);
+  const double limit = keepLimit(pixelBound(eMin, disc), disc, v.slack);
+  scratch.tileColumns.clear();
+  for (size_t k = 0; k < scratch.segment.size(); ++k)
+    if (scratch.e[k] <= limit)
+      scratch.tileColumns.push(scratch.segment[k]);
+  labelTileBlocksHere(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+}
+
+// The side of the tiles searched as one: four buckets (so about 16 segments a tile where the
+// segments are spread evenly), one block at least, four blocks a side at most.
+int tileSideOf(const sg::BucketGrid& g)
+{
+  return std::clamp(4 << g.shift, sg::kBlock, 4 * sg::kBlock);
+}
+
+class CpuFeatureLabeller final : public Labeller
+{
+public:
+  CpuFeatureLabeller(const Grid& grid, const FeatureSites& features, const FeatureLabellerOptions& options,
+                     const RunControl& control)
+    : mGrid(grid), mThreads(options.threads > 0 ? options.threads : defaultThreadCount())
+  {
+    ScopedStage stage(mTimes, "prepare");
+    mPrepared = prepareFeatures(grid, features, options.interior, mThreads, control);
+    mIndex = buildHostIndex(mPrepared, mThreads, control);
+    mView.g = mPrepared.buckets;
+    mView.start = mIndex.start.data();
+    mView.entries = nullptr;  // the CPU lists numbers (mIndex.entries)
+    mView.pyramid = mIndex.pyramid;
+    mView.counts = mIndex.counts.data();
+    mView.slack = mPrepared.slack;
+    mView.width = static_cast<int>(grid.width);
+    mView.height = static_cast<int>(grid.height);
+    mStats.uniqueSites = mPrepared.featuresWithSegments;
+  }
+
+  void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
+  {
+    if (row0 < 0 || rows < 0 || row0 + rows > mGrid.height)
+      throw InvalidInput("rows " + std::to_string(row0) + " to " + std::to_string(row0 + rows) +
+                         " are outside the grid of " + std::to_string(mGrid.height) + " rows");
+    ScopedStage stage(mTimes, "compute");
+    const bool covered = !mPrepared.rowSpan.empty();
+    if (covered)
+    {
+      mCover.resize(static_cast<size_t>(rows * mGrid.width));
+      paintCover(mPrepared, mGrid.width, row0, rows, mCover.data(), mThreads);
+      int64_t inside = 0;
+      for (int32_t c : mCover)
+        inside += c != INT32_MAX;
+      mStats.refinedPixels += inside;
+    }
+    const int side = tileSideOf(mPrepared.buckets);
+    const int64_t tilesX = (mGrid.width + side - 1) / side, tilesY = (rows + side - 1) / side;
+    std::atomic<int64_t> blocks{0}, widened{0}, candidates{0};
+    parallelFor(
+      tilesX * tilesY, 1, mThreads,
+      [&](int64_t first, int64_t last) {
+        TileScratch& scratch = threadScratch();
+        BlockCounts counts;
+        for (int64_t t = first; t < last; ++t)
+        {
+          const int64_t tc0 = (t % tilesX) * side, tr0 = row0 + (t / tilesX) * side;
+          labelTile(mView, mIndex, this, mPrepared.vertex.size(), static_cast<int>(tc0), static_cast<int>(tr0),
+                    static_cast<int>(std::min(tc0 + side, mGrid.width) - 1),
+                    static_cast<int>(std::min(tr0 + side, row0 + rows) - 1), row0, covered ? mCover.data() : nullptr,
+                    site, distance, mGrid.pixelSize, scratch, counts);
+        }
+        blocks += counts.blocks;
+        widened += counts.widened;
+        candidates += counts.candidates;
+      },
+      &control);
+    mStats.tiles += blocks;
+    mStats.splitTiles += widened;
+    mStats.candidates += candidates;
+  }
+
+  Backend backend() const override { return Backend::Cpu; }
+  std::string deviceName() const override { return cpuDescription(mThreads); }
+  const StageTimes& times() const override { return mTimes; }
+  const LabelStats& stats() const override { return mStats; }
+  std::vector<std::string> warnings() const override { return {}; }
+
+private:
+  Grid mGrid;
+  int mThreads;
+  PreparedFeatures mPrepared;
+  HostSegmentIndex mIndex;
+  SegmentIndexView mView;
+  std::vector<int32_t> mCover;
+  StageTimes mTimes;
+  LabelStats mStats;
+};
+
+}  // namespace
+
+namespace detail {
+
+bool allowAvx2Labelling(bool allow)
+{
+  return gAllowAvx2.exchange(allow);
+}
+
+}  // namespace detail
+
+std::unique_ptr<Labeller> makeCpuFeatureLabeller(const Grid& grid, const FeatureSites& features,
+                                                 const FeatureLabellerOptions& options, const RunControl& control)
+{
+  return std::make_unique<CpuFeatureLabeller>(grid, features, options, control);
+}
+
+}  // namespace gpugeo::voronoi

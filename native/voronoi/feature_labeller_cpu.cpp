@@ -397,7 +397,10 @@ __attribute__((target("avx2"))) void labelTileBlocksAvx2(const SegmentIndexView&
   labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+const bool kHaveAvx2 = [] {
+  __builtin_cpu_init();  // (this runs among the library's constructors: detect the processor first)
+  return __builtin_cpu_supports("avx2") != 0;
+}();
 #endif
 std::atomic<bool> gAllowAvx2{true};
 

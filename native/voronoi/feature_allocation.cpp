@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "detail/feature_index.h"
 #include "voronoi_backends.h"
@@ -193,8 +194,8 @@ PreparedFeatures prepareFeatures(const Grid& grid, const FeatureSites& features,
     ringStart[p + 1] = ringStart[p] + n;
   }
   const int64_t slots = ringStart[features.pathCount];
-  out.vertex.resize(static_cast<size_t>(slots));
-  out.segmentFeature.assign(static_cast<size_t>(slots), -1);
+  resizeHuge(out.vertex, static_cast<size_t>(slots));
+  assignHuge(out.segmentFeature, static_cast<size_t>(slots), int32_t(-1));
   std::atomic<double> largest{0.0};
   parallelFor(features.pathCount, 1024, threads, [&](int64_t first, int64_t last) {
     double most = 0.0;

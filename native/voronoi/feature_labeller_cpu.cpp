@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "detail/feature_index.h"
 #include "detail/segment_batch.h"
@@ -50,7 +51,7 @@ void fillPyramid(HostSegmentIndex& index, const sg::BucketGrid& g)
 {
   index.pyramid = pyramidOf(g);
   const Pyramid& p = index.pyramid;
-  index.counts.assign(static_cast<size_t>(p.levelStart[p.levels]), 0);
+  assignHuge(index.counts, static_cast<size_t>(p.levelStart[p.levels]), int32_t(0));
   for (int64_t b = 0; b < g.count(); ++b)
     index.counts[static_cast<size_t>(b)] = static_cast<int32_t>(index.start[b + 1] - index.start[b]);
   for (int k = 1; k < p.levels; ++k)
@@ -69,9 +70,9 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const Ru
   const sg::BucketGrid& g = p.buckets;
   index.vertex = p.vertex.data();
   index.feature = p.segmentFeature.data();
-  index.start.assign(static_cast<size_t>(g.count() + 1), 0);
+  assignHuge(index.start, static_cast<size_t>(g.count() + 1), int64_t(0));
   const int64_t slots = static_cast<int64_t>(p.vertex.size());
-  index.inverse.assign(static_cast<size_t>(slots), 0.0);
+  assignHuge(index.inverse, static_cast<size_t>(slots), 0.0);
   int64_t* start = index.start.data();
   parallelFor(slots, 1 << 14, threads, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i)
@@ -94,7 +95,7 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const Ru
   if (index.start.back() >= (int64_t(1) << 31))
     throw InvalidInput("The segments would be listed " + std::to_string(index.start.back()) +
                        " times in their buckets, more than the index holds (2^31); use a larger pixel size.");
-  index.entries.resize(static_cast<size_t>(index.start.back()));
+  resizeHuge(index.entries, static_cast<size_t>(index.start.back()));
   // Each entry takes the slot below its bucket's end (start[b + 1] counts down to the bucket's
   // beginning), then the beginnings move down one place.
   parallelFor(slots, 1 << 14, threads, [&](int64_t first, int64_t last) {
@@ -154,7 +155,7 @@ struct TileScratch
     if (owner != labeller || stamp.size() != ids)
     {
       owner = labeller;
-      stamp.assign(ids, 0);
+      assignHuge(stamp, ids, uint32_t(0));
       serial = 0;
     }
     if (++serial == 0)
@@ -468,7 +469,7 @@ public:
     const bool covered = !mPrepared.rowSpan.empty();
     if (covered)
     {
-      mCover.resize(static_cast<size_t>(rows * mGrid.width));
+      resizeHuge(mCover, static_cast<size_t>(rows * mGrid.width));
       paintCover(mPrepared, mGrid.width, row0, rows, mCover.data(), mThreads);
       int64_t inside = 0;
       for (int32_t c : mCover)

@@ -371,6 +371,9 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
             label[j] = covered;
           }
           sg::scanCell(quarter, scratch.cell.data(), n, double(kc0) + 0.5, double(kr0) + 0.5, best, label);
+          float value[4];
+          if (distance)
+            sg::distanceLanes(best, pixelSize, value);
           for (int j = 0; j < 4; ++j)
           {
             const int c = kc0 + (j & 1), r = kr0 + (j >> 1);
@@ -379,7 +382,7 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
             const int64_t at = (int64_t(r) - bandRow0) * v.width + c;
             site[at] = static_cast<int32_t>(label[j]);
             if (distance)
-              distance[at] = distanceValue(best[j], pixelSize);
+              distance[at] = value[j];
           }
         }
       }

@@ -11,7 +11,12 @@
 #include <cstring>
 #include <vector>
 
+#include "nearest_site.h"
 #include "segment_grid.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // The vectors are passed between inline functions only (no ABI concern where AVX is off).
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -155,6 +160,22 @@ GPUGEO_LANES_INLINE void scanCell(const SegmentColumns& c, const uint32_t* which
     best = take ? d : best;
     label = take ? fl : label;
   }
+}
+
+// distanceValue of each lane into out[0..3]: the square roots two at a time (SSE2's sqrtpd rounds
+// as sqrt does, and the product and the narrowing are the scalar's), which the scalar form paid
+// for pixel by pixel.
+GPUGEO_LANES_INLINE void distanceLanes(Lanes squared, double pixelSize, float* out)
+{
+#if defined(__SSE2__)
+  const __m128d size = _mm_set1_pd(pixelSize);
+  const __m128d lo = _mm_mul_pd(_mm_sqrt_pd(_mm_set_pd(squared[1], squared[0])), size);
+  const __m128d hi = _mm_mul_pd(_mm_sqrt_pd(_mm_set_pd(squared[3], squared[2])), size);
+  _mm_storeu_ps(out, _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi)));
+#else
+  for (int j = 0; j < kLanes; ++j)
+    out[j] = distanceValue(squared[j], pixelSize);
+#endif
 }
 
 }  // namespace gpugeo::voronoi::detail::segments

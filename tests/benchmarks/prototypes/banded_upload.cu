@@ -10,6 +10,9 @@
 //                  as a fresh labeller does; otherwise one buffer for every round
 //   */busy         a kernel writing device memory runs on another stream meanwhile (the labelling)
 //   */idle         the host sleeps 50 ms before the round (the host's prepare, the GPU idle)
+//   */dev          the device buffer also fresh (cudaMalloc) each round, as a fresh labeller's
+//   bands/graph    the product's 16 copies and events captured in a CUDA graph beforehand, launched
+//                  as one (no host time between the copies)
 // Also the host's time to enqueue the copies, and for one round of `bands` each band's arrival.
 //
 // usage: banded_upload [sites ...]   (nvcc -O2 -Inative banded_upload.cu)   (default 1000000 4000000)
@@ -45,10 +48,10 @@ __global__ void busyKernel(float* data, long long n, int passes)
 
 struct Way
 {
-  bool whole = false, fused = false, fresh = false, busy = false, idle = false;
+  bool whole = false, fused = false, fresh = false, busy = false, idle = false, graph = false, dev = false;
   std::string name() const
   {
-    std::string s = whole ? "whole" : fused ? "bands/fused" : "bands";
+    std::string s = whole ? "whole" : fused ? "bands/fused" : graph ? "bands/graph" : "bands";
     if (fresh)
       s += "/fresh";
     if (busy)
@@ -75,6 +78,8 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
     GPUGEO_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host), bytes));
     std::memset(host, 1, bytes);
   }
+  if (w.dev)
+    GPUGEO_CUDA_CHECK(cudaMalloc(&device, bytes));
   if (w.idle)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (w.busy)
@@ -83,12 +88,34 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
   GPUGEO_CUDA_CHECK(cudaEventCreate(&start));
   for (auto& e : arrived)
     GPUGEO_CUDA_CHECK(cudaEventCreate(&e));
+  const size_t pointBytes = size_t(sites) * 16;
+  int events = 0;
+  cudaGraphExec_t exec = nullptr;
+  if (w.graph)
+  {
+    GPUGEO_CUDA_CHECK(cudaStreamBeginCapture(copy, cudaStreamCaptureModeThreadLocal));
+    for (int b = 0; b < kBands; ++b)
+    {
+      const long long first = sites * b / kBands, count = sites * (b + 1) / kBands - first;
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + first * 16, host + first * 16, size_t(count) * 16,
+                                        cudaMemcpyHostToDevice, copy));
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + pointBytes + first * 4, host + pointBytes + first * 4,
+                                        size_t(count) * 4, cudaMemcpyHostToDevice, copy));
+      GPUGEO_CUDA_CHECK(cudaEventRecord(arrived[events++], copy));
+    }
+    cudaGraph_t graph;
+    GPUGEO_CUDA_CHECK(cudaStreamEndCapture(copy, &graph));
+    GPUGEO_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    GPUGEO_CUDA_CHECK(cudaGraphDestroy(graph));
+    GPUGEO_CUDA_CHECK(cudaGraphUpload(exec, copy));
+    GPUGEO_CUDA_CHECK(cudaStreamSynchronize(copy));
+  }
   const double t0 = nowMs();
   GPUGEO_CUDA_CHECK(cudaEventRecord(start, other));
   GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(copy, start, 0));
-  const size_t pointBytes = size_t(sites) * 16;
-  int events = 0;
-  if (w.whole)
+  if (w.graph)
+    GPUGEO_CUDA_CHECK(cudaGraphLaunch(exec, copy));
+  else if (w.whole)
   {
     GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device, host, pointBytes, cudaMemcpyHostToDevice, copy));
     GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + pointBytes, host + pointBytes, bytes - pointBytes,
@@ -127,6 +154,10 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
   cudaEventDestroy(start);
   for (auto& e : arrived)
     cudaEventDestroy(e);
+  if (exec)
+    cudaGraphExecDestroy(exec);
+  if (w.dev)
+    GPUGEO_CUDA_CHECK(cudaFree(device));
   if (w.fresh)
     GPUGEO_CUDA_CHECK(cudaFreeHost(host));
   return r;
@@ -176,7 +207,9 @@ int main(int argc, char** argv)
         ways.push_back(w);
       }
     for (Way w : {Way{false, false, false, true, false}, Way{false, false, false, false, true},
-                  Way{true, false, false, false, true}, Way{false, false, true, true, true}})
+                  Way{true, false, false, false, true}, Way{false, false, true, true, true},
+                  Way{false, false, false, false, false, true}, Way{false, false, true, false, false, true},
+                  Way{false, false, true, false, false, false, true}, Way{true, false, true, false, false, false, true}})
       ways.push_back(w);
     // Rounds interleave the ways, so that a slow spell of the host shows as spread.
     std::vector<std::vector<double>> took(ways.size()), enqueue(ways.size());

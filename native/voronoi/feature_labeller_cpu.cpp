@@ -8,6 +8,10 @@
 #include <cmath>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/errors.h"
 #include "core/host_memory.h"
 #include "core/parallel.h"
@@ -129,6 +133,15 @@ struct BlockCounts
   int64_t blocks = 0, widened = 0, candidates = 0;
 };
 
+// Where labelTileBlocks writes: pixel (c, r) at (r - row0) * stride + (c - col0) of site and
+// distance (distance may be null).
+struct PixelOut
+{
+  int32_t* site;
+  float* distance;
+  int64_t row0, col0, stride;
+};
+
 // A cell of the pyramid.
 struct CellRef
 {
@@ -148,6 +161,8 @@ struct TileScratch
   std::vector<uint32_t> cell;
   sg::SegmentColumns tileColumns, blockColumns, quarterColumns;
   std::vector<CellRef> stack;
+  std::vector<int32_t> outSite;  // the tile's labels and distances before they are written out
+  std::vector<float> outDistance;
 
   // A new tile: a serial no segment carries yet.
   void next(const void* labeller, size_t ids)
@@ -308,9 +323,10 @@ constexpr size_t kWholeQuarter = 12;
 // 4 x 4 quarter, each 2 x 2 cell of it, whose four pixels then take the best of the cell's list
 // (from the interior's 0 where they are inside), four at a time (segment_batch.h). Inlined into
 // one function per instruction set (below).
-__attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexView& v, int tc0, int tr0, int tc1, int tr1, int64_t bandRow0,
-                     const int32_t* cover, int32_t* site, float* distance, double pixelSize, TileScratch& scratch,
-                     BlockCounts& counts)
+__attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexView& v, int tc0, int tr0, int tc1,
+                                                          int tr1, int64_t bandRow0, const int32_t* cover,
+                                                          const PixelOut& out, double pixelSize, TileScratch& scratch,
+                                                          BlockCounts& counts)
 {
   constexpr int K = sg::kBlock;
   const size_t tileCount = scratch.tileColumns.padded();
@@ -372,17 +388,17 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
           }
           sg::scanCell(quarter, scratch.cell.data(), n, double(kc0) + 0.5, double(kr0) + 0.5, best, label);
           float value[4];
-          if (distance)
+          if (out.distance)
             sg::distanceLanes(best, pixelSize, value);
           for (int j = 0; j < 4; ++j)
           {
             const int c = kc0 + (j & 1), r = kr0 + (j >> 1);
             if (c > kc1 || r > kr1)
               continue;
-            const int64_t at = (int64_t(r) - bandRow0) * v.width + c;
-            site[at] = static_cast<int32_t>(label[j]);
-            if (distance)
-              distance[at] = value[j];
+            const int64_t at = (int64_t(r) - out.row0) * out.stride + (c - out.col0);
+            out.site[at] = static_cast<int32_t>(label[j]);
+            if (out.distance)
+              out.distance[at] = value[j];
           }
         }
       }
@@ -394,11 +410,10 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
 // plain code, not by an ifunc (target_clones): ThreadSanitizer's build crashed in the resolver.
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) void labelTileBlocksAvx2(const SegmentIndexView& v, int tc0, int tr0, int tc1, int tr1,
-                                                         int64_t bandRow0, const int32_t* cover, int32_t* site,
-                                                         float* distance, double pixelSize, TileScratch& scratch,
-                                                         BlockCounts& counts)
+                                                         int64_t bandRow0, const int32_t* cover, const PixelOut& out,
+                                                         double pixelSize, TileScratch& scratch, BlockCounts& counts)
 {
-  labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+  labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, out, pixelSize, scratch, counts);
 }
 
 const bool kHaveAvx2 = [] {
@@ -409,14 +424,34 @@ const bool kHaveAvx2 = [] {
 std::atomic<bool> gAllowAvx2{true};
 
 void labelTileBlocksHere(const SegmentIndexView& v, int tc0, int tr0, int tc1, int tr1, int64_t bandRow0,
-                         const int32_t* cover, int32_t* site, float* distance, double pixelSize, TileScratch& scratch,
+                         const int32_t* cover, const PixelOut& out, double pixelSize, TileScratch& scratch,
                          BlockCounts& counts)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (kHaveAvx2 && gAllowAvx2.load(std::memory_order_relaxed))
-    return labelTileBlocksAvx2(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+    return labelTileBlocksAvx2(v, tc0, tr0, tc1, tr1, bandRow0, cover, out, pixelSize, scratch, counts);
 #endif
-  labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+  labelTileBlocks(v, tc0, tr0, tc1, tr1, bandRow0, cover, out, pixelSize, scratch, counts);
+}
+
+// Copies n 4-byte values to dst, where it can with non-temporal stores (16 bytes at a time from a
+// 16-byte boundary), the rest plainly. The caller fences (sfence) before others read dst.
+template <typename T>
+void streamOut(T* dst, const T* src, int n)
+{
+  static_assert(sizeof(T) == 4, "4-byte values");
+  int k = 0;
+#if defined(__SSE2__)
+  while (k < n && (reinterpret_cast<uintptr_t>(dst + k) & 15) != 0)
+  {
+    dst[k] = src[k];
+    ++k;
+  }
+  for (; k + 4 <= n; k += 4)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k)));
+#endif
+  for (; k < n; ++k)
+    dst[k] = src[k];
 }
 
 // The pixels [tc0, tc1] x [tr0, tr1]: the search for the whole tile, then its blocks.
@@ -432,7 +467,21 @@ void labelTile(const SegmentIndexView& v, const HostSegmentIndex& index, const v
   for (size_t k = 0; k < scratch.segment.size(); ++k)
     if (scratch.e[k] <= limit)
       scratch.tileColumns.push(scratch.segment[k]);
-  labelTileBlocksHere(v, tc0, tr0, tc1, tr1, bandRow0, cover, site, distance, pixelSize, scratch, counts);
+  // Labelled into the scratch's tile first, then written out row by row with streaming stores
+  // (the band is written once and not read back here: no cache line of it is fetched first).
+  const int w = tc1 - tc0 + 1;
+  scratch.outSite.resize(size_t(w) * size_t(tr1 - tr0 + 1));
+  scratch.outDistance.resize(scratch.outSite.size());
+  labelTileBlocksHere(v, tc0, tr0, tc1, tr1, bandRow0, cover,
+                      PixelOut{scratch.outSite.data(), distance ? scratch.outDistance.data() : nullptr, tr0, tc0, w},
+                      pixelSize, scratch, counts);
+  for (int r = tr0; r <= tr1; ++r)
+  {
+    const int64_t at = (int64_t(r) - bandRow0) * v.width + tc0;
+    streamOut(site + at, scratch.outSite.data() + size_t(r - tr0) * size_t(w), w);
+    if (distance)
+      streamOut(distance + at, scratch.outDistance.data() + size_t(r - tr0) * size_t(w), w);
+  }
 }
 
 // The side of the tiles searched as one: four buckets (so about 16 segments a tile where the
@@ -495,6 +544,9 @@ public:
                     static_cast<int>(std::min(tr0 + side, row0 + rows) - 1), row0, covered ? mCover.data() : nullptr,
                     site, distance, mGrid.pixelSize, scratch, counts);
         }
+#if defined(__SSE2__)
+        _mm_sfence();  // (streamOut's stores, before the caller reads the band)
+#endif
         blocks += counts.blocks;
         widened += counts.widened;
         candidates += counts.candidates;

@@ -191,10 +191,18 @@ __attribute__((noinline)) TileScratch& threadScratch()
   return scratch;
 }
 
+// A tile's rectangle of buckets grows by the runs its reach adds while it stays within kTileRect
+// buckets, up to kTileGrowSteps times; beyond, the pyramid. (The GPU's 8-pixel blocks stop at
+// kSmallRect; a 32-pixel tile whose reach passes its ring, nearly every tile of the 8192^2 bench,
+// then went down the pyramid from the level spanning its reach, ~190 cells a tile: slower than
+// scanning the rows outright, by 12 % of the labelling.)
+constexpr int64_t kTileRect = 1024;
+constexpr int kTileGrowSteps = 10;
+
 // The search for the pixels [c0, c1] x [r0, r1] (a tile; the GPU does it per block): every segment
 // that may be nearest to one of them, into scratch.segment with its squared distance from the
 // rectangle's centre in scratch.e; returns the least of those.
-// 1. the rectangle's buckets and one ring, a few more while it stays small (kSmallRect), or where
+// 1. the rectangle's buckets and one ring, a few more while it stays small (kTileRect), or where
 //    all are empty a near non-empty bucket (nearestBucket); u, the least distance from the centre
 //    plus the radius over their segments, bounds every pixel's nearest;
 // 2. every other bucket within u of the rectangle, found by descending the pyramid.
@@ -251,10 +259,10 @@ double gatherSegments(const SegmentIndexView& v, const HostSegmentIndex& index, 
     scanBucket(greedy);
   }
   else
-    for (int step = 0; step < 3; ++step)
+    for (int step = 0; step < kTileGrowSteps; ++step)
     {
       const sg::Rect need = reachRect(v.g, c0, r0, c1, r1, pixelBound(eMin, disc), v.slack, rect);
-      if (rect.contains(need) || area(need) > kSmallRect)
+      if (rect.contains(need) || area(need) > kTileRect)
         break;
       scanNewRuns(need, rect);
       rect = need;

@@ -540,7 +540,7 @@ public:
     const int64_t tilesX = (mGrid.width + side - 1) / side, tilesY = (rows + side - 1) / side;
     std::atomic<int64_t> blocks{0}, widened{0}, candidates{0};
     parallelFor(
-      tilesX * tilesY, 1, mThreads,
+      tilesX * tilesY, 8, mThreads,  // (8 tiles a chunk: a fence and the counters' additions per chunk)
       [&](int64_t first, int64_t last) {
         TileScratch& scratch = threadScratch();
         BlockCounts counts;

@@ -51,18 +51,32 @@ struct HostSegmentIndex
   }
 };
 
-void fillPyramid(HostSegmentIndex& index, const sg::BucketGrid& g)
+void fillPyramid(HostSegmentIndex& index, const sg::BucketGrid& g, int threads)
 {
   index.pyramid = pyramidOf(g);
   const Pyramid& p = index.pyramid;
-  assignHuge(index.counts, static_cast<size_t>(p.levelStart[p.levels]), int32_t(0));
-  for (int64_t b = 0; b < g.count(); ++b)
-    index.counts[static_cast<size_t>(b)] = static_cast<int32_t>(index.start[b + 1] - index.start[b]);
+  resizeHuge(index.counts, static_cast<size_t>(p.levelStart[p.levels]));
+  int32_t* counts = index.counts.data();
+  const int64_t* start = index.start.data();
+  parallelFor(g.count(), 1 << 16, threads, [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b)
+      counts[b] = static_cast<int32_t>(start[b + 1] - start[b]);
+  });
+  // Each cell of level k: the sum of its (up to) four cells of level k - 1.
   for (int k = 1; k < p.levels; ++k)
-    for (int Y = 0; Y < p.levelHeight[k - 1]; ++Y)
-      for (int X = 0; X < p.levelWidth[k - 1]; ++X)
-        index.counts[static_cast<size_t>(p.levelStart[k] + int64_t(Y / 2) * p.levelWidth[k] + X / 2)] +=
-          index.counts[static_cast<size_t>(p.levelStart[k - 1] + int64_t(Y) * p.levelWidth[k - 1] + X)];
+    parallelFor(p.levelHeight[k], 16, threads, [&](int64_t first, int64_t last) {
+      const int32_t* below = counts + p.levelStart[k - 1];
+      const int wb = p.levelWidth[k - 1], hb = p.levelHeight[k - 1];
+      for (int64_t Y = first; Y < last; ++Y)
+        for (int X = 0; X < p.levelWidth[k]; ++X)
+        {
+          int32_t sum = 0;
+          for (int64_t y = 2 * Y; y <= std::min<int64_t>(2 * Y + 1, hb - 1); ++y)
+            for (int x = 2 * X; x <= std::min(2 * X + 1, wb - 1); ++x)
+              sum += below[y * wb + x];
+          counts[p.levelStart[k] + Y * p.levelWidth[k] + X] = sum;
+        }
+    });
 }
 
 // Built on `threads` threads: the buckets' counts and then the entries are claimed with atomic
@@ -78,6 +92,18 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const Ru
   const int64_t slots = static_cast<int64_t>(p.vertex.size());
   assignHuge(index.inverse, static_cast<size_t>(slots), 0.0);
   int64_t* start = index.start.data();
+  // The buckets of a segment listed in at most kRemembered of them are remembered from the first
+  // pass for the second (the bucket rows' arithmetic was most of the index's time); others are
+  // found again.
+  constexpr int kRemembered = 4;
+  const bool remember = g.count() < int64_t(UINT32_MAX);
+  std::vector<uint32_t> remembered;
+  std::vector<uint8_t> listed;
+  if (remember)
+  {
+    resizeHuge(remembered, static_cast<size_t>(slots) * kRemembered);
+    resizeHuge(listed, static_cast<size_t>(slots));
+  }
   parallelFor(slots, 1 << 14, threads, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i)
       if (p.segmentFeature[i] >= 0)
@@ -85,10 +111,18 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const Ru
         const sg::Segment s = sg::makeSegment(p.vertex[i].x, p.vertex[i].y, p.vertex[i + 1].x, p.vertex[i + 1].y,
                                               p.segmentFeature[i], static_cast<int32_t>(i));
         index.inverse[static_cast<size_t>(i)] = s.inv;
+        int n = 0;
         sg::forEachBucketRow(g, s, [&](int x0, int x1, int y) {
-          for (int x = x0; x <= x1; ++x)
-            __atomic_fetch_add(&start[int64_t(y) * g.bx + x + 1], 1, __ATOMIC_RELAXED);
+          for (int x = x0; x <= x1; ++x, ++n)
+          {
+            const int64_t b = int64_t(y) * g.bx + x;
+            __atomic_fetch_add(&start[b + 1], 1, __ATOMIC_RELAXED);
+            if (remember && n < kRemembered)
+              remembered[size_t(i) * kRemembered + size_t(n)] = static_cast<uint32_t>(b);
+          }
         });
+        if (remember)
+          listed[size_t(i)] = static_cast<uint8_t>(std::min(n, kRemembered + 1));
       }
   }, &control);
   if (control.isCanceled())
@@ -103,15 +137,24 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const Ru
   // Each entry takes the slot below its bucket's end (start[b + 1] counts down to the bucket's
   // beginning), then the beginnings move down one place.
   parallelFor(slots, 1 << 14, threads, [&](int64_t first, int64_t last) {
+    auto list = [&](int64_t b, int64_t i) {
+      const int64_t slot = __atomic_sub_fetch(&start[b + 1], 1, __ATOMIC_RELAXED);
+      index.entries[static_cast<size_t>(slot)] = static_cast<int32_t>(i);
+    };
     for (int64_t i = first; i < last; ++i)
       if (p.segmentFeature[i] >= 0)
+      {
+        if (remember && listed[size_t(i)] <= kRemembered)
+        {
+          for (int k = 0; k < listed[size_t(i)]; ++k)
+            list(remembered[size_t(i) * kRemembered + size_t(k)], i);
+          continue;
+        }
         sg::forEachBucketRow(g, index.segment(static_cast<int32_t>(i)), [&](int x0, int x1, int y) {
           for (int x = x0; x <= x1; ++x)
-          {
-            const int64_t slot = __atomic_sub_fetch(&start[int64_t(y) * g.bx + x + 1], 1, __ATOMIC_RELAXED);
-            index.entries[static_cast<size_t>(slot)] = static_cast<int32_t>(i);
-          }
+            list(int64_t(y) * g.bx + x, i);
         });
+      }
   }, &control);
   if (control.isCanceled())
     throw Canceled();
@@ -123,7 +166,7 @@ HostSegmentIndex buildHostIndex(const PreparedFeatures& p, int threads, const Ru
       if (start[b + 1] - start[b] > 1)
         std::sort(index.entries.begin() + start[b], index.entries.begin() + start[b + 1]);
   });
-  fillPyramid(index, g);
+  fillPyramid(index, g, threads);
   return index;
 }
 

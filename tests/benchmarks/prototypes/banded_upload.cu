@@ -68,6 +68,28 @@ struct Result
   std::vector<float> arrivals;
 };
 
+// The bands' copies on `copy`, an event after each band's; returns the events recorded.
+int enqueueBands(long long sites, const char* host, char* device, bool fused, cudaStream_t copy, cudaEvent_t* arrived)
+{
+  const size_t pointBytes = size_t(sites) * 16;
+  for (int b = 0; b < kBands; ++b)
+  {
+    const long long first = sites * b / kBands, count = sites * (b + 1) / kBands - first;
+    if (fused)
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + first * 20, host + first * 20, size_t(count) * 20,
+                                        cudaMemcpyHostToDevice, copy));
+    else
+    {
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + first * 16, host + first * 16, size_t(count) * 16,
+                                        cudaMemcpyHostToDevice, copy));
+      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + pointBytes + first * 4, host + pointBytes + first * 4,
+                                        size_t(count) * 4, cudaMemcpyHostToDevice, copy));
+    }
+    GPUGEO_CUDA_CHECK(cudaEventRecord(arrived[b], copy));
+  }
+  return kBands;
+}
+
 Result round(const Way& w, long long sites, char* reused, char* device, float* scratch, long long scratchN,
              cudaStream_t copy, cudaStream_t other, cudaStream_t busy)
 {
@@ -94,15 +116,7 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
   if (w.graph)
   {
     GPUGEO_CUDA_CHECK(cudaStreamBeginCapture(copy, cudaStreamCaptureModeThreadLocal));
-    for (int b = 0; b < kBands; ++b)
-    {
-      const long long first = sites * b / kBands, count = sites * (b + 1) / kBands - first;
-      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + first * 16, host + first * 16, size_t(count) * 16,
-                                        cudaMemcpyHostToDevice, copy));
-      GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + pointBytes + first * 4, host + pointBytes + first * 4,
-                                        size_t(count) * 4, cudaMemcpyHostToDevice, copy));
-      GPUGEO_CUDA_CHECK(cudaEventRecord(arrived[events++], copy));
-    }
+    events = enqueueBands(sites, host, device, false, copy, arrived);
     cudaGraph_t graph;
     GPUGEO_CUDA_CHECK(cudaStreamEndCapture(copy, &graph));
     GPUGEO_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -123,23 +137,7 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
     GPUGEO_CUDA_CHECK(cudaEventRecord(arrived[events++], copy));
   }
   else
-  {
-    for (int b = 0; b < kBands; ++b)
-    {
-      const long long first = sites * b / kBands, count = sites * (b + 1) / kBands - first;
-      if (w.fused)
-        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + first * 20, host + first * 20, size_t(count) * 20,
-                                          cudaMemcpyHostToDevice, copy));
-      else
-      {
-        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + first * 16, host + first * 16, size_t(count) * 16,
-                                          cudaMemcpyHostToDevice, copy));
-        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + pointBytes + first * 4, host + pointBytes + first * 4,
-                                          size_t(count) * 4, cudaMemcpyHostToDevice, copy));
-      }
-      GPUGEO_CUDA_CHECK(cudaEventRecord(arrived[events++], copy));
-    }
-  }
+    events = enqueueBands(sites, host, device, w.fused, copy, arrived);
   Result r;
   r.enqueueMs = nowMs() - t0;
   GPUGEO_CUDA_CHECK(cudaEventSynchronize(arrived[events - 1]));

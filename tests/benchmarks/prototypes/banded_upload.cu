@@ -46,9 +46,19 @@ __global__ void busyKernel(float* data, long long n, int passes)
       data[i] = data[i] * 0.999f + 1.0f;
 }
 
+// Scattered atomic additions into a table of n counters (as the index's count kernel makes), passes
+// times over m keys.
+__global__ void atomicKernel(int* table, long long n, long long m, int passes)
+{
+  for (int p = 0; p < passes; ++p)
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m; i += (long long)gridDim.x * blockDim.x)
+      atomicAdd(table + (unsigned long long)(i * 2654435761ull) % n, 1);
+}
+
 struct Way
 {
-  bool whole = false, fused = false, fresh = false, busy = false, idle = false, graph = false, dev = false;
+  bool whole = false, fused = false, fresh = false, busy = false, idle = false, graph = false, dev = false,
+       atomics = false;
   std::string name() const
   {
     std::string s = whole ? "whole" : fused ? "bands/fused" : graph ? "bands/graph" : "bands";
@@ -58,6 +68,10 @@ struct Way
       s += "/busy";
     if (idle)
       s += "/idle";
+    if (dev)
+      s += "/dev";
+    if (atomics)
+      s += "/atomics";
     return s;
   }
 };
@@ -69,7 +83,8 @@ struct Result
 };
 
 // The bands' copies on `copy`, an event after each band's; returns the events recorded.
-int enqueueBands(long long sites, const char* host, char* device, bool fused, cudaStream_t copy, cudaEvent_t* arrived)
+int enqueueBands(long long sites, const char* host, char* device, bool fused, cudaStream_t copy, cudaEvent_t* arrived,
+                 bool captured = false)
 {
   const size_t pointBytes = size_t(sites) * 16;
   for (int b = 0; b < kBands; ++b)
@@ -85,7 +100,8 @@ int enqueueBands(long long sites, const char* host, char* device, bool fused, cu
       GPUGEO_CUDA_CHECK(cudaMemcpyAsync(device + pointBytes + first * 4, host + pointBytes + first * 4,
                                         size_t(count) * 4, cudaMemcpyHostToDevice, copy));
     }
-    GPUGEO_CUDA_CHECK(cudaEventRecord(arrived[b], copy));
+    // (In a capture, only an external record becomes a record node of the graph.)
+    GPUGEO_CUDA_CHECK(cudaEventRecordWithFlags(arrived[b], copy, captured ? cudaEventRecordExternal : 0));
   }
   return kBands;
 }
@@ -106,6 +122,8 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (w.busy)
     busyKernel<<<1024, 256, 0, busy>>>(scratch, scratchN, 4);
+  if (w.atomics)
+    atomicKernel<<<1024, 256, 0, busy>>>(reinterpret_cast<int*>(scratch), 1 << 22, 4000000, 8);
   cudaEvent_t start, arrived[kBands];
   GPUGEO_CUDA_CHECK(cudaEventCreate(&start));
   for (auto& e : arrived)
@@ -116,7 +134,7 @@ Result round(const Way& w, long long sites, char* reused, char* device, float* s
   if (w.graph)
   {
     GPUGEO_CUDA_CHECK(cudaStreamBeginCapture(copy, cudaStreamCaptureModeThreadLocal));
-    events = enqueueBands(sites, host, device, false, copy, arrived);
+    events = enqueueBands(sites, host, device, false, copy, arrived, true);
     cudaGraph_t graph;
     GPUGEO_CUDA_CHECK(cudaStreamEndCapture(copy, &graph));
     GPUGEO_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -207,7 +225,8 @@ int main(int argc, char** argv)
     for (Way w : {Way{false, false, false, true, false}, Way{false, false, false, false, true},
                   Way{true, false, false, false, true}, Way{false, false, true, true, true},
                   Way{false, false, false, false, false, true}, Way{false, false, true, false, false, true},
-                  Way{false, false, true, false, false, false, true}, Way{true, false, true, false, false, false, true}})
+                  Way{false, false, true, false, false, false, true}, Way{true, false, true, false, false, false, true},
+                  Way{false, false, false, false, false, false, false, true}})
       ways.push_back(w);
     // Rounds interleave the ways, so that a slow spell of the host shows as spread.
     std::vector<std::vector<double>> took(ways.size()), enqueue(ways.size());

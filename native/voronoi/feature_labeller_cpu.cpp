@@ -202,6 +202,7 @@ struct TileScratch
   std::vector<sg::Segment> segment;
   std::vector<double> e;
   std::vector<uint32_t> cell;
+  std::vector<double> cellE;  // a quarter's segments weighed from its four cells' centres, 4 a segment
   sg::SegmentColumns tileColumns, blockColumns, quarterColumns;
   std::vector<CellRef> stack;
   std::vector<int32_t> outSite;  // the tile's labels and distances before they are written out
@@ -234,15 +235,7 @@ __attribute__((noinline)) TileScratch& threadScratch()
   return scratch;
 }
 
-// A tile's rectangle of buckets grows by the runs its reach adds while it stays within kTileRect
-// buckets, up to kTileGrowSteps times; beyond, the pyramid. (The GPU's 8-pixel blocks stop at
-// kSmallRect; a 32-pixel tile whose reach passes its ring, nearly every tile of the 8192^2 bench,
-// then went down the pyramid from the level spanning its reach, ~190 cells a tile: slower than
-// scanning the rows outright, by 12 % of the labelling.)
-constexpr int64_t kTileRect = 1024;
-constexpr int kTileGrowSteps = 10;
-
-// The search for the pixels [c0, c1] x [r0, r1] (a tile; the GPU does it per block): every segment
+// The search for the pixels [c0, c1] x [r0, r1] (a tile; the GPU's searchBox): every segment
 // that may be nearest to one of them, into scratch.segment with its squared distance from the
 // rectangle's centre in scratch.e; returns the least of those.
 // 1. the rectangle's buckets and one ring, a few more while it stays small (kTileRect), or where
@@ -368,7 +361,61 @@ __attribute__((always_inline)) inline size_t keepNearest(const sg::SegmentColumn
 
 // A quarter's list up to this long is scanned whole by its cells' pixels, not cut again per cell
 // (on the uniform 8192^2 bench the cut took a third of the labelling).
-constexpr size_t kWholeQuarter = 12;
+constexpr size_t kWholeQuarter = 8;
+
+// The lists of a quarter's four 2 x 2 cells (cell k at (qc0 + (k & 1) * 2, qr0 + (k >> 1) * 2)),
+// as indexes into the quarter's: each segment weighed from the four cells' centres at once (a lane
+// per cell), then kept by each cell whose limit it is within. A cell outside the quarter (a partial
+// block) takes cell 0's place and is not scanned.
+__attribute__((always_inline)) inline void cutCells(const sg::SegmentColumns& quarter, int qc0, int qr0, int qc1,
+                                                   int qr1, double slack, TileScratch& scratch, const uint32_t* list[4],
+                                                   size_t listed[4])
+{
+  PixelDisc disc[4];
+  for (int k = 0; k < 4; ++k)
+  {
+    const int kc0 = qc0 + (k & 1) * 2, kr0 = qr0 + (k >> 1) * 2;
+    const int kc1 = std::min(kc0 + 1, qc1), kr1 = std::min(kr0 + 1, qr1);
+    disc[k] = kc0 <= kc1 && kr0 <= kr1 ? discOf(kc0, kr0, kc1, kr1) : discOf(qc0, qr0, std::min(qc0 + 1, qc1),
+                                                                                 std::min(qr0 + 1, qr1));
+  }
+  const size_t n = quarter.n;
+  scratch.cellE.resize(std::max(4 * n, scratch.cellE.size()));
+  scratch.cell.resize(std::max(4 * n, scratch.cell.size()));
+  const sg::Lanes cx{disc[0].cx, disc[1].cx, disc[2].cx, disc[3].cx};
+  const sg::Lanes cy{disc[0].cy, disc[1].cy, disc[2].cy, disc[3].cy};
+  sg::Lanes least = sg::splat(HUGE_VAL);
+  double* e = scratch.cellE.data();
+  for (size_t j = 0; j < n; ++j)
+  {
+    const sg::Lanes d =
+      sg::segmentSquaredLanes(cx, cy, sg::splat(quarter.ax[j]), sg::splat(quarter.ay[j]), sg::splat(quarter.dx[j]),
+                              sg::splat(quarter.dy[j]), sg::splat(quarter.inv[j]), sg::splat(quarter.dd[j]));
+    std::memcpy(e + 4 * j, &d, sizeof d);
+    least = d < least ? d : least;
+  }
+  sg::Lanes limit = least;
+  for (int k = 0; k < 4; ++k)
+    limit[k] = keepLimit(pixelBound(least[k], disc[k]), disc[k], slack);
+  uint32_t* to[4];
+  size_t count[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; ++k)
+    to[k] = scratch.cell.data() + size_t(k) * n;
+  for (size_t j = 0; j < n; ++j)
+  {
+    const sg::LaneInts keep = sg::loadLanes(e + 4 * j) <= limit;  // -1 where kept
+    for (int k = 0; k < 4; ++k)
+    {
+      to[k][count[k]] = static_cast<uint32_t>(j);
+      count[k] -= static_cast<size_t>(keep[k]);
+    }
+  }
+  for (int k = 0; k < 4; ++k)
+  {
+    list[k] = to[k];
+    listed[k] = count[k];
+  }
+}
 
 // The tile's 8 x 8 blocks, from the tile's list: each block's list (keepNearest), again for each
 // 4 x 4 quarter, each 2 x 2 cell of it, whose four pixels then take the best of the cell's list
@@ -400,31 +447,31 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
         const int qc1 = std::min(qc0 + 3, c1), qr1 = std::min(qr0 + 3, r1);
         if (qc0 > qc1 || qr0 > qr1)
           continue;
-        const size_t quarterCount = keepNearest(block, blockCount, qc0, qr0, qc1, qr1, v.slack, scratch.e, quarter);
-        scratch.cell.resize(std::max(quarterCount, scratch.cell.size()));
+        keepNearest(block, blockCount, qc0, qr0, qc1, qr1, v.slack, scratch.e, quarter);
+        // The four cells' lists as indexes into the quarter's: the whole quarter's where it is short
+        // (scanning a few more costs less than the cut), else those that may be nearest to each.
+        const uint32_t* list[4];
+        size_t listed[4];
+        if (quarter.n <= kWholeQuarter)
+        {
+          scratch.cell.resize(std::max(quarter.n, scratch.cell.size()));
+          for (size_t j = 0; j < quarter.n; ++j)
+            scratch.cell[j] = static_cast<uint32_t>(j);
+          for (int k = 0; k < 4; ++k)
+          {
+            list[k] = scratch.cell.data();
+            listed[k] = quarter.n;
+          }
+        }
+        else
+          cutCells(quarter, qc0, qr0, qc1, qr1, v.slack, scratch, list, listed);
         for (int k = 0; k < 4; ++k)
         {
           const int kc0 = qc0 + (k & 1) * 2, kr0 = qr0 + (k >> 1) * 2;
           const int kc1 = std::min(kc0 + 1, qc1), kr1 = std::min(kr0 + 1, qr1);
           if (kc0 > kc1 || kr0 > kr1)
             continue;
-          // The cell's list as indexes into the quarter's: the whole quarter's where it is short
-          // (scanning a few more costs less than the cut), else those that may be nearest.
-          size_t n = 0;
-          if (quarter.n <= kWholeQuarter)
-            for (; n < quarter.n; ++n)
-              scratch.cell[n] = static_cast<uint32_t>(n);
-          else
-          {
-            const PixelDisc kd = discOf(kc0, kr0, kc1, kr1);
-            const double kMin = quarter.squaredFrom(kd.cx, kd.cy, scratch.e.data(), quarterCount);
-            const double kLimit = keepLimit(pixelBound(kMin, kd), kd, v.slack);
-            for (size_t j = 0; j < quarter.n; ++j)
-            {
-              scratch.cell[n] = static_cast<uint32_t>(j);
-              n += scratch.e[j] <= kLimit ? 1 : 0;
-            }
-          }
+          const size_t n = listed[k];
           counts.candidates += int64_t(n);
           // Its four pixels (some may lie outside a partial block), each segment against all four.
           sg::Lanes best = {};
@@ -437,7 +484,7 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
             best[j] = covered != INT32_MAX ? 0.0 : HUGE_VAL;
             label[j] = covered;
           }
-          sg::scanCell(quarter, scratch.cell.data(), n, double(kc0) + 0.5, double(kr0) + 0.5, best, label);
+          sg::scanCell(quarter, list[k], n, double(kc0) + 0.5, double(kr0) + 0.5, best, label);
           float value[4];
           if (out.distance)
             sg::distanceLanes(best, pixelSize, value);

@@ -106,8 +106,17 @@ GPUGEO_HD bool beyondReach(double dd, double r)
   return dd > exact::mul(exact::mul(r, r), 1.0 + 0x1p-40);
 }
 
-// The most buckets a block's rectangle grows to before the pyramid takes over (both backends).
+// The most buckets a block's rectangle grows to before the pyramid takes over (the GPU's blocks
+// searched on their own).
 constexpr int64_t kSmallRect = 81;
+
+// A tile's rectangle of buckets grows by the runs its reach adds while it stays within kTileRect
+// buckets, up to kTileGrowSteps times; beyond, the pyramid (both backends' tiles). (With
+// kSmallRect, tuned for 8-pixel blocks, a 32-pixel tile whose reach passes its ring, nearly every
+// tile of the 8192^2 bench, went down the pyramid from the level spanning its reach, ~190 cells a
+// tile: slower than scanning the rows outright, by 12 % of the CPU's labelling.)
+constexpr int64_t kTileRect = 1024;
+constexpr int kTileGrowSteps = 10;
 
 // The bucket rectangle of a block of pixels [c0, c1] x [r0, r1] widened by m buckets, clamped.
 GPUGEO_HD segments::Rect blockRect(const segments::BucketGrid& g, int c0, int r0, int c1, int r1, int m)

@@ -78,7 +78,8 @@ void validate(const Grid& grid, const FeatureSites& features);
 // The labeller of a grid for these features (LabelStats: uniqueSites the features with a segment,
 // tiles the blocks, splitTiles the blocks whose own buckets and ring held nothing, refinedPixels the
 // pixels inside a polygon, all the same on both backends; candidates the lengths of each backend's
-// candidate lists (the CPU's 2 x 2 cells', the GPU's blocks'); denseTiles 0).
+// candidate lists (the CPU's 2 x 2 cells', the GPU's blocks'); denseTiles the GPU's blocks whose
+// tile or own list overflowed shared memory and were labelled block by block, 0 on the CPU).
 // Throws what makeLabeller() throws.
 std::unique_ptr<Labeller> makeFeatureLabeller(Backend backend, const Grid& grid, const FeatureSites& features,
                                               const FeatureLabellerOptions& options, const RunControl& control);

@@ -137,12 +137,12 @@ void bench(const Options& o, Backend backend, const Grid& grid, const FeatureSit
   std::printf("{\"backend\": \"%s\", \"device\": \"%s\", \"width\": %lld, \"height\": %lld, \"lines\": %lld, "
               "\"segments\": %lld, \"build_ms\": %.3f, \"prepare_ms\": %.3f, \"upload_ms\": %.3f, \"index_ms\": %.3f, "
               "\"compute_ms\": %.3f, \"download_ms\": %.3f, \"device_total_ms\": %.3f, \"blocks\": %lld, "
-              "\"widened\": %lld, \"evaluated\": %lld}\n",
+              "\"widened\": %lld, \"evaluated\": %lld, \"left_blocks\": %lld}\n",
               backend == Backend::Gpu ? "gpu" : "cpu", labeller->deviceName().c_str(), (long long)grid.width,
               (long long)grid.height, (long long)sites.featureCount, (long long)(sites.pathStart[sites.pathCount] - sites.pathCount),
               median(build), median(prepare), median(upload), median(index), median(compute), median(download),
               median(upload) + median(index) + median(compute), (long long)s.tiles, (long long)s.splitTiles,
-              (long long)s.candidates);
+              (long long)s.candidates, (long long)s.denseTiles);
   std::fflush(stdout);
   if (!o.labelsOut.empty())
   {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "detail/feature_index.h"
+#include "feature_index.h"
 
 namespace gpugeo::voronoi::feature_cuda {
 

@@ -1,7 +1,8 @@
 // The CPU backend of the allocation to lines and polygons: the host's bucket index and the search
-// by tiles of blocks. The GPU (feature_allocation_cuda.cu) searches block by block; both keep every
-// segment that may be nearest to a pixel and weigh it with the same formula, so the labels and
-// distances are the same bits.
+// by tiles of blocks. The GPU (feature_allocation_cuda.cu) searches by the same tiles, a warp a
+// tile, and block by block where its shared lists overflow; both keep every segment that may be
+// nearest to a pixel and weigh it with the same formula, so the labels and distances are the same
+// bits.
 #include <algorithm>
 #include <atomic>
 #include <climits>

@@ -172,6 +172,9 @@ public:
     mDeviceName = gpu.name;
     mDevice = gpu.device;
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
+    int resident = 0;
+    GPUGEO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, labelKernel, kWarps * 32, 0));
+    mLabelGrid = std::max(1, resident) * std::max(1, gpu.multiprocessors);
     const int threads = options.threads > 0 ? options.threads : defaultThreadCount();
     PreparedFeatures prepared;
     {
@@ -390,8 +393,10 @@ private:
     tileKernel<<<static_cast<unsigned>(int64_t(tilesX) * tilesY), 32, 0, mStream>>>(mView, band, blocksX, blocksY,
                                                                                      tilesX, mLeft.data(), left);
     GPUGEO_CUDA_CHECK_LAUNCH();
-    // (Its grid for every block that could be left; the warps with nothing listed return at once.)
-    labelKernel<<<gridFor(std::min<int64_t>(blocks, 1 << 16), kWarps), kWarps * 32, 0, mStream>>>(
+    // (The host does not know how many were left: as many CUDA blocks as can be resident at once,
+    // each looping over the list, so that an empty list costs one short wave.)
+    labelKernel<<<static_cast<unsigned>(std::min<int64_t>(mLabelGrid, gridFor(blocks, kWarps))), kWarps * 32, 0,
+                  mStream>>>(
       mView, band, blocksX, mLeft.data(), left);
     GPUGEO_CUDA_CHECK_LAUNCH();
   }
@@ -420,6 +425,7 @@ private:
   FeatureLabellerOptions mOptions;
   std::string mDeviceName;
   int mDevice = 0;
+  int64_t mLabelGrid = 1;  // labelKernel's CUDA blocks: those resident at once on the device
   cudaStream_t mStream = nullptr;
   StageTimes mTimes;
   mutable LabelStats mStats;

@@ -473,18 +473,31 @@ __global__ void __launch_bounds__(kWarps * 32) labelKernel(SegmentIndexView v, B
     labelBlock(v, band, blocksX, list[i], stageOf[warp], lane);
 }
 
-// A tile's shared memory (a warp's): the search's entries, its hash set and stack; the tile's list
-// (entry positions of the segments that may be nearest to one of its pixels, each once); a block's
-// list of segments.
+// A tile's shared memory (a warp's), in two phases. The search: the entries scanned with their
+// squared distances from the tile's centre, its hash set and stack; the tile's list (entry
+// positions of the segments that may be nearest to one of its pixels, each once) is then written
+// over `scanned` from its start (an entry is written at or before the one being read). The blocks:
+// beside that list, a block's squared distances to its entries and its cut list of segments, over
+// the search's arrays. Sharing the memory lets more tiles run at once on a multiprocessor.
 struct TileStage
 {
-  int32_t scanned[kTileScanCap];
-  double e[kTileScanCap];
-  int32_t table[kTileTable];
-  int32_t stack[kStack];
-  int32_t list[kTileListCap];
-  sg::Segment keep[kKeepCap];
+  int32_t scanned[kTileScanCap];  // then the tile's list, its first n <= kTileListCap
+  union
+  {
+    struct
+    {
+      double e[kTileScanCap];
+      int32_t table[kTileTable];
+      int32_t stack[kStack];
+    } search;
+    struct
+    {
+      double e[kTileListCap];
+      sg::Segment keep[kKeepCap];
+    } block;
+  };
 };
+static_assert(kTileListCap <= kTileScanCap, "the tile's list is written over its scanned entries");
 
 // A warp per tile of kTileBlocks x kTileBlocks blocks, as the CPU labels (labelTileBlocks there): the
 // search once for the tile (searchBox), its list of segments that may be nearest each once, then
@@ -511,10 +524,10 @@ __global__ void __launch_bounds__(32) tileKernel(SegmentIndexView v, Band band, 
   const int c1 = minOf((bx1 + 1) * K, v.width) - 1, r1 = minOf(band.row0 + (by1 + 1) * K, band.rowEnd) - 1;
   const PixelDisc disc = discOf(c0, r0, c1, r1);
   for (int i = lane; i < kTileTable; i += 32)
-    T.table[i] = -1;
+    T.search.table[i] = -1;
   __syncwarp();
-  const BoxSearch found =
-    searchBox<kTileScanCap>(v, c0, r0, c1, r1, disc, kTileRect, kTileGrowSteps, T.scanned, T.e, T.stack, lane);
+  const BoxSearch found = searchBox<kTileScanCap>(v, c0, r0, c1, r1, disc, kTileRect, kTileGrowSteps, T.scanned,
+                                                  T.search.e, T.search.stack, lane);
   const double limit = keepLimit(pixelBound(found.eMin, disc), disc, v.slack);
   int n = 0;
   const bool scannedAll = found.searched && found.nScanned <= kTileScanCap;
@@ -524,14 +537,16 @@ __global__ void __launch_bounds__(32) tileKernel(SegmentIndexView v, Band band, 
     for (int base = 0; base < found.nScanned; base += 32)
     {
       const int i = base + lane;
-      bool keep = i < found.nScanned && T.e[i] <= limit;
+      bool keep = i < found.nScanned && T.search.e[i] <= limit;
       const int32_t k = keep ? T.scanned[i] : 0;
       if (keep)
-        keep = firstCopy(T.table, kTileTable, v.entries[k].id);
-      append(keep, n, kTileListCap, lane, [&](int at) { T.list[at] = k; });
+        keep = firstCopy(T.search.table, kTileTable, v.entries[k].id);
+      __syncwarp();  // every lane has read scanned[i] before any writes the list over it
+      append(keep, n, kTileListCap, lane, [&](int at) { T.scanned[at] = k; });
     }
   }
   __syncwarp();
+  const int32_t* tileList = T.scanned;
   if (!scannedAll || n > kTileListCap)
   {
     for (int by = by0; by <= by1; ++by)
@@ -545,18 +560,24 @@ __global__ void __launch_bounds__(32) tileKernel(SegmentIndexView v, Band band, 
       const int b0 = bx * K, q0 = band.row0 + by * K;
       const int b1 = minOf(b0 + K, v.width) - 1, q1 = minOf(q0 + K, band.rowEnd) - 1;
       const PixelDisc bdisc = discOf(b0, q0, b1, q1);
+      // Each entry's squared distance from the block's centre once (lane i % 32 writes and reads
+      // entry i), their least, then the entries within the block's cut.
       double eBlock = HUGE_VAL;
       for (int i = lane; i < n; i += 32)
-        eBlock = minOf(eBlock, sg::segmentSquared(bdisc.cx, bdisc.cy, v.entries[T.list[i]]));
+      {
+        const double e = sg::segmentSquared(bdisc.cx, bdisc.cy, v.entries[tileList[i]]);
+        T.block.e[i] = e;
+        eBlock = minOf(eBlock, e);
+      }
       eBlock = warpMin(eBlock);
       const double blockLimit = keepLimit(pixelBound(eBlock, bdisc), bdisc, v.slack);
       int m = 0;
       for (int base = 0; base < n; base += 32)
       {
         const int i = base + lane;
-        const sg::Segment* s = i < n ? v.entries + T.list[i] : nullptr;
-        const bool keep = s && sg::segmentSquared(bdisc.cx, bdisc.cy, *s) <= blockLimit;
-        append(keep, m, kKeepCap, lane, [&](int at) { T.keep[at] = *s; });
+        const bool keep = i < n && T.block.e[i] <= blockLimit;
+        const sg::Segment* s = keep ? v.entries + tileList[i] : nullptr;
+        append(keep, m, kKeepCap, lane, [&](int at) { T.block.keep[at] = *s; });
       }
       __syncwarp();
       if (m > kKeepCap)
@@ -570,7 +591,7 @@ __global__ void __launch_bounds__(32) tileKernel(SegmentIndexView v, Band band, 
       for (int y = ring.y0 + lane; y <= ring.y1; y += 32)
         inRing += v.rowEntries(y, ring.x0, ring.x1);
       const bool widened = warpSum(inRing) == 0;
-      const int inside = labelCells(v, band, b0, q0, b1, q1, bdisc, blockLimit, T.keep, m, false, lane,
+      const int inside = labelCells(v, band, b0, q0, b1, q1, bdisc, blockLimit, T.block.keep, m, false, lane,
                                     [](auto&&) {});
       countBlock(band, widened, m, inside, lane);
       __syncwarp();

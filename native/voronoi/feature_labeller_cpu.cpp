@@ -193,8 +193,8 @@ struct CellRef
 };
 
 // Scratch of one thread: the tile's segments (each once: `stamp` remembers, per segment id, the
-// last tile that took it) with their squared distances from the tile's centre; the lists of the
-// tile and of a pair of blocks as columns; below the pair, lists of indexes into the pair's.
+// last tile that took it) with their squared distances from the tile's centre; the tile's list as
+// columns; below the tile, lists of indexes into them.
 struct TileScratch
 {
   const void* owner = nullptr;
@@ -202,10 +202,11 @@ struct TileScratch
   uint32_t serial = 0;
   std::vector<sg::Segment> segment;
   std::vector<double> e;
-  sg::SegmentColumns tileColumns, pairColumns;
+  sg::SegmentColumns tileColumns;
   std::vector<double> fourE;       // cutFour's squared distances, four a segment
-  std::vector<uint32_t> lists[3];  // cutFour's lists: a pair's four blocks', a block's quarters', a quarter's cells'
-  std::vector<uint32_t> all;       // 0, 1, 2, ...: the pair's whole list
+  std::vector<uint32_t> lists[4];  // cutFour's lists: the tile's pairs', a pair's blocks', a block's
+                                   // quarters', a quarter's cells'
+  std::vector<uint32_t> all;       // 0, 1, 2, ...: the tile's whole list
   std::vector<CellRef> stack;
   std::vector<int32_t> outSite;  // the tile's labels and distances before they are written out
   std::vector<float> outDistance;
@@ -348,19 +349,6 @@ __attribute__((always_inline)) inline double gatherSegments(const SegmentIndexVi
   return eMin;
 }
 
-// The segments of `from` (padded count fromCount) that may be nearest to a pixel of [c0, c1] x
-// [r0, r1] (keepLimit, their distances from its centre) into `to`; returns to's padded count.
-__attribute__((always_inline)) inline size_t keepNearest(const sg::SegmentColumns& from, size_t fromCount, int c0,
-                                                         int r0, int c1, int r1, double slack, std::vector<double>& e,
-                                                         sg::SegmentColumns& to)
-{
-  const PixelDisc disc = discOf(c0, r0, c1, r1);
-  e.resize(std::max(fromCount, e.size()));
-  const double least = from.squaredFrom(disc.cx, disc.cy, e.data(), fromCount);
-  const double limit = keepLimit(pixelBound(least, disc), disc, slack);
-  return to.keepFrom(from, e.data(), limit);
-}
-
 // A quarter's list up to this long is scanned whole by its cells' pixels, not cut again per cell
 // (on the uniform 8192^2 bench the cut took a third of the labelling).
 constexpr size_t kWholeQuarter = 8;
@@ -482,11 +470,12 @@ __attribute__((always_inline)) inline void labelCell(const SegmentIndexView& v, 
   }
 }
 
-// The tile's pixels from the tile's list, down a quadtree of lists: each 16 x 16 pair of blocks
-// keeps those of the tile's segments that may be nearest to one of its pixels (keepNearest, copied
-// as columns); its four 8 x 8 blocks, their 4 x 4 quarters and the quarters' 2 x 2 cells each keep
-// theirs from their parent's (cutFour, as indexes into the pair's columns); a cell's four pixels
-// then take the best of its list (labelCell). Inlined into one function per instruction set.
+// The tile's pixels from the tile's list, down a quadtree of lists: the tile's 16 x 16 pairs of
+// blocks (a tile is at most 32 pixels a side: tileSideOf), their 8 x 8 blocks, the blocks' 4 x 4
+// quarters and the quarters' 2 x 2 cells each keep those of their parent's segments that may be
+// nearest to one of their pixels (cutFour: four parts at a time, as indexes into the tile's
+// columns); a cell's four pixels then take the best of its list (labelCell). Inlined into one
+// function per instruction set.
 template <bool kAvx2>
 __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexView& v, int tc0, int tr0, int tc1,
                                                           int tr1, int64_t bandRow0, const int32_t* cover,
@@ -494,72 +483,76 @@ __attribute__((always_inline)) inline void labelTileBlocks(const SegmentIndexVie
                                                           BlockCounts& counts)
 {
   constexpr int K = sg::kBlock;
-  const size_t tileCount = scratch.tileColumns.padded();
-  sg::SegmentColumns& pair = scratch.pairColumns;
-  for (int pr0 = tr0; pr0 <= tr1; pr0 += 2 * K)
-    for (int pc0 = tc0; pc0 <= tc1; pc0 += 2 * K)
+  const sg::SegmentColumns& tile = scratch.tileColumns;
+  const size_t tileN = tile.n;
+  for (size_t j = scratch.all.size(); j < tileN; ++j)
+    scratch.all.push_back(static_cast<uint32_t>(j));
+  const Parts pairs = partsOf(tc0, tr0, tc1, tr1, 2 * K);
+  size_t pairListed[4];
+  uint32_t* pairLists = fourLists(scratch.lists[0], tileN);
+  cutFour(tile, scratch.all.data(), tileN, pairs, v.slack, scratch.fourE, pairLists, pairListed);
+  for (int p = 0; p < 4; ++p)
+  {
+    if (pairs.empty(p))
+      continue;
+    const uint32_t* pairList = pairLists + size_t(p) * tileN;
+    const size_t np = pairListed[p];
+    const Parts blocks = partsOf(pairs.c0[p], pairs.r0[p], pairs.c1[p], pairs.r1[p], K);
+    size_t blockListed[4];
+    uint32_t* blockLists = fourLists(scratch.lists[1], np);
+    cutFour(tile, pairList, np, blocks, v.slack, scratch.fourE, blockLists, blockListed);
+    for (int b = 0; b < 4; ++b)
     {
-      const int pc1 = std::min(pc0 + 2 * K - 1, tc1), pr1 = std::min(pr0 + 2 * K - 1, tr1);
-      keepNearest(scratch.tileColumns, tileCount, pc0, pr0, pc1, pr1, v.slack, scratch.e, pair);
-      if (scratch.all.size() < pair.n)
-        for (size_t j = scratch.all.size(); j < pair.n; ++j)
-          scratch.all.push_back(static_cast<uint32_t>(j));
-      const Parts blocks = partsOf(pc0, pr0, pc1, pr1, K);
-      size_t blockListed[4];
-      uint32_t* blockLists = fourLists(scratch.lists[0], pair.n);
-      cutFour(pair, scratch.all.data(), pair.n, blocks, v.slack, scratch.fourE, blockLists, blockListed);
-      for (int b = 0; b < 4; ++b)
+      if (blocks.empty(b))
+        continue;
+      const int c0 = blocks.c0[b], r0 = blocks.r0[b], c1 = blocks.c1[b], r1 = blocks.r1[b];
+      ++counts.blocks;
+      // (The GPU's count of blocks whose buckets and ring hold nothing.)
+      const sg::Rect ring = blockRect(v.g, c0, r0, c1, r1, 1);
+      int64_t inRing = 0;
+      for (int y = ring.y0; y <= ring.y1; ++y)
+        inRing += v.rowEntries(y, ring.x0, ring.x1);
+      counts.widened += inRing == 0 ? 1 : 0;
+      const uint32_t* blockList = blockLists + size_t(b) * np;
+      const Parts quarters = partsOf(c0, r0, c1, r1, K / 2);
+      size_t quarterListed[4];
+      uint32_t* quarterLists = fourLists(scratch.lists[2], blockListed[b]);
+      cutFour(tile, blockList, blockListed[b], quarters, v.slack, scratch.fourE, quarterLists, quarterListed);
+      for (int q = 0; q < 4; ++q)
       {
-        if (blocks.empty(b))
+        if (quarters.empty(q))
           continue;
-        const int c0 = blocks.c0[b], r0 = blocks.r0[b], c1 = blocks.c1[b], r1 = blocks.r1[b];
-        ++counts.blocks;
-        // (The GPU's count of blocks whose buckets and ring hold nothing.)
-        const sg::Rect ring = blockRect(v.g, c0, r0, c1, r1, 1);
-        int64_t inRing = 0;
-        for (int y = ring.y0; y <= ring.y1; ++y)
-          inRing += v.rowEntries(y, ring.x0, ring.x1);
-        counts.widened += inRing == 0 ? 1 : 0;
-        const uint32_t* blockList = blockLists + size_t(b) * pair.n;
-        const Parts quarters = partsOf(c0, r0, c1, r1, K / 2);
-        size_t quarterListed[4];
-        uint32_t* quarterLists = fourLists(scratch.lists[1], blockListed[b]);
-        cutFour(pair, blockList, blockListed[b], quarters, v.slack, scratch.fourE, quarterLists, quarterListed);
-        for (int q = 0; q < 4; ++q)
-        {
-          if (quarters.empty(q))
-            continue;
-          const uint32_t* quarterList = quarterLists + size_t(q) * blockListed[b];
-          const size_t nq = quarterListed[q];
-          const Parts cells = partsOf(quarters.c0[q], quarters.r0[q], quarters.c1[q], quarters.r1[q], 2);
-          // The four cells' lists: the whole quarter's where it is short (scanning a few more costs
-          // less than the cut), else those that may be nearest to each.
-          const uint32_t* cellList[4];
-          size_t cellListed[4];
-          if (nq <= kWholeQuarter)
-            for (int k = 0; k < 4; ++k)
-            {
-              cellList[k] = quarterList;
-              cellListed[k] = nq;
-            }
-          else
-          {
-            uint32_t* lists = fourLists(scratch.lists[2], nq);
-            cutFour(pair, quarterList, nq, cells, v.slack, scratch.fourE, lists, cellListed);
-            for (int k = 0; k < 4; ++k)
-              cellList[k] = lists + size_t(k) * nq;
-          }
+        const uint32_t* quarterList = quarterLists + size_t(q) * blockListed[b];
+        const size_t nq = quarterListed[q];
+        const Parts cells = partsOf(quarters.c0[q], quarters.r0[q], quarters.c1[q], quarters.r1[q], 2);
+        // The four cells' lists: the whole quarter's where it is short (scanning a few more costs
+        // less than the cut), else those that may be nearest to each.
+        const uint32_t* cellList[4];
+        size_t cellListed[4];
+        if (nq <= kWholeQuarter)
           for (int k = 0; k < 4; ++k)
           {
-            if (cells.empty(k))
-              continue;
-            counts.candidates += int64_t(cellListed[k]);
-            labelCell<kAvx2>(v, pair, cellList[k], cellListed[k], cells.c0[k], cells.r0[k], cells.c1[k],
-                             cells.r1[k], bandRow0, cover, out, pixelSize);
+            cellList[k] = quarterList;
+            cellListed[k] = nq;
           }
+        else
+        {
+          uint32_t* lists = fourLists(scratch.lists[3], nq);
+          cutFour(tile, quarterList, nq, cells, v.slack, scratch.fourE, lists, cellListed);
+          for (int k = 0; k < 4; ++k)
+            cellList[k] = lists + size_t(k) * nq;
+        }
+        for (int k = 0; k < 4; ++k)
+        {
+          if (cells.empty(k))
+            continue;
+          counts.candidates += int64_t(cellListed[k]);
+          labelCell<kAvx2>(v, tile, cellList[k], cellListed[k], cells.c0[k], cells.r0[k], cells.c1[k],
+                           cells.r1[k], bandRow0, cover, out, pixelSize);
         }
       }
     }
+  }
 }
 
 // Copies n 4-byte values to dst, where it can with non-temporal stores (16 bytes at a time from a

@@ -1,6 +1,6 @@
-// The CPU's vector form of segments::segmentSquared (segment_grid.h): a block's segments as
-// columns (one array per field), so that one instruction weighs four segments from one point (the
-// cuts) or one segment from four pixels (a 2 x 2 cell's scan). The operations are the scalar
+// The CPU's vector form of segments::segmentSquared (segment_grid.h): a tile's segments as columns
+// (one array per field), so that one instruction weighs one segment from four points (the four
+// parts' centres of a cut, or a 2 x 2 cell's pixels). The operations are the scalar
 // formula's, in its order, with no fused multiply-add (the host is compiled with
 // -ffp-contract=off): every lane's value has the scalar's bits, so the CPU still equals the GPU.
 // Host only (GCC/Clang vector extensions).
@@ -58,12 +58,11 @@ GPUGEO_LANES_INLINE Lanes segmentSquaredLanes(Lanes px, Lanes py, Lanes ax, Lane
   return along <= 0.0 ? toA : beyondB;
 }
 
-// Segments as columns, padded with far points (distance +inf, feature INT32_MAX) to whole vectors.
+// Segments as columns.
 struct SegmentColumns
 {
   std::vector<double> ax, ay, dx, dy, inv, dd;
   std::vector<int32_t> feature;
-  std::vector<uint32_t> kept;  // keepFrom's positions
   size_t n = 0;
 
   void clear() { n = 0; }
@@ -72,53 +71,6 @@ struct SegmentColumns
   {
     grow(n + 1);
     put(n++, s.ax, s.ay, s.dx, s.dy, s.inv, squaredLength(s.dx, s.dy), s.feature);
-  }
-
-  // The segments of `from` whose e[k] <= limit (their positions found without a branch per
-  // segment, then copied); returns the padded count.
-  GPUGEO_LANES_INLINE size_t keepFrom(const SegmentColumns& from, const double* e, double limit)
-  {
-    grow(from.n + kLanes);
-    n = 0;
-    for (size_t k = 0; k < from.n; ++k)
-    {
-      kept[n] = static_cast<uint32_t>(k);
-      n += e[k] <= limit ? 1 : 0;
-    }
-    for (size_t j = 0; j < n; ++j)
-    {
-      const size_t k = kept[j];
-      put(j, from.ax[k], from.ay[k], from.dx[k], from.dy[k], from.inv[k], from.dd[k], from.feature[k]);
-    }
-    return padded();
-  }
-
-  // Pads to a whole number of vectors; call after the last push.
-  GPUGEO_LANES_INLINE size_t padded()
-  {
-    const size_t full = (n + kLanes - 1) / kLanes * kLanes;
-    grow(full);
-    for (size_t k = n; k < full; ++k)
-      put(k, 1e300, 1e300, 0.0, 0.0, 0.0, 0.0, INT32_MAX);
-    return full;
-  }
-
-  // e[k] = the squared distance from (px, py) to segment k, for the padded count; returns the least.
-  GPUGEO_LANES_INLINE double squaredFrom(double px, double py, double* e, size_t count) const
-  {
-    const Lanes x = splat(px), y = splat(py);
-    Lanes least = splat(HUGE_VAL);
-    for (size_t k = 0; k < count; k += kLanes)
-    {
-      const Lanes d = segmentSquaredLanes(x, y, loadLanes(&ax[k]), loadLanes(&ay[k]), loadLanes(&dx[k]),
-                                          loadLanes(&dy[k]), loadLanes(&inv[k]), loadLanes(&dd[k]));
-      std::memcpy(e + k, &d, sizeof d);
-      least = d < least ? d : least;
-    }
-    double m = least[0];
-    for (int j = 1; j < kLanes; ++j)
-      m = least[j] < m ? least[j] : m;
-    return m;
   }
 
 private:
@@ -130,7 +82,6 @@ private:
     for (auto* v : {&ax, &ay, &dx, &dy, &inv, &dd})
       v->resize(cap);
     feature.resize(cap);
-    kept.resize(cap);
   }
 
   void put(size_t k, double x, double y, double sx, double sy, double si, double sd, int32_t f)

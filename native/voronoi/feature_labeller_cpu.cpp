@@ -470,8 +470,13 @@ __attribute__((always_inline)) inline void labelCell(const SegmentIndexView& v, 
   }
 }
 
+// The largest side of a tile (tileSideOf): labelTileBlocks divides a tile into at most 2 x 2 pairs of
+// blocks, so a tile may not be wider than four blocks.
+constexpr int kTileMaxSide = 4 * sg::kBlock;
+static_assert(kTileMaxSide <= 2 * (2 * sg::kBlock), "labelTileBlocks labels at most 2 x 2 pairs of blocks a tile");
+
 // The tile's pixels from the tile's list, down a quadtree of lists: the tile's 16 x 16 pairs of
-// blocks (a tile is at most 32 pixels a side: tileSideOf), their 8 x 8 blocks, the blocks' 4 x 4
+// blocks (a tile is at most kTileMaxSide pixels a side), their 8 x 8 blocks, the blocks' 4 x 4
 // quarters and the quarters' 2 x 2 cells each keep those of their parent's segments that may be
 // nearest to one of their pixels (cutFour: four parts at a time, as indexes into the tile's
 // columns); a cell's four pixels then take the best of its list (labelCell). Inlined into one
@@ -648,7 +653,7 @@ void labelTile(const SegmentIndexView& v, const HostSegmentIndex& index, const v
 // segments are spread evenly), one block at least, four blocks a side at most.
 int tileSideOf(const sg::BucketGrid& g)
 {
-  return std::clamp(4 << g.shift, sg::kBlock, 4 * sg::kBlock);
+  return std::clamp(4 << g.shift, sg::kBlock, kTileMaxSide);
 }
 
 class CpuFeatureLabeller final : public Labeller

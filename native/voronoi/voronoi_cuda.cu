@@ -12,24 +12,30 @@
 // so that piles of copies cannot make pixels scan them all).
 //
 // Overlapped start (500,000 sites or more, spread over the grid, no bucket holding more than a
-// tile's list): the host cuts the sites into up to eight bands of bucket rows of about equal counts
-// (detail/site_bands.h), each site with its input index. The bands go up one after another, in the
-// order that lets labelling start soonest; each is indexed into its own buckets (count, scan from the
-// band's first slot, scatter) on an index stream as soon as it has arrived, and the pixel rows of a
-// band are labelled once every band within reach of them is indexed, while later bands are still on
-// their way (two labelling streams taking turns, so that one band's last tiles overlap the next
-// band's first). Until a band is indexed its buckets read as empty and its slots as sites farther
-// than any; the reach (from a bound on every pixel's nearest distance) keeps every site that can be
-// nearest, ties included, inside the bands waited for, so labels and distances are the same bits as
-// the one-piece index's. Every read of the direct scan (its staged rings included) lies within the
-// reach; a tile's may not (its bound from a site outside the grid, held in an edge bucket) and may
-// meet a band being indexed: forRect reads bucket lengths as at least 0 and the sites are fewer
-// than 2^26, so it sees real sites or far ones, never a slot outside the sites.
+// tile's list): the host cuts the sites into up to eight bands of bucket rows of about equal work
+// (pixels and sites; detail/site_bands.h), each site with its input index (sent as the gaps between
+// a band's indices, mostly a byte each: IndexGaps). The bands go up one after another, in the order
+// that lets labelling start soonest; each is indexed into its own buckets (its indices restored by a
+// scan, count, scan from the band's first slot, scatter) on an index stream as soon as it has
+// arrived, and runs of pixel rows (pieces) are labelled once every band within reach of them is
+// indexed, while later bands are still on their way (two labelling streams taking turns, so that one
+// piece's last tiles overlap the next one's first). Until a band is indexed its buckets read as
+// empty and its slots as sites farther than any; the reach (from a bound on every pixel's nearest
+// distance) keeps every site that can be nearest, ties included, inside the bands waited for, so
+// labels and distances are the same bits as the one-piece index's. Every read of the direct scan
+// (its staged rings included) and of a crowded root's pixels (no farther than the nearest distance
+// and two buckets) lies within the reach; a tile's may not (its bound from a site outside the grid,
+// held in an edge bucket) and may meet a band being indexed: forRect reads bucket lengths as at
+// least 0 and the sites are fewer than 2^26, so it sees real sites or far ones, never a slot outside
+// the sites.
 //
 // Labels, per 64 x 64 root of the band (planned from its own buckets):
 // - Roots of evenly filled dense buckets are labelled directly: the block stages the root's
 //   buckets and two rings in shared memory; each warp's 8 x 8 pixels scan ring after ring of
 //   buckets exactly in float64 until every best is certainly nearer than any bucket beyond.
+// - Roots holding more sites than pixels (crowded) are labelled a pixel a thread: each pixel scans
+//   its own bucket exactly, then grows its rectangle of buckets on each side its best is not
+//   certainly nearer than (the direct scan's certificate, per pixel).
 // - Other roots are cut into tiles of about 8 sites; a warp per tile bounds the nearest distance,
 //   gathers the sites that may be nearest to any of its pixels into shared memory and labels each
 //   pixel by a certified float32 scan (float64 at near ties). A list of more than 256 sites makes
@@ -209,24 +215,22 @@ public:
       labelPiece(row0, rows, deviceSite, deviceDistance, mWork[0], mStream);
       return;
     }
-    // Band by band, each once the bands within its reach are indexed; the bands take turns on this
-    // stream and a side stream (each with work buffers of its own), so that one band's last tiles
-    // overlap the next band's first.
-    const int bucket = 1 << mBands.shift;
+    // Piece by piece (runs of rows waiting for the same bands), each once the bands within its reach
+    // are indexed; the pieces take turns on this stream and a side stream (each with work buffers of
+    // its own), so that one piece's last tiles overlap the next one's first.
     GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side stream after this stream's earlier work
     GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mSideStream, mSideDone, 0));
     int turn = 0;
     try
     {
-      for (const int b : mLabelOrder)
+      for (const int p : mBands.labelOrder)
       {
-        const int64_t first = std::max<int64_t>(row0, int64_t(mBands.row0[size_t(b)]) * bucket);
-        const int64_t end =
-          std::min<int64_t>({row0 + rows, int64_t(mBands.row0[size_t(b) + 1]) * bucket, mGrid.height});
+        const int64_t first = std::max<int64_t>(row0, mBands.pieceRow0[size_t(p)]);
+        const int64_t end = std::min<int64_t>({row0 + rows, mBands.pieceRow0[size_t(p) + 1], mGrid.height});
         if (first >= end)
           continue;
         const cudaStream_t stream = turn == 0 ? mStream : mSideStream;
-        for (int k = mBands.needFirst[size_t(b)]; k <= mBands.needLast[size_t(b)]; ++k)
+        for (int k = mBands.pieceFirst[size_t(p)]; k <= mBands.pieceLast[size_t(p)]; ++k)
           GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(k)], 0));
         const int64_t skip = (first - row0) * mGrid.width;
         labelPiece(first, end - first, deviceSite + skip, deviceDistance ? deviceDistance + skip : nullptr,
@@ -248,17 +252,19 @@ public:
   {
     DeviceBuffer<g::TileJob> jobs;
     DeviceBuffer<int> queueCount;
-    DeviceBuffer<int> heavyCount;
+    DeviceBuffer<int> counts;  // heavy items, crowded roots
     DeviceBuffer<g::RootItem> heavy;
     DeviceBuffer<g::RootItem> light;
+    DeviceBuffer<g::RootItem> crowded;
 
     void reserve(int levels, int64_t roots)
     {
       jobs.resize(size_t(levels) * g::kQueueCap);
       queueCount.resize(size_t(levels));
-      heavyCount.resize(1);
+      counts.resize(2);
       heavy.resize(static_cast<size_t>(g::kHeavyParts * roots));
       light.resize(static_cast<size_t>(roots));
+      crowded.resize(static_cast<size_t>(roots));
     }
   };
 
@@ -273,8 +279,8 @@ public:
     view.outSite = deviceSite;
     view.outDistance = deviceDistance;
     phase(nullptr);
-    g::launchLabels(view, mLevels, work.heavy.data(), work.light.data(), work.heavyCount.data(), work.jobs.data(),
-                    work.queueCount.data(), mMultiprocessors, stream, &GpuLabeller::phaseHook, this);
+    g::launchLabels(view, mLevels, work.heavy.data(), work.light.data(), work.crowded.data(), work.counts.data(),
+                    work.jobs.data(), work.queueCount.data(), mMultiprocessors, stream, &GpuLabeller::phaseHook, this);
   }
 
   void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
@@ -369,8 +375,11 @@ public:
     mStats.splitTiles = static_cast<int64_t>(counters[g::kTilesSplit]);
     mStats.candidates = static_cast<int64_t>(counters[g::kCandidates]);
     mStats.refinedPixels = static_cast<int64_t>(counters[g::kRefinedPixels]);
-    mStats.denseTiles = static_cast<int64_t>(counters[g::kDirectRoots] + counters[g::kExactPixels]);
+    mStats.denseTiles =
+      static_cast<int64_t>(counters[g::kDirectRoots] + counters[g::kExactPixels] + counters[g::kCrowdedRoots]);
     mStats.siteBands = mBands.count();
+    mStats.labelPieces = mBands.count() > 0 ? static_cast<int64_t>(mBands.labelOrder.size()) : 0;
+    mStats.crowdedRoots = static_cast<int64_t>(counters[g::kCrowdedRoots]);
     return mStats;
   }
   std::vector<std::string> warnings() const override { return mWarnings; }
@@ -419,8 +428,11 @@ private:
       if (mBands.count() > 0)
       {
         mHostBanded.resize(n);
-        mHostOriginal.resize(n);
-        partitionSites(mBands, points, n, mHostBanded.data(), mHostOriginal.data(), threads);
+        std::vector<int32_t> original = hugeVector<int32_t>(size_t(n));
+        partitionSites(mBands, points, n, mHostBanded.data(), original.data(), threads);
+        mGaps = planIndexGaps(mBands, original.data(), threads);
+        mHostGaps.resize(size_t(mGaps.at.back()));
+        writeIndexGaps(mBands, mGaps, original.data(), mHostGaps.data(), threads);
         // A bucket holding more than a tile's list (piles of copies; only possible where a root
         // does) needs the one-piece start, which drops the copies first.
         const bool bucketsWithinCells = mView.bucket <= kReachCell;
@@ -429,7 +441,7 @@ private:
         {
           mBands = SiteBands{};
           mHostBanded.release();
-          mHostOriginal.release();
+          mHostGaps.release();
         }
       }
       if (mBands.count() == 0 && large)  // the one-piece start after all
@@ -458,6 +470,7 @@ private:
       {
         mWork[1].reserve(mLevels, roots);
         mOriginal.resize(n);
+        mGapBytes.resize(size_t(mGaps.at.back()));
       }
     }
     if (control.isCanceled())
@@ -583,23 +596,9 @@ private:
       GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, need, mCount.data() + b0, mStart.data() + b0,
                                                        ::cuda::std::plus<int32_t>{}, int32_t(0), b1 - b0, mIndexStream));
       scanBytes = std::max(scanBytes, need);
+      scanBytes = std::max(scanBytes, restoreIndices(b, nullptr, need, nullptr));
     }
     mBandScanTemp.resize(std::max<size_t>(scanBytes, 1));
-
-    // The labellings in the order their bands' reach arrives.
-    std::vector<int> arrival(static_cast<size_t>(bands));
-    for (int k = 0; k < bands; ++k)
-      arrival[size_t(mBands.order[size_t(k)])] = k;
-    const auto readyAt = [&](int b) {
-      int at = 0;
-      for (int k = mBands.needFirst[size_t(b)]; k <= mBands.needLast[size_t(b)]; ++k)
-        at = std::max(at, arrival[size_t(k)]);
-      return at;
-    };
-    mLabelOrder.resize(size_t(bands));
-    for (int b = 0; b < bands; ++b)
-      mLabelOrder[size_t(b)] = b;
-    std::stable_sort(mLabelOrder.begin(), mLabelOrder.end(), [&](int a, int b) { return readyAt(a) < readyAt(b); });
 
     GPUGEO_CUDA_CHECK(cudaEventRecord(mStartEvent, mIndexStream));
     GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mCopyStream, mStartEvent, 0));
@@ -610,8 +609,9 @@ private:
       {
         GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mInput.data() + first, mHostBanded.data() + first, sizeof(Point) * size_t(count),
                                           cudaMemcpyHostToDevice, mCopyStream));
-        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mOriginal.data() + first, mHostOriginal.data() + first,
-                                          sizeof(int32_t) * size_t(count), cudaMemcpyHostToDevice, mCopyStream));
+        const int64_t at = mGaps.at[size_t(b)];
+        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mGapBytes.data() + at, mHostGaps.data() + at,
+                                          size_t(mGaps.at[size_t(b) + 1] - at), cudaMemcpyHostToDevice, mCopyStream));
       }
       GPUGEO_CUDA_CHECK(cudaEventRecord(mArrived[size_t(b)], mCopyStream));
     }
@@ -628,6 +628,8 @@ private:
       const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;
       const auto [b0, b1] = bucketsOf(b);
       GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mIndexStream, mArrived[size_t(b)], 0));
+      size_t restoreBytes = mBandScanTemp.size();
+      restoreIndices(b, mBandScanTemp.data(), restoreBytes, mIndexStream);
       g::launchCount(mInput.data(), nullptr, first, count, mView.shift, mView.bx, mView.by, mKey.data(), mRank.data(),
                      mCount.data(), mIndexStream);
       size_t bytes = mBandScanTemp.size();
@@ -637,6 +639,34 @@ private:
                        mPoints.data(), mSiteIndex.data(), mIndexStream);
       GPUGEO_CUDA_CHECK(cudaEventRecord(mIndexed[size_t(b)], mIndexStream));
     }
+  }
+
+  // Band b's input indices from their gaps (IndexGaps: a scan from the band's first index) into
+  // mOriginal; with temp null, the scan's temporary bytes. Returns the temporary bytes.
+  size_t restoreIndices(int b, void* temp, size_t& bytes, cudaStream_t stream)
+  {
+    const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;
+    if (count <= 0)
+      return bytes = 0;
+    const uint8_t* gaps = temp ? mGapBytes.data() + mGaps.at[size_t(b)] : nullptr;
+    int32_t* out = temp ? mOriginal.data() + first : nullptr;
+    const int32_t start = mGaps.first[size_t(b)];
+    const auto scan = [&](auto* typed) {
+      GPUGEO_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp, bytes, typed, out, ::cuda::std::plus<int32_t>{}, start,
+                                                       count, stream));
+    };
+    switch (mGaps.bytes[size_t(b)])
+    {
+    case 1:
+      scan(gaps);
+      break;
+    case 2:
+      scan(reinterpret_cast<const uint16_t*>(gaps));
+      break;
+    default:
+      scan(reinterpret_cast<const int32_t*>(gaps));
+    }
+    return bytes;
   }
 
   // The overlapped start's times ("upload": to the last band's arrival, "index": from there to the
@@ -735,7 +765,7 @@ private:
         GPUGEO_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
         budget = std::min<size_t>(freeBytes / 2, size_t(4) << 30);
       }
-      // Per pixel: the outputs, and the roots' work items (80 bytes a root of 4,096 pixels).
+      // Per pixel: the outputs, and the roots' work items (96 bytes a root of 4,096 pixels).
       const double bytesPerRow = double(mGrid.width) * ((withDistance ? 8.0 : 4.0) + 0.05);
       mBandRows = std::max<int64_t>(g::kRoot, int64_t(double(budget) / bytesPerRow) / g::kRoot * g::kRoot);
       mBandRows = std::min(mBandRows, (mGrid.height + g::kRoot - 1) / g::kRoot * g::kRoot);
@@ -784,14 +814,15 @@ private:
   cudaStream_t mIndexStream = nullptr;
   cudaStream_t mSideStream = nullptr;  // the other labelling stream of the bands' turns
   cudaEvent_t mSideDone = nullptr;
-  std::vector<int> mLabelOrder;  // the bands' labellings, in the order their reach arrives
   cudaEvent_t mStartEvent = nullptr;  // before the first upload (either start)
   std::vector<cudaEvent_t> mArrived, mIndexed;
   mutable bool mStartSettled = false;
   cuda::PinnedBuffer<Point> mHostWhole;  // the one-piece start's (freeing pinned memory takes a while)
   cuda::PinnedBuffer<Point> mHostBanded;
-  cuda::PinnedBuffer<int32_t> mHostOriginal;
+  cuda::PinnedBuffer<uint8_t> mHostGaps;  // the bands' input indices as gaps (IndexGaps)
+  IndexGaps mGaps;
   DeviceBuffer<Point> mInput;
+  DeviceBuffer<uint8_t> mGapBytes;
   DeviceBuffer<int32_t> mOriginal;
   DeviceBuffer<uint32_t> mKey;
   DeviceBuffer<int32_t> mRank;

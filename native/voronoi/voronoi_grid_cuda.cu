@@ -184,6 +184,13 @@ __device__ bool useDirect(const GridView& g, double density)
   return fill >= g.directMinFill && fill * w * h <= g.directMax;
 }
 
+// Whether a root that is not labelled directly is labelled a pixel a thread (crowdedKernel): it holds
+// at least crowdedMin sites a pixel.
+__device__ bool useCrowded(const GridView& g, double density)
+{
+  return g.crowdedMin > 0.0 && density >= g.crowdedMin && !useDirect(g, density);
+}
+
 __device__ __forceinline__ void store(const GridView& g, int column, int row, int32_t site, double squared)
 {
   const long long i = (long long)(row - g.rowBegin) * g.width + column;
@@ -372,6 +379,45 @@ __device__ bool stageRoot(const GridView& g, DirectStage& S, int RX0, int RY0, i
   return staged;
 }
 
+// A scan's rectangle of buckets, [X0, X1] x [Y0, Y1], and the one scanned before it ([pX0, pX1] x
+// [pY0, pY1]; none at first) whose sites need not be read again.
+struct ScanRect
+{
+  int X0, Y0, X1, Y1;
+  int pX0 = 0, pY0 = 0, pX1 = -1, pY1 = -1;
+
+  // Which sides pixel (pc, pr)'s best squared distance `best` is not certainly nearer than: twice
+  // the distance from a pixel centre to a side is an odd integer t, so (t/2)^2 is exact, and a best
+  // certainly within it is nearer than every site beyond that side. Sides without buckets beyond
+  // (the grid's edge buckets hold the sites outside it) need nothing. Added to the flags.
+  __device__ void sidesBeyond(const GridView& g, int pc, int pr, double best, bool& left, bool& right, bool& top,
+                              bool& bottom) const
+  {
+    const int B = g.bucket;
+    auto beyond = [best](int t) { return !certainlyWithin(best, double(t) * double(t) * 0.25); };
+    left = left || (X0 > 0 && beyond(2 * (pc - X0 * B) + 1));
+    right = right || (X1 < g.bx - 1 && beyond(2 * ((X1 + 1) * B - pc) - 1));
+    top = top || (Y0 > 0 && beyond(2 * (pr - Y0 * B) + 1));
+    bottom = bottom || (Y1 < g.by - 1 && beyond(2 * ((Y1 + 1) * B - pr) - 1));
+  }
+
+  // Grows by a bucket on the given sides (this rectangle becoming the one before); false for none.
+  __device__ bool grow(bool left, bool right, bool top, bool bottom)
+  {
+    if (!(left || right || top || bottom))
+      return false;
+    pX0 = X0;
+    pY0 = Y0;
+    pX1 = X1;
+    pY1 = Y1;
+    X0 -= left ? 1 : 0;
+    X1 += right ? 1 : 0;
+    Y0 -= top ? 1 : 0;
+    Y1 += bottom ? 1 : 0;
+    return true;
+  }
+};
+
 __global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int rootsX)
 {
   __shared__ DirectStage S;
@@ -388,7 +434,6 @@ __global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int r
   const bool staged = stageRoot(g, S, RX0, RY0, RX1, RY1);
   if (threadIdx.x == 0)
     atomicAdd(g.counters + kDirectRoots, 1ull);
-  const int B = g.bucket;
   const double inf = __longlong_as_double(0x7ff0000000000000ll);
   for (int b = warp; b < (kRoot / 8) * (kRoot / kBlockH); b += kWarps)
   {
@@ -410,46 +455,24 @@ __global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int r
     const int ky1 = min(g.by - 1, min(br0 + kBlockH - 1, g.height - 1) >> g.shift);
     // First the block's buckets and one ring; then the rectangle grows by a bucket on each side
     // that some pixel's best does not certainly stay inside of, until none.
-    int pX0 = 0, pY0 = 0, pX1 = -1, pY1 = -1;
-    int X0 = max(0, kx0 - 1), Y0 = max(0, ky0 - 1), X1 = min(g.bx - 1, kx1 + 1), Y1 = min(g.by - 1, ky1 + 1);
+    ScanRect R{max(0, kx0 - 1), max(0, ky0 - 1), min(g.bx - 1, kx1 + 1), min(g.by - 1, ky1 + 1)};
     for (;;)
     {
-      if (staged && X0 >= RX0 && Y0 >= RY0 && X1 <= RX1 && Y1 <= RY1)
-        scanRingStaged(S, RX0, RY0, stride, X0, Y0, X1, Y1, pX0, pY0, pX1, pY1, P);
+      if (staged && R.X0 >= RX0 && R.Y0 >= RY0 && R.X1 <= RX1 && R.Y1 <= RY1)
+        scanRingStaged(S, RX0, RY0, stride, R.X0, R.Y0, R.X1, R.Y1, R.pX0, R.pY0, R.pX1, R.pY1, P);
       else
-        scanRing(g, X0, Y0, X1, Y1, pX0, pY0, pX1, pY1, lane, P);
-      // Twice the distance from a pixel centre to a side of the scanned rectangle is an odd integer
-      // t, so (t/2)^2 is exact; a best certainly within it is nearer than every site beyond that
-      // side. Sides without buckets beyond (the grid's edge buckets hold the sites outside it) need
-      // nothing.
+        scanRing(g, R.X0, R.Y0, R.X1, R.Y1, R.pX0, R.pY0, R.pX1, R.pY1, lane, P);
       bool left = false, right = false, top = false, bottom = false;
 #pragma unroll
       for (int j = 0; j < kPix; ++j)
       {
         const int pr = pr0 + 4 * j;
-        if (pc >= g.width || pr >= rowEnd)
-          continue;
-        const double b = P.best[j];
-        auto beyond = [b](int t) { return !certainlyWithin(b, double(t) * double(t) * 0.25); };
-        left = left || (X0 > 0 && beyond(2 * (pc - X0 * B) + 1));
-        right = right || (X1 < g.bx - 1 && beyond(2 * ((X1 + 1) * B - pc) - 1));
-        top = top || (Y0 > 0 && beyond(2 * (pr - Y0 * B) + 1));
-        bottom = bottom || (Y1 < g.by - 1 && beyond(2 * ((Y1 + 1) * B - pr) - 1));
+        if (pc < g.width && pr < rowEnd)
+          R.sidesBeyond(g, pc, pr, P.best[j], left, right, top, bottom);
       }
-      left = __any_sync(kFull, left);
-      right = __any_sync(kFull, right);
-      top = __any_sync(kFull, top);
-      bottom = __any_sync(kFull, bottom);
-      if (!(left || right || top || bottom))
+      if (!R.grow(__any_sync(kFull, left), __any_sync(kFull, right), __any_sync(kFull, top),
+                  __any_sync(kFull, bottom)))
         break;
-      pX0 = X0;
-      pY0 = Y0;
-      pX1 = X1;
-      pY1 = Y1;
-      X0 -= left ? 1 : 0;
-      X1 += right ? 1 : 0;
-      Y0 -= top ? 1 : 0;
-      Y1 += bottom ? 1 : 0;
     }
 #pragma unroll
     for (int j = 0; j < kPix; ++j)
@@ -458,6 +481,84 @@ __global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int r
       if (pc < g.width && pr < rowEnd)
         store(g, pc, pr, P.site[j], P.best[j]);
     }
+  }
+}
+
+// --- Crowded labelling -------------------------------------------------------------------------
+// Roots whose buckets hold more sites than pixels (buckets of 2 pixels there, too small for the
+// direct scan's staging; a tile's list would hold more sites than its pixels) are labelled a pixel a
+// thread, 16 x 16 pixels a block: each pixel scans its own bucket exactly in float64, then grows its
+// rectangle of buckets by one on each side its best is not certainly nearer than, until none (the
+// direct scan's certificate, per pixel). Where a bucket holds a few sites a pixel, most pixels stop
+// at their own bucket or one ring.
+constexpr int kPatch = 16;  // a block's pixels a side
+constexpr int kPatchesPerSide = kRoot / kPatch;
+
+// The sites of slots [s0, s1) against one pixel (considerSite's contract and ties).
+__device__ __forceinline__ void scanSlotsAlone(const GridView& g, int s0, int s1, double px, double py, double& best,
+                                               int& site)
+{
+  for (int s = s0; s < s1; ++s)
+  {
+    const Point q = g.points[s];
+    const double dx = exact::sub(px, q.x), dy = exact::sub(py, q.y);
+    const double e = exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+    if (e <= best)
+    {
+      const int k = g.index[s];
+      if (e < best || k < site)
+      {
+        best = e;
+        site = k;
+      }
+    }
+  }
+}
+
+// The pixel (pc, pr) of a crowded root: nearest site and squared distance, exactly.
+__device__ void labelPixelAlone(const GridView& g, int pc, int pr)
+{
+  const double px = double(pc) + 0.5, py = double(pr) + 0.5;
+  double best = __longlong_as_double(0x7ff0000000000000ll);
+  int site = 0x7fffffff;
+  ScanRect R{pc >> g.shift, pr >> g.shift, pc >> g.shift, pr >> g.shift};
+  for (;;)
+  {
+    for (int y = R.Y0; y <= R.Y1; ++y)
+    {
+      const int row = y * g.bx;
+      if (y >= R.pY0 && y <= R.pY1)
+      {
+        if (R.X0 < R.pX0)
+          scanSlotsAlone(g, g.start[row + R.X0], g.start[row + R.pX0], px, py, best, site);
+        if (R.pX1 < R.X1)
+          scanSlotsAlone(g, g.start[row + R.pX1 + 1], g.start[row + R.X1 + 1], px, py, best, site);
+      }
+      else
+        scanSlotsAlone(g, g.start[row + R.X0], g.start[row + R.X1 + 1], px, py, best, site);
+    }
+    bool left = false, right = false, top = false, bottom = false;
+    R.sidesBeyond(g, pc, pr, best, left, right, top, bottom);
+    if (!R.grow(left, right, top, bottom))
+      break;
+  }
+  store(g, pc, pr, site, best);
+}
+
+// The crowded roots' pixels: a block per 16 x 16 patch, over the whole GPU.
+__global__ void __launch_bounds__(kPatch * kPatch) crowdedKernel(GridView g, const RootItem* crowded, const int* counts)
+{
+  const int patches = counts[1] * kPatchesPerSide * kPatchesPerSide;
+  if (blockIdx.x == 0 && threadIdx.x == 0 && counts[1] > 0)
+    atomicAdd(g.counters + kCrowdedRoots, (unsigned long long)counts[1]);
+  for (int item = blockIdx.x; item < patches; item += gridDim.x)
+  {
+    const RootItem root = crowded[item / (kPatchesPerSide * kPatchesPerSide)];
+    const int patch = item % (kPatchesPerSide * kPatchesPerSide);
+    const int pc = root.c0 + (patch % kPatchesPerSide) * kPatch + int(threadIdx.x) % kPatch;
+    const int pr = root.r0 + (patch / kPatchesPerSide) * kPatch + int(threadIdx.x) / kPatch;
+    if (pc < g.width && pr < g.rowEnd)
+      labelPixelAlone(g, pc, pr);
   }
 }
 
@@ -747,10 +848,12 @@ __device__ void processTile(const GridView& g, WarpList& L, const TileJob& job, 
   splitInWarp(g, L, job, lane, counts);
 }
 
-// A warp per root: its plan. Dense roots (tile side <= kHeavySide) become kHeavyParts items of a
-// side kRoot / kHeavyPerSide each, listed first, so that the costliest work starts first and is
-// spread over many blocks (a dense cluster of a few roots keeps the whole GPU busy).
-__global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, RootItem* light, int* heavyCount)
+// A warp per root: its plan. Crowded roots are listed for crowdedKernel. Dense roots (tile side <=
+// kHeavySide) become kHeavyParts items of a side kRoot / kHeavyPerSide each, listed first, so that the
+// costliest work starts first and is spread over many blocks (a dense cluster of a few roots keeps
+// the whole GPU busy). counts[0] counts the heavy items, counts[1] the crowded roots.
+__global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, RootItem* light, RootItem* crowded,
+                           int* counts)
 {
   const int root = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   if (root >= roots)
@@ -762,10 +865,15 @@ __global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, R
   RootItem item{c0, r0, kRoot, plan.side};
   if (useDirect(g, plan.density))
     item.side = 0;
+  else if (useCrowded(g, plan.density))
+  {
+    crowded[atomicAdd(counts + 1, 1)] = item;
+    item.side = 0;
+  }
   else if (plan.side <= kHeavySide)
   {
     constexpr int part = kRoot / kHeavyPerSide;
-    const int at = atomicAdd(heavyCount, kHeavyParts);
+    const int at = atomicAdd(counts, kHeavyParts);
     for (int q = 0; q < kHeavyParts; ++q)
       heavy[at + q] = RootItem{c0 + (q % kHeavyPerSide) * part, r0 + (q / kHeavyPerSide) * part, part, plan.side};
     item.side = 0;
@@ -876,9 +984,9 @@ void launchMarkDuplicates(const Point* points, int n, int32_t* table, uint32_t c
   GPUGEO_CUDA_CHECK_LAUNCH();
 }
 
-void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, int* heavyCount, TileJob* jobs,
-                  int* queueCount, int multiprocessors, cudaStream_t stream, void (*phase)(void*, const char*),
-                  void* phaseContext)
+void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, RootItem* crowded, int* counts,
+                  TileJob* jobs, int* queueCount, int multiprocessors, cudaStream_t stream,
+                  void (*phase)(void*, const char*), void* phaseContext)
 {
   const int rootsX = (g.width + kRoot - 1) / kRoot;
   const int roots = rootsX * ((g.rowEnd - g.rowBegin + kRoot - 1) / kRoot);
@@ -886,10 +994,17 @@ void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* ligh
   GPUGEO_CUDA_CHECK(cudaFuncSetAttribute(tileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   GPUGEO_CUDA_CHECK(cudaFuncSetAttribute(splitKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   GPUGEO_CUDA_CHECK(cudaMemsetAsync(queueCount, 0, sizeof(int) * size_t(levels > 0 ? levels : 1), stream));
-  GPUGEO_CUDA_CHECK(cudaMemsetAsync(heavyCount, 0, sizeof(int), stream));
-  planKernel<<<blocksFor(roots, kWarps), kWarps * 32, 0, stream>>>(g, rootsX, roots, heavy, light, heavyCount);
+  GPUGEO_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(int), stream));
+  planKernel<<<blocksFor(roots, kWarps), kWarps * 32, 0, stream>>>(g, rootsX, roots, heavy, light, crowded, counts);
   GPUGEO_CUDA_CHECK_LAUNCH();
   phase(phaseContext, "plan");
+  if (g.crowdedMin > 0)
+  {
+    // As many blocks as fit at once; each takes patches in turn (most launches have none).
+    crowdedKernel<<<multiprocessors * 8, kPatch * kPatch, 0, stream>>>(g, crowded, counts);
+    GPUGEO_CUDA_CHECK_LAUNCH();
+    phase(phaseContext, "crowded");
+  }
   if (g.directMax > 0)
   {
     directKernel<<<roots, kWarps * 32, 0, stream>>>(g, rootsX);
@@ -897,7 +1012,7 @@ void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* ligh
     phase(phaseContext, "direct");
   }
   const SplitQueues q{jobs, queueCount, levels};
-  tileKernel<<<roots, kWarps * 32, smem, stream>>>(g, heavy, light, heavyCount, roots, q);
+  tileKernel<<<roots, kWarps * 32, smem, stream>>>(g, heavy, light, counts, roots, q);
   GPUGEO_CUDA_CHECK_LAUNCH();
   phase(phaseContext, "tiles");
   for (int level = 0; level < levels; ++level)

@@ -94,12 +94,15 @@ struct LabelStats
   int64_t candidates = 0;     // list entries over all leaf tiles
   int64_t refinedPixels = 0;  // pixels re-evaluated in float64 because of a near tie
   int64_t siteBands = 0;      // GPU: bands of sites uploaded, indexed and labelled in turn (0: one piece)
+  int64_t labelPieces = 0;    // GPU: runs of pixel rows labelled as soon as their bands are there (0: one piece)
+  int64_t crowdedRoots = 0;   // GPU: roots of crowded buckets labelled a pixel a thread (also in denseTiles)
 
   bool operator==(const LabelStats& o) const
   {
     return uniqueSites == o.uniqueSites && tiles == o.tiles && splitTiles == o.splitTiles &&
            denseTiles == o.denseTiles && candidates == o.candidates && refinedPixels == o.refinedPixels &&
-           siteBands == o.siteBands;
+           siteBands == o.siteBands && labelPieces == o.labelPieces &&
+           crowdedRoots == o.crowdedRoots;
   }
 };
 

@@ -83,9 +83,11 @@ void printStats(const Labeller& labeller)
 {
   const LabelStats& s = labeller.stats();
   std::printf("\"unique_sites\": %lld, \"tiles\": %lld, \"split_tiles\": %lld, \"dense_tiles\": %lld, "
-              "\"candidates\": %lld, \"refined_pixels\": %lld, \"site_bands\": %lld",
+              "\"candidates\": %lld, \"refined_pixels\": %lld, \"site_bands\": %lld, \"label_pieces\": %lld, "
+              "\"crowded_roots\": %lld",
               (long long)s.uniqueSites, (long long)s.tiles, (long long)s.splitTiles, (long long)s.denseTiles,
-              (long long)s.candidates, (long long)s.refinedPixels, (long long)s.siteBands);
+              (long long)s.candidates, (long long)s.refinedPixels, (long long)s.siteBands, (long long)s.labelPieces,
+              (long long)s.crowdedRoots);
 }
 
 void benchCpu(const Options& o, const Grid& grid, const Sites& sites)

@@ -87,6 +87,25 @@ TEST(SiteBands, ThePartitionKeepsEverySiteOnceInBandOrder)
     std::sort(order.begin(), order.end());
     for (int k = 0; k < b.count(); ++k)
       EXPECT_EQ(order[size_t(k)], k) << c.name << ": the upload order takes every band once";
+    // The labelling's pieces: whole root rows from the first row to the last, each labelled once.
+    const size_t pieces = b.pieceFirst.size();
+    ASSERT_GE(pieces, 1u) << c.name;
+    ASSERT_EQ(b.pieceRow0.size(), pieces + 1) << c.name;
+    ASSERT_EQ(b.pieceLast.size(), pieces) << c.name;
+    EXPECT_EQ(b.pieceRow0.front(), 0) << c.name;
+    EXPECT_EQ(b.pieceRow0.back(), kSide) << c.name;
+    for (size_t p = 0; p < pieces; ++p)
+    {
+      EXPECT_LT(b.pieceRow0[p], b.pieceRow0[p + 1]) << c.name;
+      EXPECT_EQ(b.pieceRow0[p] % 64, 0) << c.name << ": pieces are whole root rows";
+      EXPECT_LE(b.pieceFirst[p], b.pieceLast[p]) << c.name;
+      EXPECT_GE(b.pieceFirst[p], 0) << c.name;
+      EXPECT_LT(b.pieceLast[p], b.count()) << c.name;
+    }
+    std::vector<int> labelOrder = b.labelOrder;
+    std::sort(labelOrder.begin(), labelOrder.end());
+    for (size_t p = 0; p < pieces; ++p)
+      EXPECT_EQ(labelOrder[p], int(p)) << c.name << ": every piece is labelled once";
     std::vector<Point> banded(c.points.size());
     std::vector<int32_t> original(c.points.size(), -1);
     partitionSites(b, c.points.data(), n, banded.data(), original.data(), 3);
@@ -103,6 +122,29 @@ TEST(SiteBands, ThePartitionKeepsEverySiteOnceInBandOrder)
           EXPECT_LT(original[size_t(i) - 1], original[size_t(i)]) << c.name << ": stable within a band";
       }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; })) << c.name;
+    // The input indices as gaps (what goes up), restored as the device's scan does.
+    const IndexGaps gaps = planIndexGaps(b, original.data(), 2);
+    std::vector<uint8_t> bytes(size_t(gaps.at.back()));
+    writeIndexGaps(b, gaps, original.data(), bytes.data(), 2);
+    for (int k = 0; k < b.count(); ++k)
+    {
+      EXPECT_EQ(gaps.at[size_t(k)] % 16, 0) << c.name;
+      int64_t restored = gaps.first[size_t(k)];
+      for (int32_t i = b.offset[size_t(k)]; i < b.offset[size_t(k) + 1]; ++i)
+      {
+        ASSERT_EQ(restored, original[size_t(i)]) << c.name << ": band " << k << " site " << i;
+        const uint8_t* at = bytes.data() + gaps.at[size_t(k)];
+        const int64_t j = i - b.offset[size_t(k)];
+        int64_t gap = 0;
+        if (gaps.bytes[size_t(k)] == 1)
+          gap = at[j];
+        else if (gaps.bytes[size_t(k)] == 2)
+          gap = reinterpret_cast<const uint16_t*>(at)[j];
+        else
+          gap = reinterpret_cast<const int32_t*>(at)[j];
+        restored += gap;
+      }
+    }
     // The fullest bucket, counted the plain way.
     std::vector<int32_t> perBucket(size_t(b.bx) * size_t(b.by), 0);
     for (const Point& p : c.points)
@@ -132,6 +174,8 @@ TEST(SiteBands, EveryPixelsNearestSitesLieInTheBandsItsLabellingWaitsFor)
         for (const Point& p : c.points)
           best = std::min(best, squaredDistance(px, py, p));
         const int band = bandOf(b, Point{px, py});
+        const size_t piece =
+          size_t(std::upper_bound(b.pieceRow0.begin(), b.pieceRow0.end(), int64_t(row)) - b.pieceRow0.begin()) - 1;
         for (const Point& p : c.points)
           if (squaredDistance(px, py, p) <= best)
           {
@@ -139,6 +183,9 @@ TEST(SiteBands, EveryPixelsNearestSitesLieInTheBandsItsLabellingWaitsFor)
             EXPECT_TRUE(k >= b.needFirst[size_t(band)] && k <= b.needLast[size_t(band)])
               << c.name << ": pixel (" << column << ", " << row << ") in band " << band << " has a nearest site in band "
               << k;
+            EXPECT_TRUE(k >= b.pieceFirst[piece] && k <= b.pieceLast[piece])
+              << c.name << ": pixel (" << column << ", " << row << ") in piece " << piece
+              << " has a nearest site in band " << k;
           }
         ++checked;
       }
@@ -168,4 +215,29 @@ TEST(SiteBands, NoBandsWhereTheyCannotHelp)
     uniform.push_back(Point{double(i % 500), double(i / 2)});
   EXPECT_EQ(planSiteBands(uniform.data(), 1000, kSide, kSide, 7, 16, 8, 2).count(), 0) << "buckets above a root";
   EXPECT_GE(planSiteBands(uniform.data(), 1000, kSide, kSide, 1, 16, 8, 2).count(), 3);
+}
+
+// The input indices' gaps take 1, 2 or 4 bytes by the widest gap of each band; an empty band none.
+TEST(SiteBands, IndexGapsTakeTheFewestBytesThatHoldABandsGaps)
+{
+  SiteBands b;
+  b.row0 = {0, 1, 2, 3, 4};
+  b.offset = {0, 3, 6, 6, 9};
+  const std::vector<int32_t> original = {0, 70000, 70001, 5, 300, 1000, 7, 8, 255 + 8};
+  const IndexGaps gaps = planIndexGaps(b, original.data(), 2);
+  EXPECT_EQ(gaps.bytes, (std::vector<int>{4, 2, 1, 1}));
+  EXPECT_EQ(gaps.first, (std::vector<int32_t>{0, 5, 0, 7}));
+  EXPECT_EQ(gaps.at, (std::vector<int64_t>{0, 16, 32, 32, 48}));
+  std::vector<uint8_t> bytes(size_t(gaps.at.back()), 0xee);
+  writeIndexGaps(b, gaps, original.data(), bytes.data(), 2);
+  const int32_t* wide = reinterpret_cast<const int32_t*>(bytes.data());
+  EXPECT_EQ(wide[0], 70000);
+  EXPECT_EQ(wide[1], 1);
+  EXPECT_EQ(wide[2], 0);
+  const uint16_t* mid = reinterpret_cast<const uint16_t*>(bytes.data() + 16);
+  EXPECT_EQ(mid[0], 295);
+  EXPECT_EQ(mid[1], 700);
+  EXPECT_EQ(bytes[32], 1);
+  EXPECT_EQ(bytes[33], 255);
+  EXPECT_EQ(bytes[34], 0);
 }

@@ -166,28 +166,88 @@ TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
   const Labels crowdedCpu = run(Backend::Cpu, crowded);
   const Labels crowdedGpu = run(Backend::Gpu, crowded);
   EXPECT_EQ(crowdedGpu.stats.siteBands, 0) << crowded.name;
+  EXPECT_GT(crowdedGpu.stats.crowdedRoots, 0) << crowded.name;
   expectIdentical(crowded, crowdedGpu, crowdedCpu);
+  // More sites than pixels everywhere: crowded roots labelled a pixel a thread, band by band.
+  cases.push_back(gpugeo::testing::uniformCase(204, 1024, 1024, 1200000, 0.0, 0.0, 1.0, 3.0));
   for (const VoronoiCase& c : cases)
   {
     const Labels cpu = run(Backend::Cpu, c);
     const Labels gpu = run(Backend::Gpu, c);
     EXPECT_GE(gpu.stats.siteBands, 3) << c.name;
+    EXPECT_GE(gpu.stats.labelPieces, 2) << c.name;  // rows labelled before the last band is there
     EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
     expectIdentical(c, gpu, cpu);
     expectIdentical(c, run(Backend::Gpu, c, 300), cpu);
   }
+  EXPECT_GT(run(Backend::Gpu, cases.back()).stats.crowdedRoots, 0) << cases.back().name;
 }
 
 // Dense clusters overflow the tiles' lists: the tiles split (down to single pixels where need be).
+// (2,700 sites in a blob of about a pixel: their root holds fewer sites than pixels, so it is cut
+// into tiles, not labelled a pixel a thread.)
 TEST(VoronoiGpu, DenseClustersSplitTheirTiles)
 {
   SKIP_WITHOUT_GPU();
-  const VoronoiCase c = gpugeo::testing::clusteredCase(33, 180, 120, 30000);
+  const VoronoiCase c = gpugeo::testing::clusteredCase(33, 180, 120, 3000);
   const Labels cpu = run(Backend::Cpu, c);
   const Labels gpu = run(Backend::Gpu, c);
   EXPECT_GT(gpu.stats.splitTiles, 0) << c.name;
+  EXPECT_EQ(gpu.stats.crowdedRoots, 0) << c.name;
   EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
   expectIdentical(c, gpu, cpu);
+}
+
+// Roots holding more sites than pixels are labelled a pixel a thread (crowdedKernel): the same labels
+// and distance bits as the CPU's. A blob of 27,000 sites; sites on whole and half coordinates, four
+// a pixel, a fifth of them copies (ties everywhere); a crowded strip beside empty columns of the same
+// root (pixels there grow their rectangles far); a crowded root among few sites, where the buckets
+// are 4 pixels; crowded corners with sites outside the grid; whole, and in bands of rows.
+TEST(VoronoiGpu, CrowdedRootsAreLabelledAPixelAThread)
+{
+  SKIP_WITHOUT_GPU();
+  std::vector<VoronoiCase> cases = {gpugeo::testing::clusteredCase(34, 180, 120, 30000),
+                                    gpugeo::testing::latticeCase(35, 128, 96, 40000)};
+  std::mt19937_64 rng(36);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  VoronoiCase strip;
+  strip.name = "3 sites a pixel in the left 40 columns of 160 x 128";
+  strip.grid = Grid{0.0, 0.0, 1.0, 160, 128};
+  for (int i = 0; i < 3 * 40 * 128; ++i)
+  {
+    strip.x.push_back(40 * u(rng));
+    strip.y.push_back(-128 * u(rng));
+  }
+  cases.push_back(strip);
+  VoronoiCase sparse;
+  sparse.name = "6,000 sites in one root of 2048 x 2048, 10,000 elsewhere (buckets of 4 pixels)";
+  sparse.grid = Grid{0.0, 0.0, 1.0, 2048, 2048};
+  for (int i = 0; i < 16000; ++i)
+  {
+    const bool crowdedRoot = i < 6000;
+    sparse.x.push_back(crowdedRoot ? 640 + 64 * u(rng) : 2048 * u(rng));
+    sparse.y.push_back(-(crowdedRoot ? 1280 + 64 * u(rng) : 2048 * u(rng)));
+  }
+  cases.push_back(sparse);
+  VoronoiCase corners;
+  corners.name = "crowded corners of 200 x 150, some sites outside the grid";
+  corners.grid = Grid{0.0, 0.0, 1.0, 200, 150};
+  for (int i = 0; i < 40000; ++i)
+  {
+    const double x = -3 + 30 * u(rng), y = -3 + 30 * u(rng);
+    corners.x.push_back(i % 2 ? x : 200 - x);
+    corners.y.push_back(-(i % 3 ? y : 150 - y));
+  }
+  cases.push_back(corners);
+  for (const VoronoiCase& c : cases)
+  {
+    const Labels cpu = run(Backend::Cpu, c);
+    const Labels gpu = run(Backend::Gpu, c);
+    EXPECT_GT(gpu.stats.crowdedRoots, 0) << c.name;
+    EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
+    expectIdentical(c, gpu, cpu);
+    expectIdentical(c, run(Backend::Gpu, c, 50), cpu);
+  }
 }
 
 // Piles of exact copies (more than a tile's list in one bucket) are dropped before labelling: the

@@ -29,6 +29,7 @@ enum Counter
   kRefinedPixels,   // pixels of those tiles re-evaluated in float64 at a near tie
   kDirectRoots,     // roots labelled by the direct scan
   kExactPixels,     // single pixels answered by an exact scan of their buckets (list still too long)
+  kCrowdedRoots,    // roots labelled a pixel a thread (crowded buckets)
   kCounterCount
 };
 
@@ -47,6 +48,7 @@ struct GridView
   int maxTile = 32;              // largest tile side
   double directMax = 24.0;       // a root is labelled directly when a warp's first ring holds at most this many sites
   double directMinFill = 0.5;    // ... and its buckets hold at least this many sites on average
+  double crowdedMin = 1.0;       // a root holding this many sites a pixel is labelled a pixel a thread (0: never)
   double pixelSize = 1.0;
   int32_t* outSite = nullptr;
   float* outDistance = nullptr;  // may be null
@@ -87,11 +89,12 @@ void launchScatter(const Point* points, const int32_t* original, const uint32_t*
 void launchMarkDuplicates(const Point* points, int n, int32_t* table, uint32_t capacity, uint8_t* duplicate,
                           int32_t* uniqueCount, cudaStream_t stream);
 
-// Labels the band of `g`: plans the roots, labels the direct ones, then the tiles and the split
-// levels. `heavy`/`light` hold kHeavyParts x roots and roots items, `heavyCount` one int, `jobs` levels x
-// kQueueCap jobs and `queueCount` levels ints (all zeroed here).
-void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, int* heavyCount, TileJob* jobs,
-                  int* queueCount, int multiprocessors, cudaStream_t stream, void (*phase)(void*, const char*),
-                  void* phaseContext);
+// Labels the band of `g`: plans the roots, labels the direct and the crowded ones, then the tiles and
+// the split levels. `heavy`/`light`/`crowded` hold kHeavyParts x roots, roots and roots items,
+// `counts` two ints (heavy items, crowded roots), `jobs` levels x kQueueCap jobs and `queueCount`
+// levels ints (all zeroed here).
+void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, RootItem* crowded, int* counts,
+                  TileJob* jobs, int* queueCount, int multiprocessors, cudaStream_t stream,
+                  void (*phase)(void*, const char*), void* phaseContext);
 
 }  // namespace gpugeo::voronoi::detail::grid

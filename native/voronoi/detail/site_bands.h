@@ -1,6 +1,7 @@
 // Bands of the sites for the GPU backend's overlapped start (voronoi_cuda.cu): the sites cut by
-// bucket rows into bands of about equal counts, so that each band's upload, index and the labelling
-// of the pixel rows that only need it and the bands already there overlap the next band's upload.
+// bucket rows into bands of about equal work (pixels to label and sites), so that each band's
+// upload, index and the labelling of the pixel rows that only need it and the bands already there
+// overlap the next band's upload.
 //
 // What a band's labelling reads. Every pixel's nearest site lies within a distance D of it: a
 // coarse grid of kReachCell-pixel cells records which cells hold a site inside the grid, and a pixel
@@ -32,7 +33,16 @@ struct SiteBands
   std::vector<int32_t> offset;    // band b: sites [offset[b], offset[b + 1]) of the banded order
   std::vector<int> needFirst;     // band b's pixel rows are labelled from bands [needFirst[b], needLast[b]]
   std::vector<int> needLast;
-  std::vector<int> order;         // the order the bands go up in (and are indexed in)
+  std::vector<int> order;         // the order the bands go up in (and are indexed in): each next band
+                                  // the one whose arrival lets the most labelling start for its sites
+  // The labelling's pieces: pixel rows [pieceRow0[p], pieceRow0[p + 1]) (whole 64-pixel root rows;
+  // the last ends at the grid's height), each labelled from bands [pieceFirst[p], pieceLast[p]]:
+  // runs of root rows whose last band arrives at the same point of `order`, so that rows far from
+  // crowded bands need not wait for them. labelOrder: the pieces in the order their bands arrive.
+  std::vector<int64_t> pieceRow0;
+  std::vector<int> pieceFirst;
+  std::vector<int> pieceLast;
+  std::vector<int> labelOrder;
   int32_t fullestCell = 0;        // the most sites in a kReachCell cell (those outside the grid in
                                   // the nearest edge cell): no bucket of at most that side holds more
 
@@ -49,21 +59,32 @@ inline int bucketRow(const Point& p, int shift, int by)
 // site within `nearest` (buckets of `bucket` pixels, tiles of at most `maxTile`).
 int reachRows(double nearest, int bucket, int maxTile);
 
-// The order the bands go up in: each next band the one whose arrival lets the most labelling start
-// (the bands whose whole reach is then up) for the sites it brings; a pixel counts 1, a site 15 (the
-// GPU's labelling of 8192^2 pixels with 4,000,000 sites against 100, H200). Where no band lets
-// anything start, the one with the fewest sites.
-std::vector<int> uploadOrder(const SiteBands& bands, int width, int height);
-
 // The bands of n pixel-frame points on a width x height grid with buckets of 2^shift pixels, at most
-// `bands` of them, each a whole number of 64-pixel root rows; none (count() == 0) where fewer than
-// three bands come out or no site lies inside the grid.
+// `bands` of them, each a whole number of 64-pixel root rows, of about equal work (a pixel 1, a site
+// 15: the GPU's labelling of 8192^2 pixels with 4,000,000 sites against 100, H200), with their upload
+// order and the labelling's pieces; none (count() == 0) where fewer than three bands come out or no
+// site lies inside the grid.
 SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, int shift, int maxTile, int bands,
                         int threads);
 
 // The points in band order (stable within a band) into `banded`, each one's input index into
 // `original` (n values each).
 void partitionSites(const SiteBands& bands, const Point* points, int64_t n, Point* banded, int32_t* original,
+                    int threads);
+
+// The input indices of the banded order (partitionSites' `original`, increasing within a band) as
+// they go up: per band its first index, then the gaps between consecutive ones in the fewest bytes
+// that hold every gap of the band (1, 2 or 4), so that a band spread through the input costs 1 byte
+// a site rather than 4. The device restores them by a scan (out[0] = first, out[j + 1] = out[j] +
+// gap[j]; a band's last gap is 0).
+struct IndexGaps
+{
+  std::vector<int> bytes;          // per band: 1, 2 or 4 bytes a gap
+  std::vector<int64_t> at;         // per band: where its gaps start (16-byte aligned); at[count] the total
+  std::vector<int32_t> first;      // per band: its first input index (0 for an empty band)
+};
+IndexGaps planIndexGaps(const SiteBands& bands, const int32_t* original, int threads);
+void writeIndexGaps(const SiteBands& bands, const IndexGaps& gaps, const int32_t* original, uint8_t* out,
                     int threads);
 
 // The most sites any bucket holds (up to 65,535), counting the points in band order

@@ -30,6 +30,17 @@ struct Labels
   std::vector<std::string> warnings;
 };
 
+// `count` sites drawn uniformly in the w x h pixels at (x0, y0) of the grid (rows down), added to `c`.
+void addUniform(VoronoiCase& c, int count, double x0, double y0, double w, double h, std::mt19937_64& rng)
+{
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int i = 0; i < count; ++i)
+  {
+    c.x.push_back(x0 + w * u(rng));
+    c.y.push_back(-(y0 + h * u(rng)));
+  }
+}
+
 Labels run(Backend backend, const VoronoiCase& c, int64_t bandRows = 0, std::size_t gpuBudget = 0)
 {
   auto labeller = makeLabeller(backend, c.grid, c.sites(), LabellerOptions{2, gpuBudget}, RunControl{});
@@ -138,16 +149,8 @@ TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
   VoronoiCase top;
   top.name = "1,100,000 sites in the top 600 rows of 2048 x 1536, ten elsewhere";
   top.grid = Grid{0.0, 0.0, 1.0, 2048, 1536};
-  for (int i = 0; i < 1100000; ++i)
-  {
-    top.x.push_back(2048 * u(rng));
-    top.y.push_back(-600 * u(rng));
-  }
-  for (int i = 0; i < 10; ++i)
-  {
-    top.x.push_back(2048 * u(rng));
-    top.y.push_back(-1536 * u(rng));
-  }
+  addUniform(top, 1100000, 0, 0, 2048, 600, rng);
+  addUniform(top, 10, 0, 0, 2048, 1536, rng);
   cases.push_back(top);
   VoronoiCase whole;
   whole.name = "1,100,000 sites at whole coordinates of 2048 x 1536 (ties and copies)";
@@ -213,11 +216,7 @@ TEST(VoronoiGpu, CrowdedRootsAreLabelledAPixelAThread)
   VoronoiCase strip;
   strip.name = "3 sites a pixel in the left 40 columns of 160 x 128";
   strip.grid = Grid{0.0, 0.0, 1.0, 160, 128};
-  for (int i = 0; i < 3 * 40 * 128; ++i)
-  {
-    strip.x.push_back(40 * u(rng));
-    strip.y.push_back(-128 * u(rng));
-  }
+  addUniform(strip, 3 * 40 * 128, 0, 0, 40, 128, rng);
   cases.push_back(strip);
   VoronoiCase sparse;
   sparse.name = "6,000 sites in one root of 2048 x 2048, 10,000 elsewhere (buckets of 4 pixels)";

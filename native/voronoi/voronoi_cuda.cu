@@ -1,6 +1,6 @@
 // The CUDA backend of the plane Voronoi raster: the sites in a bucket grid, each pixel labelled from
-// the buckets around it (kernels in voronoi_grid_cuda.cu, per-element math in
-// detail/nearest_site.h, shared with the CPU backend, so that both give the same labels and
+// the buckets around it (kernels in voronoi_index_cuda.cu and voronoi_grid_cuda.cu, per-element math
+// in detail/nearest_site.h, shared with the CPU backend, so that both give the same labels and
 // distances bit for bit; the CPU backend keeps its tile quadtree over a site tree).
 //
 // Index. The bucket side is a power of two from the densest 64 x 64 root of pixels (about 4 sites a

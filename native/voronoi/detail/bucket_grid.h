@@ -1,5 +1,6 @@
-// The CUDA backend's index and labelling kernels (voronoi_grid_cuda.cu), as host-callable launches
-// for the labeller in voronoi_cuda.cu. Device code only; see voronoi_cuda.cu for the method.
+// The CUDA backend's index and labelling kernels (voronoi_index_cuda.cu, voronoi_grid_cuda.cu), as
+// host-callable launches for the labeller in voronoi_cuda.cu. Device code only; see voronoi_cuda.cu
+// for the method.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -376,15 +376,14 @@ __global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int r
 constexpr int kPatch = 16;  // a block's pixels a side
 constexpr int kPatchesPerSide = kRoot / kPatch;
 
-// The sites of slots [s0, s1) against one pixel (considerSite's contract and ties).
+// The sites of slots [s0, s1) against one pixel (the distance contract's squaredDistance; ties: the
+// lowest input index, as considerSite).
 __device__ __forceinline__ void scanSlotsAlone(const GridView& g, int s0, int s1, double px, double py, double& best,
                                                int& site)
 {
   for (int s = s0; s < s1; ++s)
   {
-    const Point q = g.points[s];
-    const double dx = exact::sub(px, q.x), dy = exact::sub(py, q.y);
-    const double e = exact::add(exact::mul(dx, dx), exact::mul(dy, dy));
+    const double e = squaredDistance(px, py, g.points[s]);
     if (e <= best)
     {
       const int k = g.index[s];

@@ -9,10 +9,15 @@
 #   GG_NOLABEL=1   the pieces' labelling skipped: the upload and the index alone
 #   GG_SYNC=1      the host waits for the whole upload before it launches the pieces
 #   GG_NOCROWD=1   the crowded roots labelled by tiles (crowdedMin = 0)
+#   GG_ONECOPY=1   all the bands' sites in one copy and all their gaps in another (no overlap)
+#   GG_GAPSFIRST=1 all the gaps in one copy first, then the sites band by band
+#   GG_INDEXAFTER=1 no index kernel before the last band has arrived
 # and CUDA_DEVICE_MAX_CONNECTIONS=32 / =1 (whether the streams' hardware queues matter).
 # Reading: if GG_NOLABEL and GG_SYNC upload at the link's speed and the plain run does not, the
 # labelling kernels slow the copies (then try the crowded kernel's and the tile kernel's grids
 # smaller); if GG_NOLABEL is slow too, the index kernels or the copies' own pattern do.
+# Found on 2026-12-07 (H100): GG_SYNC uploads as slowly as the plain run (skewed 2.97 ms, uniform
+# 2.22 ms): not the labelling. upload_pattern.cu (beside this) times the bare copy patterns.
 # usage (repository root, on the GPU machine): bash tests/benchmarks/prototypes/overlap_knobs.sh
 set -uo pipefail
 python3 - <<'PY' || exit 1
@@ -30,6 +35,16 @@ rep('      mView.maxTile = mView.bucket >= 4 ? 32 : 16;\n',
 rep('    int turn = 0;\n    try\n    {\n      for (const int p : mBands.labelOrder)\n      {\n',
     '    int turn = 0;\n    if (std::getenv("GG_SYNC")) GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mCopyStream));\n'
     '    try\n    {\n      for (const int p : mBands.labelOrder)\n      {\n        if (std::getenv("GG_NOLABEL")) continue;\n')
+rep('    for (const int b : mBands.order)\n    {\n      const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;\n      if (count > 0)\n      {\n        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mInput.data()',
+    '    const bool ggOne = std::getenv("GG_ONECOPY"), ggGapsFirst = std::getenv("GG_GAPSFIRST");\n'
+    '    if (ggOne || ggGapsFirst) GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mGapBytes.data(), mHostGaps.data(), size_t(mGaps.at.back()), cudaMemcpyHostToDevice, mCopyStream));\n'
+    '    if (ggOne) GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mInput.data(), mHostBanded.data(), sizeof(Point) * size_t(n), cudaMemcpyHostToDevice, mCopyStream));\n'
+    '    for (const int b : mBands.order)\n    {\n      const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;\n      if (count > 0 && !ggOne)\n      {\n        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mInput.data()')
+rep('        const int64_t at = mGaps.at[size_t(b)];\n        GPUGEO_CUDA_CHECK(cudaMemcpyAsync(',
+    '        const int64_t at = mGaps.at[size_t(b)];\n        if (!ggGapsFirst) GPUGEO_CUDA_CHECK(cudaMemcpyAsync(')
+rep('    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mIndexStream));\n',
+    '    if (std::getenv("GG_INDEXAFTER")) GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mIndexStream, mArrived[size_t(mBands.order.back())], 0));\n'
+    '    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mIndexStream));\n')
 open(p, 'w').write(s)
 PY
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
@@ -51,12 +66,14 @@ run() {
 }
 run skewed X=1
 run skewed GG_SPREAD=1
-run skewed GG_SPREAD=1 GG_NOLABEL=1
 run skewed GG_SPREAD=1 GG_SYNC=1
-run skewed GG_SPREAD=1 GG_NOCROWD=1
-run skewed GG_SPREAD=1 CUDA_DEVICE_MAX_CONNECTIONS=32
-run skewed GG_SPREAD=1 CUDA_DEVICE_MAX_CONNECTIONS=1
+run skewed GG_SPREAD=1 GG_ONECOPY=1
+run skewed GG_SPREAD=1 GG_GAPSFIRST=1
+run skewed GG_SPREAD=1 GG_INDEXAFTER=1
+run skewed GG_SPREAD=1 GG_SYNC=1 GG_INDEXAFTER=1
 run uniform X=1
-run uniform GG_NOLABEL=1
 run uniform GG_SYNC=1
-run uniform CUDA_DEVICE_MAX_CONNECTIONS=32
+run uniform GG_ONECOPY=1
+run uniform GG_GAPSFIRST=1
+run uniform GG_INDEXAFTER=1
+run uniform GG_SYNC=1 GG_INDEXAFTER=1

@@ -574,7 +574,11 @@ private:
   void startBanded(int32_t n, int buckets)
   {
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mCopyStream, cudaStreamNonBlocking));
-    GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mIndexStream, cudaStreamNonBlocking));
+    // The index ahead of the labelling: a band's index kernels would otherwise queue behind the
+    // blocks of the pieces labelling already, and every later piece waits for its band.
+    int leastPriority = 0, greatestPriority = 0;
+    GPUGEO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
+    GPUGEO_CUDA_CHECK(cudaStreamCreateWithPriority(&mIndexStream, cudaStreamNonBlocking, greatestPriority));
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mSideStream, cudaStreamNonBlocking));
     GPUGEO_CUDA_CHECK(cudaEventCreateWithFlags(&mSideDone, cudaEventDisableTiming));
     const int bands = mBands.count();

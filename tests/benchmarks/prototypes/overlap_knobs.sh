@@ -12,6 +12,7 @@
 #   GG_ONECOPY=1   all the bands' sites in one copy and all their gaps in another (no overlap)
 #   GG_GAPSFIRST=1 all the gaps in one copy first, then the sites band by band
 #   GG_INDEXAFTER=1 no index kernel before the last band has arrived
+#   GG_BANDS=n     up to n bands instead of kBands
 # and CUDA_DEVICE_MAX_CONNECTIONS=32 / =1 (whether the streams' hardware queues matter).
 # Reading: if GG_NOLABEL and GG_SYNC upload at the link's speed and the plain run does not, the
 # labelling kernels slow the copies (then try the crowded kernel's and the tile kernel's grids
@@ -45,6 +46,7 @@ rep('        const int64_t at = mGaps.at[size_t(b)];\n        GPUGEO_CUDA_CHECK(
 rep('    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mIndexStream));\n',
     '    if (std::getenv("GG_INDEXAFTER")) GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mIndexStream, mArrived[size_t(mBands.order.back())], 0));\n'
     '    GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mIndexStream));\n')
+rep('mView.maxTile, kBands, threads)', 'mView.maxTile, std::getenv("GG_BANDS") ? std::atoi(std::getenv("GG_BANDS")) : kBands, threads)')
 open(p, 'w').write(s)
 PY
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader

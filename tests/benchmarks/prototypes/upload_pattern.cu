@@ -4,7 +4,8 @@
 // (4,000,000 sites of 16 bytes, as at 8192^2 with 4,000,000 sites) in these patterns, medians of 9:
 //   one        one copy
 //   bands8     8 copies of 8 MB
-//   bands8+g   8 copies, each followed by a small copy of 0.5 MB at an odd offset (the gaps)
+//   bands8+g   8 copies, each followed by a small copy of 0.5 MB at a 16-byte offset (the gaps)
+//   bands8+g1  the same with the small copies at odd offsets
 //   bands8+k   8 copies while a kernel scatters 4,000,000 x 16 bytes at random on another stream
 //   fresh      one copy from pinned memory allocated and written (16 threads) just before
 //   fresh8+g   bands8+g from such memory
@@ -67,7 +68,7 @@ int main()
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
 
-  auto pattern = [&](const char* src, int pieces, bool withGaps, bool withKernel) -> float {
+  auto pattern = [&](const char* src, int pieces, bool withGaps, bool withKernel, size_t shift = 0) -> float {
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaEventRecord(a, copy));
     if (withKernel)
@@ -82,7 +83,7 @@ int main()
       CHECK(cudaMemcpyAsync(dev + f, src + f, l - f, cudaMemcpyHostToDevice, copy));
       if (withGaps)
       {
-        const size_t gf = gapBytes * p / pieces + 1, gl = gapBytes * (p + 1) / pieces + 1;
+        const size_t gf = gapBytes * p / pieces / 16 * 16 + shift, gl = gapBytes * (p + 1) / pieces / 16 * 16 + shift;
         CHECK(cudaMemcpyAsync(devGaps + gf, gaps + gf, gl - gf, cudaMemcpyHostToDevice, copy));
       }
     }
@@ -106,6 +107,7 @@ int main()
   report("one", median([&] { return pattern(host, 1, false, false); }), bytes);
   report("bands8", median([&] { return pattern(host, 8, false, false); }), bytes);
   report("bands8+g", median([&] { return pattern(host, 8, true, false); }), bytes + gapBytes);
+  report("bands8+g1", median([&] { return pattern(host, 8, true, false, 1); }), bytes + gapBytes);
   report("bands16", median([&] { return pattern(host, 16, false, false); }), bytes);
   report("bands8+k", median([&] { return pattern(host, 8, false, true); }), bytes);
   report("one+k", median([&] { return pattern(host, 1, false, true); }), bytes);

@@ -18,7 +18,10 @@
 # labelling kernels slow the copies (then try the crowded kernel's and the tile kernel's grids
 # smaller); if GG_NOLABEL is slow too, the index kernels or the copies' own pattern do.
 # Found on 2026-12-07 (H100): GG_SYNC uploads as slowly as the plain run (skewed 2.97 ms, uniform
-# 2.22 ms): not the labelling. upload_pattern.cu (beside this) times the bare copy patterns.
+# 2.22 ms): not the labelling. upload_pattern.cu (beside this) times the bare copy patterns. On a
+# second host every variant uploaded at link speed (1.34-1.41 ms); 16 and 32 bands were slower than
+# 8 (skewed 3.71 / 5.13 against 2.86 ms). The runs below print the host's enqueue times
+# (host_start_ms, host_label_enqueue_ms) to tell whether the host's launches are what costs.
 # usage (repository root, on the GPU machine): bash tests/benchmarks/prototypes/overlap_knobs.sh
 set -uo pipefail
 python3 - <<'PY' || exit 1
@@ -64,18 +67,13 @@ PY
 run() {
   local kind=$1; shift
   env "$@" $B --width 8192 --height 8192 --sites /tmp/s_$kind.bin --backend gpu --reps 7 | grep "^{" | tail -1 |
-    python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print('$kind', '$*'.ljust(44), {k: d[k] for k in ('upload_ms','index_ms','compute_ms','device_total_ms','site_bands','label_pieces')})"
+    python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print('$kind', '$*'.ljust(44), {k: d[k] for k in ('upload_ms','index_ms','compute_ms','device_total_ms','site_bands','label_pieces','host_start_ms','host_label_enqueue_ms')})"
 }
 run skewed X=1
 run skewed GG_SPREAD=1
-run skewed GG_SPREAD=1 GG_SYNC=1
-run skewed GG_SPREAD=1 GG_ONECOPY=1
-run skewed GG_SPREAD=1 GG_GAPSFIRST=1
-run skewed GG_SPREAD=1 GG_INDEXAFTER=1
-run skewed GG_SPREAD=1 GG_SYNC=1 GG_INDEXAFTER=1
+run skewed GG_SPREAD=1 GG_BANDS=16
+run skewed GG_SPREAD=1 GG_BANDS=32
 run uniform X=1
+run uniform GG_BANDS=16
+run uniform GG_BANDS=32
 run uniform GG_SYNC=1
-run uniform GG_ONECOPY=1
-run uniform GG_GAPSFIRST=1
-run uniform GG_INDEXAFTER=1
-run uniform GG_SYNC=1 GG_INDEXAFTER=1

@@ -13,10 +13,12 @@ namespace gpugeo::voronoi::detail {
 
 namespace {
 
-constexpr int kRootRows = 64;  // bands are whole root rows of the labelling kernels
+constexpr int kRootRows = kRootSide;  // bands are whole root rows of the labelling kernels
 // What labelling a site costs beside a pixel's 1 (the GPU's labelling of 8192^2 pixels with
 // 4,000,000 sites against 100, H200): the bands are cut and ordered by this work.
 constexpr double kSiteWork = 15.0;
+constexpr int kSubCell = kReachCell / 4;
+static_assert(kReachCell / kSubCell * (kReachCell / kSubCell) == 16, "a cell's sub-cells are the bits of 16");
 
 int partsFor(int64_t n, int threads)
 {
@@ -69,15 +71,16 @@ std::vector<int> bandsOfRows(const SiteBands& bands)
   return band;
 }
 
-// A root row of pixels for the labelling: the bands it waits for and its work.
+// Pixels for the labelling (a root, or the roots with the same needs): the bands they wait for and
+// their work.
 struct LabelUnit
 {
   int first = 0, last = 0;  // bands [first, last]
-  double work = 0.0;        // its pixels, and kSiteWork a site in its rows
+  double work = 0.0;        // its pixels, and kSiteWork a site among them
 };
 
 // The order the bands go up in: each next band the one whose arrival lets the most labelling start
-// (the root rows whose bands are then all up) for the sites it brings. Where no band lets anything
+// (the pixels whose bands are then all up) for the sites it brings. Where no band lets anything
 // start, the one with the fewest sites.
 std::vector<int> uploadOrder(const std::vector<double>& bandSites, const std::vector<LabelUnit>& units)
 {
@@ -148,22 +151,28 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   if (n <= 0 || bands < 3 || bucket > kRootRows)
     return plan;
 
-  // Sites a bucket row, the cells that hold a site inside the grid, and the sites a cell (those
-  // outside in the nearest edge cell, as the buckets hold them).
+  // Sites a bucket row, the sites a cell (those outside in the nearest edge cell, as the buckets
+  // hold them), and which of a cell's 4 x 4 sub-cells (kSubCell pixels a side) hold a site inside
+  // the grid: a cell holds one where any does, and a pixel of a cell whose sub-cells all do has a
+  // site within kSubCell * sqrt(2), a tighter bound than the cell's where sites crowd.
   const int cw = (width + kReachCell - 1) / kReachCell, ch = (height + kReachCell - 1) / kReachCell;
-  std::vector<uint8_t> held(std::size_t(cw) * std::size_t(ch), 0);
-  // Each part counts into cells of its own (16-bit, saturating): at most 64 MiB of them in all.
+  const std::size_t cells = std::size_t(cw) * std::size_t(ch);
+  // Each part counts into cells of its own (16-bit, saturating, and 16 bits of sub-cells): at most
+  // 64 MiB of them in all.
   const int parts = static_cast<int>(std::max<std::size_t>(
-    1, std::min<std::size_t>(std::size_t(partsFor(n, threads)), (std::size_t(64) << 20) / (2 * held.size()))));
+    1, std::min<std::size_t>(std::size_t(partsFor(n, threads)), (std::size_t(64) << 20) / (4 * cells))));
   std::vector<std::vector<int64_t>> perPart(static_cast<std::size_t>(parts));
   std::vector<std::vector<uint16_t>> cellsPerPart(static_cast<std::size_t>(parts));
+  std::vector<std::vector<uint16_t>> subcellsPerPart(static_cast<std::size_t>(parts));
   parallelFor(parts, 1, parts, [&](int64_t first, int64_t last) {
     for (int64_t part = first; part < last; ++part)
     {
       std::vector<int64_t>& rows = perPart[std::size_t(part)];
       rows.assign(std::size_t(plan.by), 0);
       std::vector<uint16_t>& inCell = cellsPerPart[std::size_t(part)];
-      inCell.assign(held.size(), 0);
+      inCell.assign(cells, 0);
+      std::vector<uint16_t>& held = subcellsPerPart[std::size_t(part)];
+      held.assign(cells, 0);
       for (int64_t i = n * part / parts; i < n * (part + 1) / parts; ++i)
       {
         const Point& p = points[i];
@@ -173,17 +182,30 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
         if (inCell[cell] < 65535)
           ++inCell[cell];
         if (p.x >= 0 && p.x < width && p.y >= 0 && p.y < height)
-          __atomic_store_n(&held[cell], uint8_t(1), __ATOMIC_RELAXED);  // the same value from any thread
+        {
+          const int sx = (int(p.x) % kReachCell) / kSubCell, sy = (int(p.y) % kReachCell) / kSubCell;
+          held[cell] = uint16_t(held[cell] | (1u << (sy * (kReachCell / kSubCell) + sx)));
+        }
       }
     }
   });
+  std::vector<uint16_t> subcells(cells, 0);
+  std::vector<uint8_t> held(cells, 0);
+  for (std::size_t cell = 0; cell < cells; ++cell)
+  {
+    for (const std::vector<uint16_t>& part : subcellsPerPart)
+      subcells[cell] = uint16_t(subcells[cell] | part[cell]);
+    held[cell] = subcells[cell] != 0 ? 1 : 0;
+  }
   if (std::find(held.begin(), held.end(), uint8_t(1)) == held.end())
     return plan;
+  std::vector<int32_t> cellSites(held.size(), 0);  // saturating per part: a lower bound where that matters
   for (std::size_t cell = 0; cell < held.size(); ++cell)
   {
     int32_t sum = 0;
     for (const std::vector<uint16_t>& inCell : cellsPerPart)
       sum += inCell[cell];
+    cellSites[cell] = sum;
     plan.fullestCell = std::max(plan.fullestCell, sum);
   }
   std::vector<int64_t> rowCount(std::size_t(plan.by), 0);
@@ -232,16 +254,19 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
     return plan;
   }
 
-  // What a range of pixel rows' labelling reads: the rows within reach of its pixels, from the
-  // farthest any of its pixels can be from a site; as the bands that hold them.
+  // What a block of pixels' labelling reads: the rows within reach of its pixels, from the farthest
+  // any of them can be from a site; as the bands that hold them.
   const std::vector<int32_t> distance = cellDistance(held, cw, ch);
   const std::vector<int> bandOfRow = bandsOfRows(plan);
-  const auto needs = [&](int64_t pixel0, int64_t pixel1) {
-    int32_t far = 0;
+  const auto needs = [&](int64_t pixel0, int64_t pixel1, int cx0, int cx1) {
+    double nearest = 0.0;
     for (int64_t cy = pixel0 / kReachCell; cy <= (pixel1 - 1) / kReachCell; ++cy)
-      for (int cx = 0; cx < cw; ++cx)
-        far = std::max(far, distance[std::size_t(cy) * std::size_t(cw) + std::size_t(cx)]);
-    const double nearest = kReachCell * std::sqrt(2.0) * (double(far) + 1.0);
+      for (int cx = cx0; cx < cx1; ++cx)
+      {
+        const std::size_t cell = std::size_t(cy) * std::size_t(cw) + std::size_t(cx);
+        nearest = std::max(nearest, subcells[cell] == 0xffff ? kSubCell * std::sqrt(2.0)
+                                                             : kReachCell * std::sqrt(2.0) * (double(distance[cell]) + 1.0));
+      }
     const int64_t reach = reachRows(nearest, bucket, maxTile);
     const int64_t first = std::max<int64_t>(0, (pixel0 - reach) >> shift);
     const int64_t last = std::min<int64_t>(plan.by - 1, (pixel1 - 1 + reach) >> shift);
@@ -250,22 +275,45 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   for (int b = 0; b < plan.count(); ++b)
   {
     const auto [first, last] = needs(int64_t(plan.row0[std::size_t(b)]) * bucket,
-                                     std::min<int64_t>(height, int64_t(plan.row0[std::size_t(b) + 1]) * bucket));
+                                     std::min<int64_t>(height, int64_t(plan.row0[std::size_t(b) + 1]) * bucket), 0, cw);
     plan.needFirst.push_back(first);
     plan.needLast.push_back(last);
   }
 
-  // The root rows' needs and work (a pixel 1, a site kSiteWork), the upload order from them, then
-  // the pieces: runs of root rows whose last band arrives at the same point of that order.
-  std::vector<LabelUnit> units;
-  for (int64_t pixel0 = 0; pixel0 < height; pixel0 += kRootRows)
+  // Each root's needs and work (a pixel 1, a site kSiteWork); the upload order from them (the roots
+  // with the same needs taken together), then the pieces: the roots whose last band arrives at the
+  // same point of that order.
+  plan.rootsX = (width + kRootSide - 1) / kRootSide;
+  const int rootsY = (height + kRootSide - 1) / kRootSide;
+  constexpr int cellsPerRoot = kRootSide / kReachCell;
+  std::vector<LabelUnit> roots(std::size_t(plan.rootsX) * std::size_t(rootsY));
+  parallelFor(rootsY, 1, threads, [&](int64_t lo, int64_t hi) {
+    for (int64_t ry = lo; ry < hi; ++ry)
+    {
+      const int64_t pixel0 = ry * kRootSide, pixel1 = std::min<int64_t>(height, pixel0 + kRootSide);
+      for (int rx = 0; rx < plan.rootsX; ++rx)
+      {
+        const int cx0 = rx * cellsPerRoot, cx1 = std::min(cw, cx0 + cellsPerRoot);
+        LabelUnit& u = roots[std::size_t(ry) * std::size_t(plan.rootsX) + std::size_t(rx)];
+        std::tie(u.first, u.last) = needs(pixel0, pixel1, cx0, cx1);
+        double sites = 0.0;
+        for (int64_t cy = pixel0 / kReachCell; cy <= (pixel1 - 1) / kReachCell; ++cy)
+          for (int cx = cx0; cx < cx1; ++cx)
+            sites += cellSites[std::size_t(cy) * std::size_t(cw) + std::size_t(cx)];
+        const int64_t columns = std::min<int64_t>(width, int64_t(cx1) * kReachCell) - int64_t(cx0) * kReachCell;
+        u.work = double(pixel1 - pixel0) * double(columns) + kSiteWork * sites;
+      }
+    }
+  });
+  std::vector<LabelUnit> units;  // one a pair of needs
   {
-    const int64_t pixel1 = std::min<int64_t>(height, pixel0 + kRootRows);
-    LabelUnit u;
-    std::tie(u.first, u.last) = needs(pixel0, pixel1);
-    for (int64_t r = pixel0 >> shift; r <= (pixel1 - 1) >> shift; ++r)
-      u.work += rowWork(int(r));
-    units.push_back(u);
+    std::vector<double> workOf(std::size_t(plan.count()) * std::size_t(plan.count()), 0.0);
+    for (const LabelUnit& u : roots)
+      workOf[std::size_t(u.first) * std::size_t(plan.count()) + std::size_t(u.last)] += u.work;
+    for (int first = 0; first < plan.count(); ++first)
+      for (int last = first; last < plan.count(); ++last)
+        if (const double work = workOf[std::size_t(first) * std::size_t(plan.count()) + std::size_t(last)]; work > 0)
+          units.push_back(LabelUnit{first, last, work});
   }
   std::vector<double> bandSites(std::size_t(plan.count()));
   for (int b = 0; b < plan.count(); ++b)
@@ -274,33 +322,33 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   std::vector<int> arrival(std::size_t(plan.count()));
   for (int k = 0; k < plan.count(); ++k)
     arrival[std::size_t(plan.order[std::size_t(k)])] = k;
-  const auto readyAt = [&](const LabelUnit& u) {
-    int at = 0;
-    for (int k = u.first; k <= u.last; ++k)
-      at = std::max(at, arrival[std::size_t(k)]);
-    return at;
-  };
-  for (std::size_t r = 0; r < units.size(); ++r)
+  // The roots by the point of the order where their last band arrives (a counting sort: increasing
+  // within a piece).
+  std::vector<int32_t> at(std::size_t(plan.count()) + 1, 0);
+  std::vector<int> readyAt(roots.size());
+  for (std::size_t r = 0; r < roots.size(); ++r)
   {
-    if (r == 0 || readyAt(units[r]) != readyAt(units[r - 1]))
-    {
-      plan.pieceRow0.push_back(int64_t(r) * kRootRows);
-      plan.pieceFirst.push_back(units[r].first);
-      plan.pieceLast.push_back(units[r].last);
-    }
-    plan.pieceFirst.back() = std::min(plan.pieceFirst.back(), units[r].first);
-    plan.pieceLast.back() = std::max(plan.pieceLast.back(), units[r].last);
+    int ready = 0;
+    for (int k = roots[r].first; k <= roots[r].last; ++k)
+      ready = std::max(ready, arrival[std::size_t(k)]);
+    readyAt[r] = ready;
+    ++at[std::size_t(ready) + 1];
   }
-  plan.pieceRow0.push_back(height);
-  // Labelled in the order their bands arrive (top to bottom among equals).
-  std::vector<int> pieceOrder(plan.pieceFirst.size());
-  for (std::size_t p = 0; p < pieceOrder.size(); ++p)
-    pieceOrder[p] = int(p);
-  std::stable_sort(pieceOrder.begin(), pieceOrder.end(), [&](int a, int b) {
-    return readyAt(LabelUnit{plan.pieceFirst[std::size_t(a)], plan.pieceLast[std::size_t(a)], 0.0}) <
-           readyAt(LabelUnit{plan.pieceFirst[std::size_t(b)], plan.pieceLast[std::size_t(b)], 0.0});
-  });
-  plan.labelOrder = pieceOrder;
+  for (int k = 0; k < plan.count(); ++k)
+    at[std::size_t(k) + 1] += at[std::size_t(k)];
+  plan.pieceRoots.assign(roots.size(), 0);
+  {
+    std::vector<int32_t> next(at.begin(), at.end() - 1);
+    for (std::size_t r = 0; r < roots.size(); ++r)
+      plan.pieceRoots[std::size_t(next[std::size_t(readyAt[r])]++)] = static_cast<int32_t>(r);
+  }
+  for (int k = 0; k < plan.count(); ++k)
+    if (at[std::size_t(k) + 1] > at[std::size_t(k)])
+    {
+      plan.pieceAt.push_back(at[std::size_t(k)]);
+      plan.pieceReady.push_back(k);
+    }
+  plan.pieceAt.push_back(at.back());
   return plan;
 }
 

@@ -17,12 +17,14 @@
 // a band's indices, mostly a byte each: IndexGaps). The bands go up one after another, in the order
 // that lets labelling start soonest; each is indexed into its own buckets (its indices restored by a
 // scan, count, scan from the band's first slot, scatter) on an index stream as soon as it has
-// arrived, and runs of pixel rows (pieces) are labelled once every band within reach of them is
-// indexed, while later bands are still on their way (two labelling streams taking turns, so that one
-// piece's last tiles overlap the next one's first). Until a band is indexed its buckets read as
-// empty and its slots as sites farther than any; the reach (from a bound on every pixel's nearest
-// distance) keeps every site that can be nearest, ties included, inside the bands waited for, so
-// labels and distances are the same bits as the one-piece index's. Every read of the direct scan
+// arrived, and each 64 x 64 root of pixels is labelled once every band within its reach is indexed
+// (pieces: the roots that can start at the same arrival, wherever they lie; a crowded patch's roots
+// reach a few rows, the sparse roots beside them many), while later bands are still on their way
+// (two labelling streams taking turns, so that one piece's last tiles overlap the next one's
+// first). Until a band is indexed its buckets read as empty and its slots as sites farther than
+// any; the reach (from a bound on every pixel's nearest distance) keeps every site that can be
+// nearest, ties included, inside the bands waited for, so labels and distances are the same bits as
+// the one-piece index's. Every read of the direct scan
 // (its staged rings included) and of a crowded root's pixels (no farther than the nearest distance
 // and two buckets) lies within the reach; a tile's may not (its bound from a site outside the grid,
 // held in an edge bucket) and may meet a band being indexed: forRect reads bucket lengths as at
@@ -76,6 +78,7 @@ constexpr int64_t kBandedAtLeast = 500000;  // sites for the overlapped start ..
 constexpr int64_t kBandedBelow = int64_t(1) << 26;
 constexpr int kBands = 8;
 constexpr int kSpreadRoot = 4;  // the densest root at most this many times the mean: sites spread out
+static_assert(kRootSide == g::kRoot, "the bands' pieces are the labelling's roots");
 
 struct BucketChoice
 {
@@ -167,6 +170,7 @@ public:
     GPUGEO_CUDA_CHECK(cudaSetDevice(mDevice));
     GPUGEO_CUDA_CHECK(cudaDeviceGetAttribute(&mMultiprocessors, cudaDevAttrMultiProcessorCount, mDevice));
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mStream, cudaStreamNonBlocking));
+    g::prepareLabels();
     try
     {
       buildIndex(sites, control);
@@ -215,26 +219,37 @@ public:
       labelPiece(row0, rows, deviceSite, deviceDistance, mWork[0], mStream);
       return;
     }
-    // Piece by piece (runs of rows waiting for the same bands), each once the bands within its reach
-    // are indexed; the pieces take turns on this stream and a side stream (each with work buffers of
-    // its own), so that one piece's last tiles overlap the next one's first.
+    // Piece by piece (the roots whose reads lie in the bands indexed by then, SiteBands), each once
+    // those bands are indexed; the pieces take turns on this stream and a side stream (each with
+    // work buffers of its own), so that one piece's last tiles overlap the next one's first. Rows
+    // that do not start on a root row: in one piece once the whole index is there.
+    if (row0 % g::kRoot != 0)
+    {
+      GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, lastIndexed, 0));
+      labelPiece(row0, rows, deviceSite, deviceDistance, mWork[0], mStream);
+      return;
+    }
     GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side stream after this stream's earlier work
     GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mSideStream, mSideDone, 0));
+    // The call's roots, numbered from its first row: those of the whole grid's numbering in
+    // [base, base + callRoots).
+    const int32_t base = static_cast<int32_t>(row0 / g::kRoot * mBands.rootsX);
+    const int32_t callRoots = static_cast<int32_t>((rows + g::kRoot - 1) / g::kRoot * mBands.rootsX);
     int turn = 0;
     try
     {
-      for (const int p : mBands.labelOrder)
+      for (int p = 0; p < mBands.pieces(); ++p)
       {
-        const int64_t first = std::max<int64_t>(row0, mBands.pieceRow0[size_t(p)]);
-        const int64_t end = std::min<int64_t>({row0 + rows, mBands.pieceRow0[size_t(p) + 1], mGrid.height});
-        if (first >= end)
+        const int32_t* ids = mBands.pieceRoots.data();
+        const int32_t* lo = std::lower_bound(ids + mBands.pieceAt[size_t(p)], ids + mBands.pieceAt[size_t(p) + 1], base);
+        const int32_t* hi = std::lower_bound(lo, ids + mBands.pieceAt[size_t(p) + 1], base + callRoots);
+        if (lo == hi)
           continue;
         const cudaStream_t stream = turn == 0 ? mStream : mSideStream;
-        for (int k = mBands.pieceFirst[size_t(p)]; k <= mBands.pieceLast[size_t(p)]; ++k)
-          GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(k)], 0));
-        const int64_t skip = (first - row0) * mGrid.width;
-        labelPiece(first, end - first, deviceSite + skip, deviceDistance ? deviceDistance + skip : nullptr,
-                   mWork[turn], stream);
+        const int band = mBands.order[size_t(mBands.pieceReady[size_t(p)])];
+        GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(band)], 0));
+        labelPiece(row0, rows, deviceSite, deviceDistance, mWork[turn], stream,
+                   g::RootSet{mPieceRoots.data() + (lo - ids), static_cast<int>(hi - lo), base});
         turn ^= 1;
       }
       GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mSideStream));
@@ -251,8 +266,7 @@ public:
   struct LabelWork
   {
     DeviceBuffer<g::TileJob> jobs;
-    DeviceBuffer<int> queueCount;
-    DeviceBuffer<int> counts;  // heavy items, crowded roots
+    DeviceBuffer<int> counts;  // heavy items, crowded roots, each split level's jobs
     DeviceBuffer<g::RootItem> heavy;
     DeviceBuffer<g::RootItem> light;
     DeviceBuffer<g::RootItem> crowded;
@@ -260,17 +274,17 @@ public:
     void reserve(int levels, int64_t roots)
     {
       jobs.resize(size_t(levels) * g::kQueueCap);
-      queueCount.resize(size_t(levels));
-      counts.resize(2);
+      counts.resize(2 + size_t(levels));
       heavy.resize(static_cast<size_t>(g::kHeavyParts * roots));
       light.resize(static_cast<size_t>(roots));
       crowded.resize(static_cast<size_t>(roots));
     }
   };
 
-  // Enqueues the labelling of rows [row0, row0 + rows) on `stream`, whose reach is indexed.
+  // Enqueues the labelling of rows [row0, row0 + rows) (or of the roots of them in `set`) on
+  // `stream`, whose reach is indexed.
   void labelPiece(int64_t row0, int64_t rows, int32_t* deviceSite, float* deviceDistance, LabelWork& work,
-                  cudaStream_t stream)
+                  cudaStream_t stream, g::RootSet set = {})
   {
     work.reserve(mLevels, rootsOf(mGrid.width, rows));
     g::GridView view = mView;
@@ -279,8 +293,8 @@ public:
     view.outSite = deviceSite;
     view.outDistance = deviceDistance;
     phase(nullptr);
-    g::launchLabels(view, mLevels, work.heavy.data(), work.light.data(), work.crowded.data(), work.counts.data(),
-                    work.jobs.data(), work.queueCount.data(), mMultiprocessors, stream, &GpuLabeller::phaseHook, this);
+    g::launchLabels(view, set, mLevels, work.heavy.data(), work.light.data(), work.crowded.data(), work.counts.data(),
+                    work.jobs.data(), mMultiprocessors, stream, &GpuLabeller::phaseHook, this);
   }
 
   void labelRows(int64_t row0, int64_t rows, int32_t* site, float* distance, const RunControl& control) override
@@ -378,7 +392,7 @@ public:
     mStats.denseTiles =
       static_cast<int64_t>(counters[g::kDirectRoots] + counters[g::kExactPixels] + counters[g::kCrowdedRoots]);
     mStats.siteBands = mBands.count();
-    mStats.labelPieces = mBands.count() > 0 ? static_cast<int64_t>(mBands.labelOrder.size()) : 0;
+    mStats.labelPieces = mBands.pieces();
     mStats.crowdedRoots = static_cast<int64_t>(counters[g::kCrowdedRoots]);
     return mStats;
   }
@@ -471,12 +485,16 @@ private:
         mWork[1].reserve(mLevels, roots);
         mOriginal.resize(n);
         mGapBytes.resize(size_t(mGaps.at.back()));
+        mHostPieceRoots.resize(mBands.pieceRoots.size());
+        std::copy(mBands.pieceRoots.begin(), mBands.pieceRoots.end(), mHostPieceRoots.data());
+        mPieceRoots.resize(mBands.pieceRoots.size());
+        prepareBanded(n, buckets);
       }
     }
     if (control.isCanceled())
       throw Canceled();
     if (mBands.count() > 0)
-      startBanded(n, buckets);
+      startBanded();
     else
       buildWhole(host, choice, n, buckets);
     mView.start = mStart.data();
@@ -569,29 +587,30 @@ private:
   // The overlapped start: each band's upload on the copy stream and its index on the index stream
   // once it has arrived (its sites' buckets and ranks, the scan of its buckets from its first slot,
   // the points and input indices scattered to their slots), after the index is made empty (every
-  // bucket at its band's first slot, every slot a site that never wins). Returns at once;
-  // labelRowsOnDevice waits for the bands each labelling needs.
-  void startBanded(int32_t n, int buckets)
+  // bucket at its band's first slot, every slot a site that never wins). Made here, in the prepare
+  // stage, as one CUDA graph (a few hundred copies and launches, which the host would otherwise take
+  // longer to enqueue than the copies take to run, holding back every labelling launched after
+  // them); startBanded launches it. labelRowsOnDevice waits for the bands each labelling needs.
+  void prepareBanded(int32_t n, int buckets)
   {
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mCopyStream, cudaStreamNonBlocking));
     // The index ahead of the labelling: a band's index kernels would otherwise queue behind the
-    // blocks of the pieces labelling already, and every later piece waits for its band.
+    // blocks of the pieces labelling already, and every later piece waits for its band (a graph runs
+    // at the priority of the stream it is launched into).
     int leastPriority = 0, greatestPriority = 0;
     GPUGEO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithPriority(&mIndexStream, cudaStreamNonBlocking, greatestPriority));
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mSideStream, cudaStreamNonBlocking));
     GPUGEO_CUDA_CHECK(cudaEventCreateWithFlags(&mSideDone, cudaEventDisableTiming));
+    GPUGEO_CUDA_CHECK(cudaEventCreate(&mUploaded));
     const int bands = mBands.count();
     mArrived.assign(size_t(bands), nullptr);
     mIndexed.assign(size_t(bands), nullptr);
     for (int b = 0; b < bands; ++b)
     {
-      GPUGEO_CUDA_CHECK(cudaEventCreate(&mArrived[size_t(b)]));
+      GPUGEO_CUDA_CHECK(cudaEventCreateWithFlags(&mArrived[size_t(b)], cudaEventDisableTiming));
       GPUGEO_CUDA_CHECK(cudaEventCreate(&mIndexed[size_t(b)]));
     }
-    const auto bucketsOf = [&](int b) {
-      return std::make_pair(mBands.row0[size_t(b)] * mView.bx, mBands.row0[size_t(b) + 1] * mView.bx);
-    };
     size_t scanBytes = 0;
     for (int b = 0; b < bands; ++b)
     {
@@ -604,8 +623,47 @@ private:
     }
     mBandScanTemp.resize(std::max<size_t>(scanBytes, 1));
 
-    GPUGEO_CUDA_CHECK(cudaEventRecord(mStartEvent, mIndexStream));
-    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mCopyStream, mStartEvent, 0));
+    cudaGraph_t graph = nullptr;
+    GPUGEO_CUDA_CHECK(cudaStreamBeginCapture(mIndexStream, cudaStreamCaptureModeRelaxed));
+    try
+    {
+      enqueueBanded(n, buckets);
+    }
+    catch (...)
+    {
+      if (cudaStreamEndCapture(mIndexStream, &graph) == cudaSuccess && graph)
+        cudaGraphDestroy(graph);
+      throw;
+    }
+    GPUGEO_CUDA_CHECK(cudaStreamEndCapture(mIndexStream, &graph));
+    const cudaError_t made = cudaGraphInstantiate(&mStartGraph, graph, 0);
+    cudaGraphDestroy(graph);
+    GPUGEO_CUDA_CHECK(made);
+    // The graph's first launch uploads it to the device; done here so that the start does not wait.
+    GPUGEO_CUDA_CHECK(cudaGraphUpload(mStartGraph, mIndexStream));
+  }
+
+  // Starts the overlapped start (not waited for).
+  void startBanded() { GPUGEO_CUDA_CHECK(cudaGraphLaunch(mStartGraph, mIndexStream)); }
+
+  // Band b's bucket range (whole bucket rows).
+  std::pair<int, int> bucketsOf(int b) const
+  {
+    return std::make_pair(mBands.row0[size_t(b)] * mView.bx, mBands.row0[size_t(b) + 1] * mView.bx);
+  }
+
+  // The overlapped start's copies and launches, captured into its graph: the events the labelling
+  // and the times read (start, upload, each band indexed) as event nodes; the copy stream forked
+  // from the index stream and joined back by the bands' arrivals.
+  void enqueueBanded(int32_t n, int buckets)
+  {
+    const int bands = mBands.count();
+    GPUGEO_CUDA_CHECK(cudaEventRecordWithFlags(mStartEvent, mIndexStream, cudaEventRecordExternal));
+    GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mIndexStream));  // the fork (a plain event, reused)
+    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mCopyStream, mSideDone, 0));
+    // The pieces' roots first (a few bytes a root): every labelling waits for a band after them.
+    GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mPieceRoots.data(), mHostPieceRoots.data(), sizeof(int32_t) * mPieceRoots.size(),
+                                      cudaMemcpyHostToDevice, mCopyStream));
     for (const int b : mBands.order)
     {
       const int32_t first = mBands.offset[size_t(b)], count = mBands.offset[size_t(b) + 1] - first;
@@ -617,6 +675,8 @@ private:
         GPUGEO_CUDA_CHECK(cudaMemcpyAsync(mGapBytes.data() + at, mHostGaps.data() + at,
                                           size_t(mGaps.at[size_t(b) + 1] - at), cudaMemcpyHostToDevice, mCopyStream));
       }
+      if (b == mBands.order.back())
+        GPUGEO_CUDA_CHECK(cudaEventRecordWithFlags(mUploaded, mCopyStream, cudaEventRecordExternal));
       GPUGEO_CUDA_CHECK(cudaEventRecord(mArrived[size_t(b)], mCopyStream));
     }
     GPUGEO_CUDA_CHECK(cudaMemsetAsync(mCount.data(), 0, sizeof(int32_t) * (buckets + 1), mIndexStream));
@@ -641,7 +701,7 @@ private:
                                                        ::cuda::std::plus<int32_t>{}, first, b1 - b0, mIndexStream));
       g::launchScatter(mInput.data(), mOriginal.data(), mKey.data(), mRank.data(), mStart.data(), first, count,
                        mPoints.data(), mSiteIndex.data(), mIndexStream);
-      GPUGEO_CUDA_CHECK(cudaEventRecord(mIndexed[size_t(b)], mIndexStream));
+      GPUGEO_CUDA_CHECK(cudaEventRecordWithFlags(mIndexed[size_t(b)], mIndexStream, cudaEventRecordExternal));
     }
   }
 
@@ -683,7 +743,7 @@ private:
     GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mIndexStream));
     float uploadMs = 0.f, indexMs = 0.f;
     const size_t last = size_t(mBands.order.back());
-    GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&uploadMs, mStartEvent, mArrived[last]));
+    GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&uploadMs, mStartEvent, mUploaded));
     GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&indexMs, mArrived[last], mIndexed[last]));
     mTimes.add("upload", uploadMs);
     mTimes.add("index", indexMs);
@@ -710,6 +770,12 @@ private:
     if (mSideDone)
       cudaEventDestroy(mSideDone);
     mSideDone = nullptr;
+    if (mUploaded)
+      cudaEventDestroy(mUploaded);
+    mUploaded = nullptr;
+    if (mStartGraph)
+      cudaGraphExecDestroy(mStartGraph);
+    mStartGraph = nullptr;
     for (cudaStream_t stream : {mCopyStream, mIndexStream, mSideStream})
       if (stream)
         cudaStreamDestroy(stream);
@@ -818,16 +884,20 @@ private:
   cudaStream_t mIndexStream = nullptr;
   cudaStream_t mSideStream = nullptr;  // the other labelling stream of the bands' turns
   cudaEvent_t mSideDone = nullptr;
+  cudaEvent_t mUploaded = nullptr;  // after the last band's upload
+  cudaGraphExec_t mStartGraph = nullptr;
   cudaEvent_t mStartEvent = nullptr;  // before the first upload (either start)
   std::vector<cudaEvent_t> mArrived, mIndexed;
   mutable bool mStartSettled = false;
   cuda::PinnedBuffer<Point> mHostWhole;  // the one-piece start's (freeing pinned memory takes a while)
   cuda::PinnedBuffer<Point> mHostBanded;
   cuda::PinnedBuffer<uint8_t> mHostGaps;  // the bands' input indices as gaps (IndexGaps)
+  cuda::PinnedBuffer<int32_t> mHostPieceRoots;
   IndexGaps mGaps;
   DeviceBuffer<Point> mInput;
   DeviceBuffer<uint8_t> mGapBytes;
   DeviceBuffer<int32_t> mOriginal;
+  DeviceBuffer<int32_t> mPieceRoots;  // SiteBands::pieceRoots
   DeviceBuffer<uint32_t> mKey;
   DeviceBuffer<int32_t> mRank;
   DeviceBuffer<int32_t> mCount;

@@ -300,11 +300,12 @@ struct ScanRect
   }
 };
 
-__global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int rootsX)
+__global__ void __launch_bounds__(kWarps * 32, 4) directKernel(GridView g, int rootsX, RootSet set)
 {
   __shared__ DirectStage S;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int c0 = (blockIdx.x % rootsX) * kRoot, r0 = g.rowBegin + (blockIdx.x / rootsX) * kRoot;
+  const int root = set.ids ? set.ids[blockIdx.x] - set.base : int(blockIdx.x);
+  const int c0 = (root % rootsX) * kRoot, r0 = g.rowBegin + (root / rootsX) * kRoot;
   const RootPlan plan = planRoot(g, c0, r0, lane);
   if (!useDirect(g, plan.density))
     return;
@@ -733,12 +734,13 @@ __device__ void processTile(const GridView& g, WarpList& L, const TileJob& job, 
 // kHeavySide) become kHeavyParts items of a side kRoot / kHeavyPerSide each, listed first, so that the
 // costliest work starts first and is spread over many blocks (a dense cluster of a few roots keeps
 // the whole GPU busy). counts[0] counts the heavy items, counts[1] the crowded roots.
-__global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, RootItem* light, RootItem* crowded,
+__global__ void planKernel(GridView g, int rootsX, RootSet set, RootItem* heavy, RootItem* light, RootItem* crowded,
                            int* counts)
 {
-  const int root = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-  if (root >= roots)
+  const int slot = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (slot >= set.count)
     return;
+  const int root = set.ids ? set.ids[slot] - set.base : slot;
   const int c0 = (root % rootsX) * kRoot, r0 = g.rowBegin + (root / rootsX) * kRoot;
   const RootPlan plan = planRoot(g, c0, r0, lane);
   if (lane != 0)
@@ -759,7 +761,7 @@ __global__ void planKernel(GridView g, int rootsX, int roots, RootItem* heavy, R
       heavy[at + q] = RootItem{c0 + (q % kHeavyPerSide) * part, r0 + (q / kHeavyPerSide) * part, part, plan.side};
     item.side = 0;
   }
-  light[root] = item;
+  light[slot] = item;
 }
 
 __global__ void __launch_bounds__(kWarps * 32) tileKernel(GridView g, const RootItem* heavy, const RootItem* light,
@@ -805,18 +807,26 @@ __global__ void __launch_bounds__(kWarps * 32) splitKernel(GridView g, SplitQueu
 
 // --- Launches ----------------------------------------------------------------------------------
 
-void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, RootItem* crowded, int* counts,
-                  TileJob* jobs, int* queueCount, int multiprocessors, cudaStream_t stream,
+void prepareLabels()
+{
+  const int smem = int(sizeof(WarpList) * kWarps);
+  GPUGEO_CUDA_CHECK(cudaFuncSetAttribute(tileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  GPUGEO_CUDA_CHECK(cudaFuncSetAttribute(splitKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+}
+
+void launchLabels(const GridView& g, RootSet set, int levels, RootItem* heavy, RootItem* light, RootItem* crowded,
+                  int* counts, TileJob* jobs, int multiprocessors, cudaStream_t stream,
                   void (*phase)(void*, const char*), void* phaseContext)
 {
   const int rootsX = (g.width + kRoot - 1) / kRoot;
-  const int roots = rootsX * ((g.rowEnd - g.rowBegin + kRoot - 1) / kRoot);
+  if (!set.ids)
+    set.count = rootsX * ((g.rowEnd - g.rowBegin + kRoot - 1) / kRoot);
+  const int roots = set.count;
+  if (roots == 0)
+    return;
   const size_t smem = sizeof(WarpList) * kWarps;
-  GPUGEO_CUDA_CHECK(cudaFuncSetAttribute(tileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  GPUGEO_CUDA_CHECK(cudaFuncSetAttribute(splitKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  GPUGEO_CUDA_CHECK(cudaMemsetAsync(queueCount, 0, sizeof(int) * size_t(levels > 0 ? levels : 1), stream));
-  GPUGEO_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(int), stream));
-  planKernel<<<blocksFor(roots, kWarps), kWarps * 32, 0, stream>>>(g, rootsX, roots, heavy, light, crowded, counts);
+  GPUGEO_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(int) * size_t(2 + levels), stream));
+  planKernel<<<blocksFor(roots, kWarps), kWarps * 32, 0, stream>>>(g, rootsX, set, heavy, light, crowded, counts);
   GPUGEO_CUDA_CHECK_LAUNCH();
   phase(phaseContext, "plan");
   if (g.crowdedMin > 0)
@@ -828,11 +838,11 @@ void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* ligh
   }
   if (g.directMax > 0)
   {
-    directKernel<<<roots, kWarps * 32, 0, stream>>>(g, rootsX);
+    directKernel<<<roots, kWarps * 32, 0, stream>>>(g, rootsX, set);
     GPUGEO_CUDA_CHECK_LAUNCH();
     phase(phaseContext, "direct");
   }
-  const SplitQueues q{jobs, queueCount, levels};
+  const SplitQueues q{jobs, counts + 2, levels};
   tileKernel<<<roots, kWarps * 32, smem, stream>>>(g, heavy, light, counts, roots, q);
   GPUGEO_CUDA_CHECK_LAUNCH();
   phase(phaseContext, "tiles");

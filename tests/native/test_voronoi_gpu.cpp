@@ -120,11 +120,11 @@ TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
 }
 
 // 500,000 sites or more, spread over the grid, start overlapped (voronoi_cuda.cu): the sites go up
-// in bands of rows, each indexed on arrival and its pixel rows labelled once the bands within reach
-// are there. The same labels and distance bits as the CPU's: uniform sites with some outside the
+// in bands of rows, each indexed on arrival and each root of pixels labelled once the bands within
+// its reach are there. The same labels and distance bits as the CPU's: uniform sites with some outside the
 // grid, half the sites in a quarter of the area, sites crowded into the top rows (the lower bands
 // wait for all), whole coordinates (ties, copies); whole, and in bands of rows that cut across the
-// bands of sites.
+// bands of sites (of whole roots, and not).
 TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
 {
   SKIP_WITHOUT_GPU();
@@ -182,6 +182,7 @@ TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
     EXPECT_EQ(gpu.stats.uniqueSites, cpu.stats.uniqueSites) << c.name;
     expectIdentical(c, gpu, cpu);
     expectIdentical(c, run(Backend::Gpu, c, 300), cpu);
+    expectIdentical(c, run(Backend::Gpu, c, 320), cpu);  // bands of whole roots: the pieces' roots in each
   }
   EXPECT_GT(run(Backend::Gpu, cases.back()).stats.crowdedRoots, 0) << cases.back().name;
 }

@@ -90,12 +90,24 @@ void launchScatter(const Point* points, const int32_t* original, const uint32_t*
 void launchMarkDuplicates(const Point* points, int n, int32_t* table, uint32_t capacity, uint8_t* duplicate,
                           int32_t* uniqueCount, cudaStream_t stream);
 
-// Labels the band of `g`: plans the roots, labels the direct and the crowded ones, then the tiles and
-// the split levels. `heavy`/`light`/`crowded` hold kHeavyParts x roots, roots and roots items,
-// `counts` two ints (heavy items, crowded roots), `jobs` levels x kQueueCap jobs and `queueCount`
-// levels ints (all zeroed here).
-void launchLabels(const GridView& g, int levels, RootItem* heavy, RootItem* light, RootItem* crowded, int* counts,
-                  TileJob* jobs, int* queueCount, int multiprocessors, cudaStream_t stream,
+// Which roots of the band a labelling takes: all (ids null), or `count` of them, root ids[i] - base
+// (numbered row by row from the band's first row, `rootsX` a row).
+struct RootSet
+{
+  const int32_t* ids = nullptr;
+  int count = 0;
+  int base = 0;
+};
+
+// Labels the band of `g` (or the roots of it in `set`): plans the roots, labels the direct and the
+// crowded ones, then the tiles and the split levels. `heavy`/`light`/`crowded` hold kHeavyParts x
+// roots, roots and roots items, `counts` 2 + levels ints (heavy items, crowded roots, then each
+// split level's jobs; zeroed here) and `jobs` levels x kQueueCap jobs.
+void launchLabels(const GridView& g, RootSet set, int levels, RootItem* heavy, RootItem* light, RootItem* crowded,
+                  int* counts, TileJob* jobs, int multiprocessors, cudaStream_t stream,
                   void (*phase)(void*, const char*), void* phaseContext);
+
+// Sets the labelling kernels' shared memory limit (once per device, before launchLabels).
+void prepareLabels();
 
 }  // namespace gpugeo::voronoi::detail::grid

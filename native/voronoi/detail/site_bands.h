@@ -5,7 +5,8 @@
 //
 // What a band's labelling reads. Every pixel's nearest site lies within a distance D of it: a
 // coarse grid of kReachCell-pixel cells records which cells hold a site inside the grid, and a pixel
-// whose cell is r cells (Chebyshev) from such a cell has a site within kReachCell * sqrt(2) * (r + 1).
+// whose cell is r cells (Chebyshev) from such a cell has a site within kReachCell * sqrt(2) * (r + 1);
+// within a quarter of that where every quarter-side sub-cell of its cell holds one (crowded sites).
 // The GPU's kernels read buckets only within a reach of the pixels they label that follows from D
 // (voronoi_grid_cuda.cu): the direct scan grows its rectangle until every best is certified, so no
 // farther than D + a bucket, staging two rings of buckets around its root; a tile widens by doubling
@@ -25,6 +26,7 @@ namespace gpugeo::voronoi::detail {
 
 constexpr int kReachShift = 4;  // the cells that bound the nearest distance: 2^4 pixels a side
 constexpr int kReachCell = 1 << kReachShift;
+constexpr int kRootSide = 64;  // the labelling kernels' roots (pixels a side): bands and pieces are made of them
 
 struct SiteBands
 {
@@ -35,18 +37,21 @@ struct SiteBands
   std::vector<int> needLast;
   std::vector<int> order;         // the order the bands go up in (and are indexed in): each next band
                                   // the one whose arrival lets the most labelling start for its sites
-  // The labelling's pieces: pixel rows [pieceRow0[p], pieceRow0[p + 1]) (whole 64-pixel root rows;
-  // the last ends at the grid's height), each labelled from bands [pieceFirst[p], pieceLast[p]]:
-  // runs of root rows whose last band arrives at the same point of `order`, so that rows far from
-  // crowded bands need not wait for them. labelOrder: the pieces in the order their bands arrive.
-  std::vector<int64_t> pieceRow0;
-  std::vector<int> pieceFirst;
-  std::vector<int> pieceLast;
-  std::vector<int> labelOrder;
+  // The labelling's pieces, each a set of roots (kRootSide-pixel squares, numbered ry * rootsX + rx
+  // over the whole grid) that can start at the same point of `order`: piece p's roots are
+  // pieceRoots[pieceAt[p], pieceAt[p + 1]) (increasing), all of whose reads lie in the bands
+  // order[0], ..., order[pieceReady[p]] (increasing with p). Roots, not rows: a crowded patch's roots
+  // read a few rows around them and start with their band, while the sparse rows beside them wait
+  // for the bands far above and below.
+  int rootsX = 0;
+  std::vector<int32_t> pieceRoots;
+  std::vector<int32_t> pieceAt;
+  std::vector<int> pieceReady;
   int32_t fullestCell = 0;        // the most sites in a kReachCell cell (those outside the grid in
                                   // the nearest edge cell): no bucket of at most that side holds more
 
   int count() const { return row0.empty() ? 0 : static_cast<int>(row0.size()) - 1; }
+  int pieces() const { return static_cast<int>(pieceReady.size()); }
 };
 
 // The bucket row of a pixel-frame point (the device's bucketKey's).

@@ -2,14 +2,14 @@
 // machine). Preloaded into any program (LD_PRELOAD), it records through CUPTI's activity API every
 // kernel, copy and memset (device start and end, stream) and every runtime API call (host start and
 // end, thread), all on CUPTI's one clock, and writes them at exit as CSV to $CUPTI_TRACE (default
-// cupti_trace.csv): kind,name,start_ns,end_ns,stream,bytes,correlation.
+// cupti_trace.csv): kind,name,start_ns,end_ns,stream,bytes,correlation (for a kernel, "bytes" holds
+// its grid's blocks; for a runtime call, "stream" its thread; "correlation" ties a call to its work).
 // build: g++ -O2 -shared -fPIC -I$CUDA/include cupti_trace.cpp -o libcupti_trace.so -L<dir> -lcupti
 #include <cupti.h>
 #include <cxxabi.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>

@@ -744,7 +744,7 @@ private:
     float uploadMs = 0.f, indexMs = 0.f;
     const size_t last = size_t(mBands.order.back());
     GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&uploadMs, mStartEvent, mUploaded));
-    GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&indexMs, mArrived[last], mIndexed[last]));
+    GPUGEO_CUDA_CHECK(cudaEventElapsedTime(&indexMs, mUploaded, mIndexed[last]));  // the last band's arrival
     mTimes.add("upload", uploadMs);
     mTimes.add("index", indexMs);
     mStartSettled = true;

@@ -77,6 +77,9 @@ constexpr int64_t kBandedAtLeast = 500000;  // sites for the overlapped start ..
 // at most the band's sites, in 32-bit offsets (voronoi_grid_cuda.cu, forRect).
 constexpr int64_t kBandedBelow = int64_t(1) << 26;
 constexpr int kBands = 8;
+// Labelling streams the pieces take turns on: a piece of crowded roots runs several short kernels in
+// a row, so two streams left the last pieces queued behind each other after the upload.
+constexpr int kLabelStreams = 4;
 constexpr int kSpreadRoot = 4;  // the densest root at most this many times the mean: sites spread out
 static_assert(kRootSide == g::kRoot, "the bands' pieces are the labelling's roots");
 
@@ -220,8 +223,8 @@ public:
       return;
     }
     // Piece by piece (the roots whose reads lie in the bands indexed by then, SiteBands), each once
-    // those bands are indexed; the pieces take turns on this stream and a side stream (each with
-    // work buffers of its own), so that one piece's last tiles overlap the next one's first. Rows
+    // those bands are indexed; the pieces take turns on this stream and up to kLabelStreams - 1 side
+    // streams (each with work buffers of its own), so that pieces ready together run together. Rows
     // that do not start on a root row: in one piece once the whole index is there.
     if (row0 % g::kRoot != 0)
     {
@@ -229,8 +232,9 @@ public:
       labelPiece(row0, rows, deviceSite, deviceDistance, mWork[0], mStream);
       return;
     }
-    GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side stream after this stream's earlier work
-    GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mSideStream, mSideDone, 0));
+    GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side streams after this stream's earlier work
+    for (const cudaStream_t side : mSideStreams)
+      GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(side, mSideDone, 0));
     // The call's roots, numbered from its first row: those of the whole grid's numbering in
     // [base, base + callRoots).
     const int32_t base = static_cast<int32_t>(row0 / g::kRoot * mBands.rootsX);
@@ -245,19 +249,23 @@ public:
         const int32_t* hi = std::lower_bound(lo, ids + mBands.pieceAt[size_t(p) + 1], base + callRoots);
         if (lo == hi)
           continue;
-        const cudaStream_t stream = turn == 0 ? mStream : mSideStream;
+        const cudaStream_t stream = turn == 0 ? mStream : mSideStreams[size_t(turn - 1)];
         const int band = mBands.order[size_t(mBands.pieceReady[size_t(p)])];
         GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(stream, mIndexed[size_t(band)], 0));
         labelPiece(row0, rows, deviceSite, deviceDistance, mWork[turn], stream,
                    g::RootSet{mPieceRoots.data() + (lo - ids), static_cast<int>(hi - lo), base});
-        turn ^= 1;
+        turn = (turn + 1) % int(mWork.size());
       }
-      GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mSideStream));
-      GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, mSideDone, 0));
+      for (const cudaStream_t side : mSideStreams)
+      {
+        GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, side));
+        GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, mSideDone, 0));
+      }
     }
     catch (...)
     {
-      cudaStreamSynchronize(mSideStream);  // nothing left writing the caller's buffers
+      for (const cudaStream_t side : mSideStreams)
+        cudaStreamSynchronize(side);  // nothing left writing the caller's buffers
       throw;
     }
   }
@@ -333,8 +341,8 @@ public:
         // The band's output buffers are allocated before any kernel runs (the work buffers are
         // made for the whole grid in the constructor and kept), so nothing was counted.
         GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mStream));
-        if (mSideStream)
-          GPUGEO_CUDA_CHECK(cudaStreamSynchronize(mSideStream));
+        for (const cudaStream_t side : mSideStreams)
+          GPUGEO_CUDA_CHECK(cudaStreamSynchronize(side));
         releaseBandBuffers();
         if (mBandRows <= g::kRoot)
           throw;
@@ -479,10 +487,11 @@ private:
       // The whole grid's work items now: no allocation (which may wait for the device) between the
       // index and the first labelling, or between the bands' labellings.
       const int64_t roots = rootsOf(mGrid.width, mGrid.height);
-      mWork[0].reserve(mLevels, roots);
+      mWork.resize(mBands.count() > 0 ? size_t(std::min(kLabelStreams, mBands.pieces())) : 1u);
+      for (LabelWork& work : mWork)
+        work.reserve(mLevels, roots);
       if (mBands.count() > 0)
       {
-        mWork[1].reserve(mLevels, roots);
         mOriginal.resize(n);
         mGapBytes.resize(size_t(mGaps.at.back()));
         mHostPieceRoots.resize(mBands.pieceRoots.size());
@@ -600,7 +609,9 @@ private:
     int leastPriority = 0, greatestPriority = 0;
     GPUGEO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
     GPUGEO_CUDA_CHECK(cudaStreamCreateWithPriority(&mIndexStream, cudaStreamNonBlocking, greatestPriority));
-    GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&mSideStream, cudaStreamNonBlocking));
+    mSideStreams.assign(mWork.size() - 1, nullptr);
+    for (cudaStream_t& side : mSideStreams)
+      GPUGEO_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     GPUGEO_CUDA_CHECK(cudaEventCreateWithFlags(&mSideDone, cudaEventDisableTiming));
     GPUGEO_CUDA_CHECK(cudaEventCreate(&mUploaded));
     const int bands = mBands.count();
@@ -753,9 +764,11 @@ private:
   // The start's streams and events (after the index is done or abandoned).
   void releaseStart()
   {
-    for (cudaStream_t stream : {mCopyStream, mIndexStream, mSideStream})
+    for (cudaStream_t stream : {mCopyStream, mIndexStream})
       if (stream)
         cudaStreamSynchronize(stream);
+    for (const cudaStream_t side : mSideStreams)
+      cudaStreamSynchronize(side);
     for (cudaEvent_t e : mArrived)
       if (e)
         cudaEventDestroy(e);
@@ -776,10 +789,13 @@ private:
     if (mStartGraph)
       cudaGraphExecDestroy(mStartGraph);
     mStartGraph = nullptr;
-    for (cudaStream_t stream : {mCopyStream, mIndexStream, mSideStream})
+    for (cudaStream_t stream : {mCopyStream, mIndexStream})
       if (stream)
         cudaStreamDestroy(stream);
-    mCopyStream = mIndexStream = mSideStream = nullptr;
+    for (const cudaStream_t side : mSideStreams)
+      cudaStreamDestroy(side);
+    mSideStreams.clear();
+    mCopyStream = mIndexStream = nullptr;
   }
 
   // The most sites any bucket holds (waits for the stream).
@@ -882,7 +898,7 @@ private:
   SiteBands mBands;
   cudaStream_t mCopyStream = nullptr;
   cudaStream_t mIndexStream = nullptr;
-  cudaStream_t mSideStream = nullptr;  // the other labelling stream of the bands' turns
+  std::vector<cudaStream_t> mSideStreams;  // the other labelling streams of the pieces' turns
   cudaEvent_t mSideDone = nullptr;
   cudaEvent_t mUploaded = nullptr;  // after the last band's upload
   cudaGraphExec_t mStartGraph = nullptr;
@@ -909,7 +925,7 @@ private:
   DeviceBuffer<int32_t> mStart;
   DeviceBuffer<Point> mPoints;
   DeviceBuffer<int32_t> mSiteIndex;
-  LabelWork mWork[2];  // the second for the bands' turns
+  std::vector<LabelWork> mWork;  // a labelling stream's each: mStream's, then mSideStreams' in turn
   DeviceBuffer<unsigned long long> mCounters;
   DeviceBuffer<unsigned char> mScanTemp;
   DeviceBuffer<int32_t> mSiteOut;

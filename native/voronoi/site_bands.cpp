@@ -77,24 +77,19 @@ struct LabelUnit
 {
   int first = 0, last = 0;  // bands [first, last]
   double work = 0.0;        // its pixels, and kSiteWork a site among them
-  double heaviest = 0.0;    // the most work of one of its roots
 };
 
 // The order the bands go up in, from a model of the start: the bands go up one after another (a
 // site's upload takes as long as kUploadWork of labelling), each is indexed after it is up and after
 // the band before it (kIndexFixed plus kIndexWork a site), and the labelling, kept busy by whatever
 // has all its bands indexed, finishes at the latest of (a point of the order + the work that can only
-// start there) and (a point of the order + the time the pieces that start there take however many
-// multiprocessors are free: kLatencyFixed, plus kLatencyRoot times the work of their heaviest root,
-// since a root's crowded sites, tiles and their splits follow one another). The order with the earliest finish (every order up to kExhaustiveBands bands, else the
+// start there). The order with the earliest finish (every order up to kExhaustiveBands bands, else the
 // best found by moving single bands from the greedy start below); among equal finishes the one that
 // lets work start soonest. The constants are ratios measured on the H100 and H200 at 8192^2 with
 // 4,000,000 sites (upload 1.4 ms, index of a band of 850,000 sites 0.17 ms, labelling 1.44 ms).
 constexpr double kUploadWork = 30.0;
 constexpr double kIndexWork = 15.0;
 constexpr double kIndexFixed = 2.5e6;
-constexpr double kLatencyFixed = 8e6;
-constexpr double kLatencyRoot = 120.0;
 constexpr int kExhaustiveBands = 8;
 
 struct OrderCost
@@ -108,20 +103,18 @@ struct OrderCost
 };
 
 OrderCost costOf(const std::vector<int>& order, const std::vector<double>& bandSites, const std::vector<LabelUnit>& units,
-                 std::vector<int>& arrival, std::vector<double>& readyWork, std::vector<double>& latency)
+                 std::vector<int>& arrival, std::vector<double>& readyWork)
 {
   const std::size_t count = order.size();
   for (std::size_t k = 0; k < count; ++k)
     arrival[std::size_t(order[k])] = int(k);
   std::fill(readyWork.begin(), readyWork.end(), 0.0);
-  std::fill(latency.begin(), latency.end(), 0.0);
   for (const LabelUnit& u : units)
   {
     int ready = 0;
     for (int b = u.first; b <= u.last; ++b)
       ready = std::max(ready, arrival[std::size_t(b)]);
     readyWork[std::size_t(ready)] += u.work;
-    latency[std::size_t(ready)] = std::max(latency[std::size_t(ready)], kLatencyFixed + kLatencyRoot * u.heaviest);
   }
   // When each point of the order is indexed.
   OrderCost cost;
@@ -134,7 +127,7 @@ OrderCost costOf(const std::vector<int>& order, const std::vector<double>& bandS
     up += kUploadWork * sites;
     indexed = std::max(indexed, up) + kIndexFixed + kIndexWork * sites;
     if (readyWork[k] > 0.0)
-      cost.finish = std::max(cost.finish, indexed + std::max(later, latency[k]));
+      cost.finish = std::max(cost.finish, indexed + later);
     cost.waiting += indexed * readyWork[k];
     later -= readyWork[k];
   }
@@ -191,8 +184,8 @@ std::vector<int> uploadOrder(const std::vector<double>& bandSites, const std::ve
 {
   const std::size_t count = bandSites.size();
   std::vector<int> arrival(count), best = greedyOrder(bandSites, units);
-  std::vector<double> readyWork(count), latency(count);
-  OrderCost bestCost = costOf(best, bandSites, units, arrival, readyWork, latency);
+  std::vector<double> readyWork(count);
+  OrderCost bestCost = costOf(best, bandSites, units, arrival, readyWork);
   if (count <= std::size_t(kExhaustiveBands))
   {
     std::vector<int> order(count);
@@ -200,7 +193,7 @@ std::vector<int> uploadOrder(const std::vector<double>& bandSites, const std::ve
       order[k] = int(k);
     do
     {
-      const OrderCost cost = costOf(order, bandSites, units, arrival, readyWork, latency);
+      const OrderCost cost = costOf(order, bandSites, units, arrival, readyWork);
       if (cost < bestCost)
       {
         bestCost = cost;
@@ -222,7 +215,7 @@ std::vector<int> uploadOrder(const std::vector<double>& bandSites, const std::ve
         const int band = order[from];
         order.erase(order.begin() + std::ptrdiff_t(from));
         order.insert(order.begin() + std::ptrdiff_t(to), band);
-        const OrderCost cost = costOf(order, bandSites, units, arrival, readyWork, latency);
+        const OrderCost cost = costOf(order, bandSites, units, arrival, readyWork);
         if (cost < bestCost)
         {
           bestCost = cost;
@@ -416,18 +409,12 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   std::vector<LabelUnit> units;  // one a pair of needs
   {
     std::vector<double> workOf(std::size_t(plan.count()) * std::size_t(plan.count()), 0.0);
-    std::vector<double> heaviestOf(workOf.size(), 0.0);
     for (const LabelUnit& u : roots)
-    {
-      const std::size_t pair = std::size_t(u.first) * std::size_t(plan.count()) + std::size_t(u.last);
-      workOf[pair] += u.work;
-      heaviestOf[pair] = std::max(heaviestOf[pair], u.work);
-    }
+      workOf[std::size_t(u.first) * std::size_t(plan.count()) + std::size_t(u.last)] += u.work;
     for (int first = 0; first < plan.count(); ++first)
       for (int last = first; last < plan.count(); ++last)
         if (const double work = workOf[std::size_t(first) * std::size_t(plan.count()) + std::size_t(last)]; work > 0)
-          units.push_back(LabelUnit{first, last, work,
-                                    heaviestOf[std::size_t(first) * std::size_t(plan.count()) + std::size_t(last)]});
+          units.push_back(LabelUnit{first, last, work});
   }
   std::vector<double> bandSites(std::size_t(plan.count()));
   for (int b = 0; b < plan.count(); ++b)

@@ -79,65 +79,10 @@ struct LabelUnit
   double work = 0.0;        // its pixels, and kSiteWork a site among them
 };
 
-// The order the bands go up in, from a model of the start: the bands go up one after another (a
-// site's upload takes as long as kUploadWork of labelling), each is indexed after it is up and after
-// the band before it (kIndexFixed plus kIndexWork a site), and the labelling, kept busy by whatever
-// has all its bands indexed, finishes at the latest of (a point of the order + the work that can only
-// start there). The order with the earliest finish (every order up to kExhaustiveBands bands, else the
-// best found by moving single bands from the greedy start below); among equal finishes the one that
-// lets work start soonest. The constants are ratios measured on the H100 and H200 at 8192^2 with
-// 4,000,000 sites (upload 1.4 ms, index of a band of 850,000 sites 0.17 ms, labelling 1.44 ms).
-constexpr double kUploadWork = 30.0;
-constexpr double kIndexWork = 15.0;
-constexpr double kIndexFixed = 2.5e6;
-constexpr int kExhaustiveBands = 8;
-
-struct OrderCost
-{
-  double finish = 0.0;     // when the labelling is done, in work units
-  double waiting = 0.0;    // the work weighted by the point it can start at (less: starts sooner)
-  bool operator<(const OrderCost& o) const
-  {
-    return finish < o.finish * (1.0 - 1e-9) || (finish <= o.finish * (1.0 + 1e-9) && waiting < o.waiting);
-  }
-};
-
-OrderCost costOf(const std::vector<int>& order, const std::vector<double>& bandSites, const std::vector<LabelUnit>& units,
-                 std::vector<int>& arrival, std::vector<double>& readyWork)
-{
-  const std::size_t count = order.size();
-  for (std::size_t k = 0; k < count; ++k)
-    arrival[std::size_t(order[k])] = int(k);
-  std::fill(readyWork.begin(), readyWork.end(), 0.0);
-  for (const LabelUnit& u : units)
-  {
-    int ready = 0;
-    for (int b = u.first; b <= u.last; ++b)
-      ready = std::max(ready, arrival[std::size_t(b)]);
-    readyWork[std::size_t(ready)] += u.work;
-  }
-  // When each point of the order is indexed.
-  OrderCost cost;
-  double up = 0.0, indexed = 0.0, later = 0.0;
-  for (double w : readyWork)
-    later += w;
-  for (std::size_t k = 0; k < count; ++k)
-  {
-    const double sites = bandSites[std::size_t(order[k])];
-    up += kUploadWork * sites;
-    indexed = std::max(indexed, up) + kIndexFixed + kIndexWork * sites;
-    if (readyWork[k] > 0.0)
-      cost.finish = std::max(cost.finish, indexed + later);
-    cost.waiting += indexed * readyWork[k];
-    later -= readyWork[k];
-  }
-  return cost;
-}
-
-// The greedy start: each next band the one whose arrival lets the most labelling start (the pixels
-// whose bands are then all up) for the sites it brings; where none lets anything start, the one with
-// the fewest sites.
-std::vector<int> greedyOrder(const std::vector<double>& bandSites, const std::vector<LabelUnit>& units)
+// The order the bands go up in: each next band the one whose arrival lets the most labelling start
+// (the pixels whose bands are then all up) for the sites it brings. Where no band lets anything
+// start, the one with the fewest sites.
+std::vector<int> uploadOrder(const std::vector<double>& bandSites, const std::vector<LabelUnit>& units)
 {
   const int count = static_cast<int>(bandSites.size());
   std::vector<char> up(static_cast<std::size_t>(count), 0), started(units.size(), 0);
@@ -162,6 +107,7 @@ std::vector<int> greedyOrder(const std::vector<double>& bandSites, const std::ve
         if (!started[u] && ready(units[u]))
           unlocked += units[u].work;
       up[std::size_t(j)] = 0;
+      // Work let start per site sent; nothing let start: the fewest sites first.
       const int tier = unlocked > 0 ? 1 : 0;
       const double score = (tier ? unlocked : 1.0) / (bandSites[std::size_t(j)] + 1.0);
       if (tier > bestTier || (tier == bestTier && score > best))
@@ -178,53 +124,6 @@ std::vector<int> greedyOrder(const std::vector<double>& bandSites, const std::ve
         started[u] = 1;
   }
   return order;
-}
-
-std::vector<int> uploadOrder(const std::vector<double>& bandSites, const std::vector<LabelUnit>& units)
-{
-  const std::size_t count = bandSites.size();
-  std::vector<int> arrival(count), best = greedyOrder(bandSites, units);
-  std::vector<double> readyWork(count);
-  OrderCost bestCost = costOf(best, bandSites, units, arrival, readyWork);
-  if (count <= std::size_t(kExhaustiveBands))
-  {
-    std::vector<int> order(count);
-    for (std::size_t k = 0; k < count; ++k)
-      order[k] = int(k);
-    do
-    {
-      const OrderCost cost = costOf(order, bandSites, units, arrival, readyWork);
-      if (cost < bestCost)
-      {
-        bestCost = cost;
-        best = order;
-      }
-    } while (std::next_permutation(order.begin(), order.end()));
-    return best;
-  }
-  // Moves of one band to another point of the order while one makes it better.
-  for (bool better = true; better;)
-  {
-    better = false;
-    for (std::size_t from = 0; from < count; ++from)
-      for (std::size_t to = 0; to < count; ++to)
-      {
-        if (to == from)
-          continue;
-        std::vector<int> order = best;
-        const int band = order[from];
-        order.erase(order.begin() + std::ptrdiff_t(from));
-        order.insert(order.begin() + std::ptrdiff_t(to), band);
-        const OrderCost cost = costOf(order, bandSites, units, arrival, readyWork);
-        if (cost < bestCost)
-        {
-          bestCost = cost;
-          best = std::move(order);
-          better = true;
-        }
-      }
-  }
-  return best;
 }
 
 }  // namespace

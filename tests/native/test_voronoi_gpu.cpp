@@ -162,15 +162,10 @@ TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
     whole.y.push_back(-cy(rng));
   }
   cases.push_back(whole);
-  // 90 % of the sites in 1 % of the area start in one piece (a band of them alone would keep few
-  // blocks busy): the same labels.
-  const VoronoiCase crowded =
-    concentrated("1,100,000 sites on 2048 x 2048, 90 % of them in 1 % of the area", 10, 760, 1250, 205);
-  const Labels crowdedCpu = run(Backend::Cpu, crowded);
-  const Labels crowdedGpu = run(Backend::Gpu, crowded);
-  EXPECT_EQ(crowdedGpu.stats.siteBands, 0) << crowded.name;
-  EXPECT_GT(crowdedGpu.stats.crowdedRoots, 0) << crowded.name;
-  expectIdentical(crowded, crowdedGpu, crowdedCpu);
+  // 90 % of the sites in 1 % of the area (crowded roots, about 24 sites a pixel) start overlapped
+  // too (since 2026-12-07).
+  cases.push_back(concentrated("1,100,000 sites on 2048 x 2048, 90 % of them in 1 % of the area", 10, 760, 1250, 205));
+  EXPECT_GT(run(Backend::Gpu, cases.back()).stats.crowdedRoots, 0) << cases.back().name;
   // More sites than pixels everywhere: crowded roots labelled a pixel a thread, band by band.
   cases.push_back(gpugeo::testing::uniformCase(204, 1024, 1024, 1200000, 0.0, 0.0, 1.0, 3.0));
   for (const VoronoiCase& c : cases)

@@ -13,7 +13,6 @@ namespace gpugeo::voronoi::detail {
 
 namespace {
 
-constexpr int kRootRows = kRootSide;  // bands are whole root rows of the labelling kernels
 // What labelling a site costs beside a pixel's 1 (the GPU's labelling of 8192^2 pixels with
 // 4,000,000 sites against 100, H200): the bands are cut and ordered by this work.
 constexpr double kSiteWork = 15.0;
@@ -148,7 +147,7 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   const int bucket = 1 << shift;
   plan.bx = (width + bucket - 1) / bucket;
   plan.by = (height + bucket - 1) / bucket;
-  if (n <= 0 || bands < 3 || bucket > kRootRows)
+  if (n <= 0 || bands < 3 || bucket > kRootSide)
     return plan;
 
   // Sites a bucket row, the sites a cell (those outside in the nearest edge cell, as the buckets
@@ -224,7 +223,7 @@ SiteBands planSiteBands(const Point* points, int64_t n, int width, int height, i
   double totalWork = 0.0;
   for (int r = 0; r < plan.by; ++r)
     totalWork += rowWork(r);
-  const int unit = kRootRows >> shift;  // bucket rows a root row
+  const int unit = kRootSide >> shift;  // bucket rows a root row (bands are whole root rows)
   plan.row0.push_back(0);
   plan.offset.push_back(0);
   int64_t running = 0;

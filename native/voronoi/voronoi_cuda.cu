@@ -21,10 +21,10 @@
 // (pieces: the roots that can start at the same arrival, wherever they lie; a crowded patch's roots
 // reach a few rows, the sparse roots beside them many), while later bands are still on their way
 // (up to four labelling streams taking turns, so that pieces ready together run together and one
-// piece's last tiles overlap the next one's first). Until a band is indexed its buckets read as empty and its slots as sites farther than
-// any; the reach (from a bound on every pixel's nearest distance) keeps every site that can be
-// nearest, ties included, inside the bands waited for, so labels and distances are the same bits as
-// the one-piece index's. Every read of the direct scan
+// piece's last tiles overlap the next one's first). Until a band is indexed its buckets read as
+// empty and its slots as sites farther than any; the reach (from a bound on every pixel's nearest
+// distance) keeps every site that can be nearest, ties included, inside the bands waited for, so
+// labels and distances are the same bits as the one-piece index's. Every read of the direct scan
 // (its staged rings included) and of a crowded root's pixels (no farther than the nearest distance
 // and two buckets) lies within the reach; a tile's may not (its bound from a site outside the grid,
 // held in an edge bucket) and may meet a band being indexed: forRect reads bucket lengths as at
@@ -194,7 +194,8 @@ public:
     checkRows(row0, rows);
     if (rows == 0)
       return;
-    // In one piece where the whole index is there (it always is but during an overlapped start).
+    // In one piece where the whole index is there (it always is but during an overlapped start), and
+    // for rows that do not start on a root row (once the whole index is there).
     const cudaEvent_t lastIndexed = mBands.count() > 0 ? mIndexed[size_t(mBands.order.back())] : nullptr;
     bool indexed = true;
     if (lastIndexed)
@@ -204,7 +205,7 @@ public:
         GPUGEO_CUDA_CHECK(query);
       indexed = query == cudaSuccess;
     }
-    if (indexed)
+    if (indexed || row0 % g::kRoot != 0)
     {
       if (lastIndexed)
         GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, lastIndexed, 0));
@@ -213,14 +214,7 @@ public:
     }
     // Piece by piece (the roots whose reads lie in the bands indexed by then, SiteBands), each once
     // those bands are indexed; the pieces take turns on this stream and up to kLabelStreams - 1 side
-    // streams (each with work buffers of its own), so that pieces ready together run together. Rows
-    // that do not start on a root row: in one piece once the whole index is there.
-    if (row0 % g::kRoot != 0)
-    {
-      GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(mStream, lastIndexed, 0));
-      labelPiece(row0, rows, deviceSite, deviceDistance, mWork[0], mStream);
-      return;
-    }
+    // streams (each with work buffers of its own), so that pieces ready together run together.
     GPUGEO_CUDA_CHECK(cudaEventRecord(mSideDone, mStream));  // the side streams after this stream's earlier work
     for (const cudaStream_t side : mSideStreams)
       GPUGEO_CUDA_CHECK(cudaStreamWaitEvent(side, mSideDone, 0));

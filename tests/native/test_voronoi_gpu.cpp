@@ -119,12 +119,13 @@ TEST(VoronoiGpu, IdenticalToCpuOnLargerGridsInBands)
   expectIdentical(dense, gpu, cpu);
 }
 
-// 500,000 sites or more, spread over the grid, start overlapped (voronoi_cuda.cu): the sites go up
+// 500,000 sites or more, spread out or crowded, start overlapped (voronoi_cuda.cu): the sites go up
 // in bands of rows, each indexed on arrival and each root of pixels labelled once the bands within
-// its reach are there. The same labels and distance bits as the CPU's: uniform sites with some outside the
-// grid, half the sites in a quarter of the area, sites crowded into the top rows (the lower bands
-// wait for all), whole coordinates (ties, copies); whole, and in bands of rows that cut across the
-// bands of sites (of whole roots, and not).
+// its reach are there. The same labels and distance bits as the CPU's: uniform sites with some
+// outside the grid, half the sites in a quarter of the area, sites crowded into the top rows (the
+// lower bands wait for all), whole coordinates (ties, copies), 90 % of the sites in 1 % of the area,
+// more sites than pixels; whole, and in bands of rows that cut across the bands of sites (of whole
+// roots, and not).
 TEST(VoronoiGpu, TheOverlappedStartOfManySitesMatchesTheCpu)
 {
   SKIP_WITHOUT_GPU();
